@@ -1,0 +1,3 @@
+from loclab.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,70 @@
+"""Rates and ratios of each result row, against the roofs measured in the same run.
+
+Rates come from the golden algorithm's bytes and flops, never from what a variant moves:
+a variant that moves more bytes to do the same work is slower, and its rate says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from loclab.cases import ROOF_CASE
+from loclab.hw import Machine
+
+Row = dict[str, Any]
+
+
+def derive_references(rows: Iterable[Row], machine: Machine) -> dict[str, float | None]:
+    """The best valid copy on each device is its memory roof; peaks come from the hardware."""
+    copy = {"cpu": None, "gpu": None}
+    for row in rows:
+        if row["case"] == ROOF_CASE and row["valid"] and row["gbps"]:
+            copy[row["device"]] = max(copy[row["device"]] or 0.0, row["gbps"])
+    gpu = machine.gpu
+    return {
+        "cpu_copy_gbps": copy["cpu"],
+        "gpu_copy_gbps": copy["gpu"],
+        "cpu_peak_gflops_fp32": machine.cpu.peak_gflops_fp32,
+        "gpu_peak_gflops_fp32": gpu.peak_gflops_fp32 if gpu else None,
+        "gpu_theoretical_gbps": gpu.theoretical_gbps if gpu else None,
+    }
+
+
+def rates(row: Row) -> None:
+    """GB/s and GFlop/s of a timed row, from the golden algorithm's work."""
+    median = row["median_s"]
+    row["gbps"] = row["bytes"] / median / 1e9 if median else None
+    row["gflops"] = row["flops"] / median / 1e9 if median else None
+
+
+def _percent(value: float | None, roof: float | None) -> float | None:
+    return 100.0 * value / roof if value is not None and roof else None
+
+
+def _ratio(reference: Row | None, row: Row) -> float | None:
+    """reference time / this time (> 1: this row is faster)."""
+    if not reference or not reference["median_s"] or not row["median_s"]:
+        return None
+    return reference["median_s"] / row["median_s"]
+
+
+def add_comparisons(rows: list[Row], references: dict[str, float | None]) -> None:
+    """Fraction of copy bandwidth and peak, speedup over naive, ratio to the library row."""
+    by_role: dict[tuple[str, str, str], Row] = {}
+    for row in rows:
+        if row["role"] in ("naive", "library") and row["valid"]:
+            by_role.setdefault((row["case"], row["device"], row["role"]), row)
+    for row in rows:
+        device = row["device"]
+        copy = references[f"{device}_copy_gbps"]
+        peak = references[f"{device}_peak_gflops_fp32"]
+        row["pct_of_copy"] = _percent(row.get("gbps"), copy)
+        # Compute-bound: arithmetic intensity at or beyond the ridge point peak / bandwidth.
+        compute_bound = bool(row["flops"] and copy and peak
+                             and row["flops"] / row["bytes"] >= peak / copy)
+        row["pct_of_peak"] = _percent(row.get("gflops"), peak) if compute_bound else None
+        naive = by_role.get((row["case"], device, "naive"))
+        library = by_role.get((row["case"], device, "library"))
+        row["speedup_vs_naive"] = _ratio(naive, row)
+        row["vs_library"] = _ratio(library, row)

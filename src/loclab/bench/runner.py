@@ -1,0 +1,227 @@
+"""``loclab run``: every selected case and variant, validated, timed and compared.
+
+For each case, inputs come from a seeded RNG and the golden output is computed once per size;
+each variant then gets a poisoned output buffer, runs once to be validated, and is timed
+until the budget is spent. A failure (wrong output, launch error, anything raised) is recorded
+on that variant's row and the run goes on.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from loclab.bench.backend import make_backend
+from loclab.bench.metrics import Row, add_comparisons, derive_references, rates
+from loclab.bench.results import build_document
+from loclab.bench.stats import summarize
+from loclab.bench.timing import BUDGETS, Budget, measure
+from loclab.bench.validate import compare, poison
+from loclab.cases import ROOF_CASE, case_names, get_case
+from loclab.cases.base import DEVICE_CHOICES, SIZE_PRESETS, Case, Variant
+from loclab.errors import GpuUnavailableError, LoclabError, UsageError
+from loclab.gpu import gpu_unavailable_reason
+from loclab.hw import Machine, detect_machine
+from loclab.hw.cpu import read_meminfo
+
+Progress = Callable[[int, int, str], None]
+# Host memory per byte of golden traffic: inputs, golden output, an output, its fetched copy.
+HOST_BYTES_PER_WORK_BYTE = 2.0
+GPU_BYTES_PER_WORK_BYTE = 1.5  # inputs, an output, a library's temporary
+
+
+def _choose(kind: str, value: str, choices: Sequence[str]) -> str:
+    if value not in choices:
+        raise UsageError(f"unknown {kind} {value!r}; choose from {', '.join(choices)}")
+    return value
+
+
+def resolve_cases(names: Sequence[str] | None) -> list[Case]:
+    """The requested cases, the roof (copy) first whether asked for or not."""
+    wanted = [_choose("case", name, case_names()) for name in (names or case_names())]
+    ordered = [ROOF_CASE] + [name for name in dict.fromkeys(wanted) if name != ROOF_CASE]
+    return [get_case(name) for name in ordered]
+
+
+def resolve_devices(device: str) -> list[str]:
+    _choose("device", device, DEVICE_CHOICES)
+    reason = gpu_unavailable_reason() if device in ("gpu", "all") else None
+    if device == "gpu" and reason:
+        raise GpuUnavailableError(f"--device gpu: no GPU: {reason}")
+    if device == "cpu" or reason:
+        return ["cpu"]
+    return ["gpu"] if device == "gpu" else ["cpu", "gpu"]
+
+
+def configure_threads(threads: int | None) -> int:
+    """Set numba's thread count (default: all it has) and return it."""
+    import numba
+
+    most = numba.config.NUMBA_NUM_THREADS
+    if threads is not None and not 1 <= threads <= most:
+        raise UsageError(f"--threads {threads}: must be between 1 and {most}")
+    numba.set_num_threads(threads or most)
+    return numba.get_num_threads()
+
+
+def _check_memory(case: Case, device: str, dims: dict[str, int], size: str) -> None:
+    need = case.work(dims).bytes
+    if device == "gpu":
+        import cupy
+
+        free = cupy.cuda.runtime.memGetInfo()[0]
+        need, where = need * GPU_BYTES_PER_WORK_BYTE, "GPU memory"
+    else:
+        free = read_meminfo("MemAvailable")
+        need, where = need * HOST_BYTES_PER_WORK_BYTE, "memory"
+    if free is not None and need > free:
+        raise UsageError(f"--size {size}: {case.name} on the {device} needs about "
+                         f"{need / 2**30:.1f} GiB of {where}, {free / 2**30:.1f} GiB is free")
+
+
+def _seed(case: Case, dims: dict[str, int]) -> int:
+    return zlib.crc32(f"{case.name}:{sorted(dims.items())}".encode())
+
+
+def _empty_row(case: Case, variant: Variant, dims: dict[str, int], timer: str) -> Row:
+    work = case.work(dims)
+    return {"case": case.name, "variant": variant.name, "device": variant.device,
+            "role": variant.role, "description": variant.description, "size": dict(dims),
+            "params": {}, "median_s": None, "min_s": None, "max_s": None, "iqr_s": None,
+            "runs": 0, "batch": 0, "timer": timer, "bytes": work.bytes, "flops": work.flops,
+            "gbps": None, "gflops": None, "valid": False, "max_rel_err": None, "error": None}
+
+
+def _describe(err: Exception) -> str:
+    return str(err) if isinstance(err, LoclabError) else f"{type(err).__name__}: {err}"
+
+
+def measure_variant(case: Case, variant: Variant, dims: dict[str, int], staged: dict[str, Any],
+                    golden: np.ndarray, backend: Any, machine: Machine, budget: Budget) -> Row:
+    """Validate (poisoned output, golden comparison), then time one variant. Never raises."""
+    row = _empty_row(case, variant, dims, backend.clock.name)
+    try:
+        shape, dtype = case.output(dims)
+        out = backend.empty(shape, dtype)
+        bound = variant.setup(staged, out, machine)
+        row["params"] = bound.params
+        poison(out)
+        result = bound.run()
+        backend.synchronize()
+        check = compare(backend.to_host(result), golden, case.tolerance)
+        row.update(valid=check.valid, max_rel_err=check.max_rel_err, error=check.problem)
+        samples, batch = measure(bound.run, backend.clock, budget)
+        backend.synchronize()
+    except Exception as err:  # recorded on the row; the run goes on with the next variant
+        row.update(valid=False, error=_describe(err))
+        return row
+    summary = summarize(samples)
+    row.update(median_s=summary.median, min_s=summary.min, max_s=summary.max,
+               iqr_s=summary.iqr, runs=summary.runs, batch=batch)
+    rates(row)
+    return row
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A checked request: every name resolved, sizes fixed, memory known to suffice."""
+
+    size: str
+    devices: list[str]
+    machine: Machine
+    numba_threads: int | None
+    budget: Budget
+    work: list[tuple[Case, list[tuple[dict[str, int], list[str]]]]]  # case, (dims, devices)
+
+    @property
+    def variant_count(self) -> int:
+        return sum(len(case.variants_on(dev)) for case, groups in self.work
+                   for _, devs in groups for dev in devs)
+
+
+def plan(cases: Sequence[str] | None = None, device: str = "all", size: str = "default",
+         threads: int | None = None, budget: Budget | None = None) -> Plan:
+    """Check a request (raising UsageError with one line on bad input) before anything runs."""
+    _choose("size", size, SIZE_PRESETS)
+    selected = resolve_cases(cases)
+    devices = resolve_devices(device)
+    machine = detect_machine(with_gpu=device != "cpu")  # "all" records why there is no GPU
+    numba_threads = configure_threads(threads) if "cpu" in devices else None
+    work = []
+    for case in selected:
+        groups: dict[tuple, tuple[dict[str, int], list[str]]] = {}
+        for dev in devices:
+            dims = case.dims(size, dev, machine)
+            _check_memory(case, dev, dims, size)
+            groups.setdefault(tuple(sorted(dims.items())), (dims, []))[1].append(dev)
+        work.append((case, list(groups.values())))
+    return Plan(size=size, devices=devices, machine=machine, numba_threads=numba_threads,
+                budget=budget or BUDGETS[size], work=work)
+
+
+def execute(request: Plan, progress: Progress | None = None) -> dict[str, Any]:
+    """Run a plan and return the results document (see ``loclab.bench.results``)."""
+    total = request.variant_count
+    report = progress or (lambda done, total, label: None)
+    started = 0
+
+    def starting(label: str) -> None:
+        nonlocal started
+        report(started, total, label)
+        started += 1
+
+    rows: list[Row] = []
+    backends = {dev: make_backend(dev) for dev in request.devices}
+    for case, groups in request.work:
+        for dims, devices in groups:
+            inputs = case.make_inputs(dims, np.random.default_rng(_seed(case, dims)))
+            golden = case.golden(inputs)
+            for dev in devices:
+                rows.extend(_run_on_device(case, dims, inputs, golden, backends[dev],
+                                           request.machine, request.budget, starting))
+    report(total, total, "done")
+
+    references = derive_references(rows, request.machine)
+    add_comparisons(rows, references)
+    machine_json = request.machine.to_json()
+    machine_json["cpu"]["numba_threads"] = request.numba_threads
+    return build_document(machine=machine_json, references=references,
+                          cases={case.name: {"lesson": case.lesson,
+                                             "description": case.description}
+                                 for case, _ in request.work},
+                          rows=rows, size=request.size, devices=request.devices)
+
+
+def run(cases: Sequence[str] | None = None, device: str = "all", size: str = "default",
+        threads: int | None = None, budget: Budget | None = None,
+        progress: Progress | None = None) -> dict[str, Any]:
+    """Check, then run case studies; return the results document.
+
+    ``progress(done, total, label)`` is called before each variant and once at the end.
+    """
+    return execute(plan(cases, device, size, threads, budget), progress)
+
+
+def _run_on_device(case: Case, dims: dict[str, int], inputs: dict[str, np.ndarray],
+                   golden: np.ndarray, backend: Any, machine: Machine, budget: Budget,
+                   starting: Callable[[str], None]) -> list[Row]:
+    variants = case.variants_on(backend.device)
+    try:
+        staged = {name: backend.stage(array) for name, array in inputs.items()}
+    except Exception as err:  # e.g. out of device memory: every variant here fails alike
+        rows = [_empty_row(case, v, dims, backend.clock.name) for v in variants]
+        for row in rows:
+            row["error"] = f"staging inputs failed: {_describe(err)}"
+        return rows
+    rows = []
+    for variant in variants:
+        starting(f"{case.name} {variant.name}")
+        rows.append(measure_variant(case, variant, dims, staged, golden, backend, machine,
+                                    budget))
+    del staged
+    backend.release()
+    return rows

@@ -1,0 +1,83 @@
+"""Repeated timing until a time budget, with a minimum number of runs.
+
+CPU runs are timed with ``time.perf_counter``; GPU runs with CUDA events around the launches,
+which time the device, not the Python that launched them. Very short runs are timed in
+batches of back-to-back calls (the sample is the batch's mean), so that a launch's host-side
+overhead does not sit inside a GPU sample.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+class Clock(Protocol):
+    name: str
+
+    def per_call(self, run: Callable[[], Any], calls: int) -> float:
+        """Seconds per call, over ``calls`` back-to-back calls."""
+
+
+class PerfCounterClock:
+    name = "perf_counter"
+
+    def per_call(self, run: Callable[[], Any], calls: int) -> float:
+        start = time.perf_counter()
+        for _ in range(calls):
+            run()
+        return (time.perf_counter() - start) / calls
+
+
+class CudaEventClock:
+    name = "cuda-events"
+
+    def __init__(self) -> None:
+        import cupy
+
+        self._cupy = cupy
+        self._start = cupy.cuda.Event()
+        self._end = cupy.cuda.Event()
+
+    def per_call(self, run: Callable[[], Any], calls: int) -> float:
+        self._start.record()
+        for _ in range(calls):
+            run()
+        self._end.record()
+        self._end.synchronize()
+        return self._cupy.cuda.get_elapsed_time(self._start, self._end) / 1e3 / calls
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Time each variant for ``seconds`` (after warm-up), at least ``min_runs`` samples and at
+    most ``max_runs``; batch calls so that each sample lasts at least ``min_sample_s``."""
+
+    seconds: float
+    min_runs: int = 5
+    max_runs: int = 1000
+    min_sample_s: float = 1e-3
+
+
+BUDGETS = {
+    "small": Budget(seconds=0.2, min_runs=3),
+    "default": Budget(seconds=1.0, min_runs=5),
+    "large": Budget(seconds=2.0, min_runs=3),
+}
+
+
+def measure(run: Callable[[], Any], clock: Clock, budget: Budget) -> tuple[list[float], int]:
+    """Warm up, then sample until the budget is spent. Returns (seconds per call, batch size)."""
+    first = clock.per_call(run, 1)  # warm-up: caches, clocks, lazy initialisation
+    estimate = min(first, clock.per_call(run, 1))
+    batch = 1 if estimate >= budget.min_sample_s else min(
+        math.ceil(budget.min_sample_s / max(estimate, 1e-9)), 1000)
+    samples: list[float] = []
+    deadline = time.perf_counter() + budget.seconds
+    while len(samples) < budget.max_runs and (
+            len(samples) < budget.min_runs or time.perf_counter() < deadline):
+        samples.append(clock.per_call(run, batch))
+    return samples, batch

@@ -1,0 +1,70 @@
+"""Validation against the golden output: poison first, then compare every element.
+
+Poisoning (NaN for floats, the largest value for integers) makes an output the variant never
+wrote fail, even when the buffer happens to hold a correct result from an earlier run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+CHUNK_ELEMENTS = 1 << 22  # compare in float64 without a full-size temporary
+
+
+@dataclass(frozen=True)
+class Check:
+    valid: bool
+    max_rel_err: float | None
+    problem: str | None = None
+
+
+def poison_value(dtype: Any) -> float | int:
+    dtype = np.dtype(dtype)
+    if np.issubdtype(dtype, np.floating):
+        return float("nan")
+    if np.issubdtype(dtype, np.integer):
+        return int(np.iinfo(dtype).max)
+    raise TypeError(f"cannot poison arrays of {dtype}")
+
+
+def poison(array: Any) -> None:
+    """Fill a NumPy or CuPy array with a value no correct variant produces."""
+    array.fill(poison_value(array.dtype))
+
+
+def compare(result: Any, golden: np.ndarray, tolerance: float) -> Check:
+    """Normwise check: max |result - golden| / max |golden| <= tolerance, all outputs finite.
+
+    The error is relative to the largest golden magnitude (an infinity norm), so elements
+    near zero do not inflate it.
+    """
+    result = np.asarray(result)
+    if result.shape != golden.shape:
+        return Check(False, None, f"output shape {result.shape}, expected {golden.shape}")
+    if result.dtype != golden.dtype:
+        return Check(False, None, f"output dtype {result.dtype}, expected {golden.dtype}")
+    got = np.ascontiguousarray(result).reshape(-1)
+    want = np.ascontiguousarray(golden).reshape(-1)
+    nonfinite = 0
+    max_diff = 0.0
+    max_ref = 0.0
+    for start in range(0, want.size, CHUNK_ELEMENTS):
+        g = want[start:start + CHUNK_ELEMENTS].astype(np.float64)
+        o = got[start:start + CHUNK_ELEMENTS].astype(np.float64)
+        bad = ~np.isfinite(o) & np.isfinite(g)
+        nonfinite += int(bad.sum())
+        ok = ~bad
+        if ok.any():
+            max_diff = max(max_diff, float(np.max(np.abs(o[ok] - g[ok]))))
+        if g.size:
+            max_ref = max(max_ref, float(np.max(np.abs(g))))
+    max_rel = max_diff / max_ref if max_ref > 0 else max_diff
+    if nonfinite:
+        return Check(False, max_rel, f"{nonfinite} of {want.size} outputs are NaN or infinite "
+                                     f"(never written, or wrong)")
+    if max_rel > tolerance:
+        return Check(False, max_rel, f"max relative error {max_rel:.3g} > tolerance {tolerance:g}")
+    return Check(True, max_rel)

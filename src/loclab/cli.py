@@ -1,0 +1,186 @@
+"""The command line. Thin: parse, call the API, print. Errors are one line, never a traceback.
+
+Exit codes: 0 success, 1 a variant failed (validation or launch), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from loclab import __version__
+from loclab.cases import case_names
+from loclab.cases.base import DEVICE_CHOICES, SIZE_PRESETS
+from loclab.errors import LoclabError, UsageError
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (no usage dump), exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="loclab", description="Reason about and measure locality of "
+                           "reference on multi-core CPUs and GPUs.")
+    parser.add_argument("--version", action="version", version=f"loclab {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = commands.add_parser("run", help="run the case studies: validate, time, compare",
+                              description="Run every case study's variants on the CPU and "
+                              "GPU, validate each against its golden version, and report "
+                              "rates against the copy bandwidth measured in the same run.")
+    run.add_argument("--case", action="append", choices=case_names(), metavar="CASE",
+                     help=f"case study to run, repeatable (default: all of "
+                          f"{', '.join(case_names())}); copy, the roof, always runs")
+    run.add_argument("--device", choices=DEVICE_CHOICES, default="all",
+                     help="where to run (default: all found)")
+    run.add_argument("--size", choices=SIZE_PRESETS, default="default",
+                     help="size preset: small (seconds on 2 cores), default (the lectures'), "
+                          "large (at least 4x the last-level cache)")
+    run.add_argument("--threads", type=_positive_int, help="CPU threads (default: all cores)")
+    run.add_argument("--json", type=Path, metavar="FILE", help="write the results as JSON")
+    run.add_argument("--report", type=Path, metavar="DIR",
+                     help="write an HTML and Markdown report with charts")
+    run.add_argument("--quiet", action="store_true", help="no progress bar and no table")
+    run.set_defaults(handler=_run)
+
+    devices = commands.add_parser("devices", help="show the detected CPU and GPU",
+                                  description="Show the CPU and GPU loclab detects, and the "
+                                  "copy bandwidth it measures on each.")
+    devices.add_argument("--json", action="store_true", help="print JSON")
+    devices.add_argument("--no-measure", action="store_true",
+                         help="detect only; skip the copy-bandwidth measurement")
+    devices.add_argument("--threads", type=_positive_int, help="CPU threads (default: all)")
+    devices.set_defaults(handler=_devices)
+
+    report = commands.add_parser("report", help="make a report from a results JSON file",
+                                 description="Write an HTML and Markdown report, with charts, "
+                                 "from the JSON that 'loclab run --json' wrote.")
+    report.add_argument("results", type=Path, help="results JSON file")
+    report.add_argument("-o", "--output", type=Path, default=Path("report"), metavar="DIR",
+                        help="report directory (default: report)")
+    report.set_defaults(handler=_report)
+    return parser
+
+
+def _check_writable(path: Path, option: str, directory: bool) -> None:
+    """Fail before a long run, not after it, when an output cannot be written."""
+    if path.exists() and path.is_dir() != directory:
+        raise UsageError(f"{option} {path}: " + ("not a directory" if directory
+                                                  else "is a directory"))
+    existing = next(p for p in (path, *path.parents) if p.exists())
+    if not os.access(existing if existing.is_dir() else existing.parent, os.W_OK):
+        raise UsageError(f"{option} {path}: no permission to write there")
+
+
+def _console(stderr: bool = False) -> Any:
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from loclab.bench.runner import execute, plan
+    from loclab.report.console import print_results
+
+    if args.json:
+        _check_writable(args.json, "--json", directory=False)
+    if args.report:
+        _check_writable(args.report, "--report", directory=True)
+    request = plan(cases=args.case, device=args.device, size=args.size, threads=args.threads)
+    if args.quiet:
+        document = execute(request)
+    else:
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                   TimeElapsedColumn)
+
+        with Progress(TextColumn("{task.description:<32}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=_console(stderr=True),
+                      transient=True) as bar:
+            task = bar.add_task("starting", total=None)
+
+            def progress(done: int, total: int, label: str) -> None:
+                bar.update(task, completed=done, total=total, description=label)
+
+            document = execute(request, progress)
+        print_results(document, _console())
+    if args.json:
+        from loclab.bench.results import write_json
+
+        write_json(document, args.json)
+    if args.report:
+        from loclab.report import write_report
+
+        index = write_report(document, args.report)
+        if not args.quiet:
+            print(f"report: {index}")
+    if args.quiet:
+        for row in document["results"]:
+            if not row["valid"]:
+                print(f"loclab: FAILED {row['case']} {row['variant']} ({row['device']}): "
+                      f"{row.get('error') or 'invalid'}", file=sys.stderr)
+    return 1 if document["failures"] else 0
+
+
+def _devices(args: argparse.Namespace) -> int:
+    from loclab.bench.devices import devices
+    from loclab.report.text import machine_lines, number
+
+    info = devices(measure=not args.no_measure, threads=args.threads)
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    from rich.text import Text
+
+    lines = machine_lines(info["machine"])
+    for copy in info["copies"]:
+        measured = (f"{number(copy['gbps'])} GB/s" if copy["valid"]
+                    else f"FAILED: {copy['error']}")
+        lines.append((f"{copy['device'].upper()} copy",
+                      f"{copy['variant']}: {measured} (bytes read + written, measured)"))
+    console = _console()
+    for label, text in lines:
+        console.print(Text.assemble((f"{label:<11} ", "bold"), text))
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from loclab.bench.results import load_json
+    from loclab.report import write_report
+
+    _check_writable(args.output, "--output", directory=True)
+    print(f"report: {write_report(load_json(args.results), args.output)}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return 0
+    try:
+        return args.handler(args)
+    except LoclabError as err:
+        print(f"loclab: error: {err}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print("loclab: interrupted", file=sys.stderr)
+        return 130

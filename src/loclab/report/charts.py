@@ -1,0 +1,132 @@
+"""Charts of a run (matplotlib, imported only here): one bar chart per case with the copy roof
+drawn, and a roofline of all rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+ROLE_COLOURS = {"naive": "#d62728", "optimized": "#1f77b4", "library": "#7f7f7f",
+                "golden": "#2ca02c"}
+DEVICE_COLOURS = {"cpu": "#ff7f0e", "gpu": "#2ca02c"}
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _rate_bounds(row: dict[str, Any]) -> tuple[float, float]:
+    """GB/s below and above the median's, from the slowest and fastest runs."""
+    slow = row["bytes"] / row["max_s"] / 1e9
+    fast = row["bytes"] / row["min_s"] / 1e9
+    return row["gbps"] - slow, fast - row["gbps"]
+
+
+def case_chart(document: dict[str, Any], case: str, path: Path) -> None:
+    """GB/s of each variant of ``case``, one panel per device, the device's copy roof dashed."""
+    plt = _pyplot()
+    rows = [row for row in document["results"] if row["case"] == case]
+    devices = [d for d in ("cpu", "gpu") if any(row["device"] == d for row in rows)]
+    fig, axes = plt.subplots(1, len(devices), figsize=(5.5 * len(devices), 4), squeeze=False)
+    for ax, device in zip(axes[0], devices):
+        mine = [row for row in rows if row["device"] == device]
+        timed = [row for row in mine if row["gbps"]]
+        names = [row["variant"] for row in mine]
+        heights = [row["gbps"] or 0.0 for row in mine]
+        bars = ax.bar(names, heights, color=[ROLE_COLOURS[row["role"]] for row in mine])
+        for bar, row in zip(bars, mine):
+            if not row["valid"]:
+                bar.set_hatch("xx")
+                bar.set_edgecolor("red")
+                ax.annotate("invalid", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                            ha="center", va="bottom", color="red", fontsize=8)
+        if timed:
+            low, high = zip(*(_rate_bounds(row) for row in timed))
+            ax.errorbar([row["variant"] for row in timed], [row["gbps"] for row in timed],
+                        yerr=[low, high], fmt="none", ecolor="black", capsize=3, linewidth=1)
+        roof = document["references"].get(f"{device}_copy_gbps")
+        if roof:
+            ax.axhline(roof, linestyle="--", color="black", linewidth=1)
+            ax.annotate(f"copy roof {roof:,.0f} GB/s", (0.01, roof), xycoords=("axes fraction",
+                        "data"), va="bottom", fontsize=8)
+        ax.set_title(f"{case} on the {device.upper()}")
+        ax.set_ylabel("GB/s (golden bytes / median time)")
+        ax.tick_params(axis="x", rotation=30)
+        for label in ax.get_xticklabels():
+            label.set_horizontalalignment("right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def roofline_chart(document: dict[str, Any], path: Path) -> None:
+    """All rows against the roofs of their device.
+
+    Rows that do arithmetic sit on the classic roofline (GFlop/s over flop/byte, log-log);
+    rows that only move data (0 flop/byte, off any log axis) are drawn in a strip on the left
+    as GB/s under their device's copy roof.
+    """
+    plt = _pyplot()
+    rows = [row for row in document["results"] if row["gbps"]]
+    refs = document["references"]
+    fig, (moves, computes) = plt.subplots(1, 2, figsize=(11, 4.5),
+                                          gridspec_kw={"width_ratios": [1, 2.2]})
+    devices = [d for d in ("cpu", "gpu") if d in document.get("devices", [])]
+    for position, device in enumerate(devices):
+        colour = DEVICE_COLOURS[device]
+        roof = refs.get(f"{device}_copy_gbps")
+        if roof:
+            moves.hlines(roof, position - 0.4, position + 0.4, colors=colour, linestyles="--")
+        data_rows = [row for row in rows if row["device"] == device and not row["flops"]]
+        for offset, row in enumerate(data_rows):
+            x = position - 0.3 + 0.6 * offset / max(len(data_rows) - 1, 1)
+            moves.plot(x, row["gbps"], "o", color=ROLE_COLOURS[row["role"]],
+                       markeredgecolor="red" if not row["valid"] else "none")
+            moves.annotate(f"{row['case']} {row['variant']}", (x, row["gbps"]), fontsize=6,
+                           rotation=60, xytext=(2, 2), textcoords="offset points")
+        peak = refs.get(f"{device}_peak_gflops_fp32")
+        if roof and peak:
+            intensity = sorted([2.0 ** k for k in range(-6, 11)] + [peak / roof])
+            computes.plot(intensity, [min(peak, i * roof) for i in intensity], color=colour,
+                          label=f"{device.upper()} roof: {roof:,.0f} GB/s, {peak:,.0f} GFlop/s")
+        for row in rows:
+            if row["device"] == device and row["flops"]:
+                ai = row["flops"] / row["bytes"]
+                computes.plot(ai, row["gflops"], "o", color=ROLE_COLOURS[row["role"]])
+                computes.annotate(f"{row['case']} {row['variant']}", (ai, row["gflops"]),
+                                  fontsize=6, xytext=(3, 3), textcoords="offset points")
+    moves.set_yscale("log")
+    moves.set_xticks(range(len(devices)), [d.upper() for d in devices])
+    moves.set_xlim(-0.6, len(devices) - 0.4)
+    moves.set_title("data movement (0 flop/byte)")
+    moves.set_ylabel("GB/s; dashed: copy roof")
+    computes.set_xscale("log", base=2)
+    computes.set_yscale("log")
+    computes.set_xlabel("arithmetic intensity (flop/byte of the golden algorithm)")
+    computes.set_ylabel("GFlop/s")
+    computes.set_title("roofline")
+    if not any(row["flops"] for row in rows):
+        computes.text(0.5, 0.08, "no row in this run does arithmetic", ha="center",
+                      transform=computes.transAxes, fontsize=9, color="gray")
+    if computes.get_legend_handles_labels()[0]:
+        computes.legend(fontsize=8, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_charts(document: dict[str, Any], directory: Path) -> list[tuple[str, str]]:
+    """Write every chart into ``directory``; return (title, file name) pairs in page order."""
+    charts = []
+    for case in dict.fromkeys(row["case"] for row in document["results"]):
+        name = f"{case}.png"
+        case_chart(document, case, directory / name)
+        charts.append((f"{case}: GB/s per variant against the copy roof", name))
+    roofline_chart(document, directory / "roofline.png")
+    charts.append(("Roofline of all rows", "roofline.png"))
+    return charts

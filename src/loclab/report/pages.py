@@ -1,0 +1,72 @@
+"""The report as an HTML page and as Markdown: machine, roofs, table, failures, charts."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+from loclab.report.text import failures, machine_lines, results_table, roof_line
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
+table { border-collapse: collapse; font-size: 0.9em; }
+th, td { border-bottom: 1px solid #ddd; padding: 0.25em 0.6em; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+tr.invalid td { color: #b00; font-weight: bold; }
+.failures li { color: #b00; }
+img { max-width: 100%; margin: 1em 0; }
+"""
+
+
+def _title(document: dict[str, Any]) -> str:
+    return (f"loclab {document['loclab']}: size {document['size']}, "
+            f"{', '.join(document['devices'])}, {document['created']}")
+
+
+def write_html(document: dict[str, Any], charts: list[tuple[str, str]], path: Path) -> Path:
+    esc = html.escape
+    table = results_table(document)
+    head = "".join(f"<th>{esc(h)}</th>" for h in table.headers)
+    body = []
+    for cells, valid in zip(table.rows, table.valid):
+        tds = "".join(f'<td class="num">{esc(c)}</td>' if numeric else f"<td>{esc(c)}</td>"
+                      for c, numeric in zip(cells, table.numeric))
+        body.append(f'<tr class="{"valid" if valid else "invalid"}">{tds}</tr>')
+    machine = "".join(f"<dt>{esc(label)}</dt><dd>{esc(text)}</dd>"
+                      for label, text in machine_lines(document["machine"]))
+    failed = "".join(f"<li>{esc(line)}</li>" for line in failures(document))
+    images = "".join(f'<h2>{esc(title)}</h2><img src="{esc(name)}" alt="{esc(title)}">'
+                     for title, name in charts)
+    path.write_text(f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{esc(_title(document))}</title>
+<style>{STYLE}</style></head><body>
+<h1>{esc(_title(document))}</h1>
+<dl>{machine}</dl>
+<p>{esc(roof_line(document))}. Rates use the golden algorithm's bytes and flops; times are
+medians (IQR beside them); every row was validated against the golden output.</p>
+<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>
+{f'<h2>Failures</h2><ul class="failures">{failed}</ul>' if failed else ''}
+{images}
+</body></html>
+""")
+    return path
+
+
+def write_markdown(document: dict[str, Any], charts: list[tuple[str, str]], path: Path) -> Path:
+    table = results_table(document)
+    lines = [f"# {_title(document)}", ""]
+    lines += [f"- **{label}**: {text}" for label, text in machine_lines(document["machine"])]
+    lines += ["", roof_line(document) + ".", ""]
+    lines.append("| " + " | ".join(table.headers) + " |")
+    lines.append("|" + "|".join("---:" if numeric else "---" for numeric in table.numeric) + "|")
+    for cells, valid in zip(table.rows, table.valid):
+        shown = cells if valid else [f"**{cell}**" for cell in cells]
+        lines.append("| " + " | ".join(shown) + " |")
+    failed = failures(document)
+    if failed:
+        lines += ["", "## Failures", ""] + [f"- {line}" for line in failed]
+    for title, name in charts:
+        lines += ["", f"## {title}", "", f"![{title}]({name})"]
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -1,0 +1,73 @@
+"""A toy case with deliberately broken variants, to test that the harness catches them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from loclab.bench.runner import Plan
+from loclab.bench.timing import Budget
+from loclab.cases.base import Bound, Case, Variant, Work
+from loclab.errors import LaunchError
+
+
+def _doubled(inputs, out, machine):
+    def run():
+        np.multiply(inputs["a"], 2, out=out)
+        return out
+    return Bound(run, {"kind": "correct"})
+
+
+def _off_by_one(inputs, out, machine):
+    def run():
+        np.add(inputs["a"], 1, out=out)
+        return out
+    return Bound(run)
+
+
+def _half_written(inputs, out, machine):
+    def run():
+        half = out.shape[0] // 2
+        np.multiply(inputs["a"][:half], 2, out=out[:half])
+        return out
+    return Bound(run)
+
+
+def _launch_fails(inputs, out, machine):
+    def run():
+        raise LaunchError("kernel toy<32> failed to launch with grid=(1,) block=(2048,)")
+    return Bound(run)
+
+
+def _setup_crashes(inputs, out, machine):
+    raise ZeroDivisionError("division by zero")
+
+
+def toy_case(*variants: Variant, name: str = "toy") -> Case:
+    return Case(
+        name=name, lesson="testing", description="out = 2 a",
+        sizes={"small": {"cpu": {"n": 1001}}},
+        make_inputs=lambda dims, rng: {"a": rng.random(dims["n"], dtype=np.float32)},
+        golden=lambda inputs: inputs["a"] * 2,
+        output=lambda dims: ((dims["n"],), np.float32),
+        work=lambda dims: Work(bytes=8 * dims["n"], flops=dims["n"]),
+        tolerance=1e-6,
+        variants=variants,
+    )
+
+
+GOOD = Variant("good", "cpu", "naive", "correct", _doubled)
+LIBRARY = Variant("lib", "cpu", "library", "correct too", _doubled)
+WRONG = Variant("off-by-one", "cpu", "optimized", "adds instead", _off_by_one)
+UNWRITTEN = Variant("half", "cpu", "optimized", "forgets half", _half_written)
+LAUNCH = Variant("no-launch", "cpu", "optimized", "launch fails", _launch_fails)
+CRASH = Variant("crash", "cpu", "optimized", "setup raises", _setup_crashes)
+
+
+def toy_plan(case: Case, machine) -> Plan:
+    from loclab.cases import get_case
+
+    copy = get_case("copy")
+    return Plan(size="small", devices=["cpu"], machine=machine, numba_threads=None,
+                budget=Budget(seconds=0.01, min_runs=2, max_runs=4),
+                work=[(copy, [(copy.dims("small", "cpu", machine), ["cpu"])]),
+                      (case, [({"n": 1001}, ["cpu"])])])

@@ -1,0 +1,55 @@
+"""Every CPU variant of every case, at awkward sizes, against its golden output."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from loclab.bench.validate import compare, poison
+from loclab.cases import case_names, get_case
+
+CPU_VARIANTS = [(name, variant.name) for name in case_names()
+                for variant in get_case(name).variants_on("cpu")]
+
+
+def run_variant(case, variant, dims, machine, seed=0):
+    inputs = case.make_inputs(dims, np.random.default_rng(seed))
+    shape, dtype = case.output(dims)
+    out = np.empty(shape, dtype)
+    poison(out)
+    bound = variant.setup(inputs, out, machine)
+    return compare(bound.run(), case.golden(inputs), case.tolerance)
+
+
+@pytest.mark.parametrize("case_name, variant_name", CPU_VARIANTS)
+def test_cpu_variant_matches_golden_at_every_test_size(case_name, variant_name, machine):
+    case = get_case(case_name)
+    variant = next(v for v in case.variants if v.name == variant_name)
+    assert case.test_dims, f"{case_name} declares no test sizes"
+    for dims in case.test_dims:
+        check = run_variant(case, variant, dims, machine)
+        assert check.valid, f"{variant_name} at {dims}: {check.problem}"
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=st.integers(1, 200), cols=st.integers(1, 200),
+       outer_log=st.integers(0, 6), inner_log=st.integers(0, 6))
+def test_blocked_transpose_any_shape_any_tiles(rows, cols, outer_log, inner_log):
+    from loclab.cases.transpose.cpu import transpose_blocked
+
+    a = np.random.default_rng(rows * cols).random((rows, cols), dtype=np.float32)
+    out = np.full((cols, rows), np.nan, np.float32)
+    inner = 1 << inner_log
+    outer = max(1 << outer_log, inner)
+    transpose_blocked(a, out, outer, inner)
+    np.testing.assert_array_equal(out, a.T)
+
+
+def test_blocked_tiles_follow_the_caches(machine):
+    from loclab.cases.transpose.cpu import blocked_tiles
+    from loclab.hw.cpu import square_tile
+
+    outer, inner = blocked_tiles(machine)
+    assert inner == square_tile(machine.cpu.l1d_bytes, 4)
+    assert outer >= inner and outer % inner == 0
+

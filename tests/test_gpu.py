@@ -1,0 +1,104 @@
+"""GPU variants on a real device (marked ``gpu``: skipped without CuPy and a CUDA GPU)."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from loclab.bench.backend import GpuBackend
+from loclab.bench.validate import compare, poison
+from loclab.cases import case_names, get_case
+from loclab.cases.base import Bound, Variant
+from loclab.errors import LaunchError
+
+pytestmark = pytest.mark.gpu
+
+GPU_VARIANTS = [(name, variant.name) for name in case_names()
+                for variant in get_case(name).variants_on("gpu")]
+
+
+def run_on_gpu(case, variant, dims, machine, seed=0):
+    backend = GpuBackend()
+    inputs = case.make_inputs(dims, np.random.default_rng(seed))
+    staged = {name: backend.stage(array) for name, array in inputs.items()}
+    shape, dtype = case.output(dims)
+    out = backend.empty(shape, dtype)
+    poison(out)
+    bound = variant.setup(staged, out, machine)
+    result = bound.run()
+    backend.synchronize()
+    return compare(backend.to_host(result), case.golden(inputs), case.tolerance), bound
+
+
+@pytest.mark.parametrize("case_name, variant_name", GPU_VARIANTS)
+def test_gpu_variant_matches_golden_at_every_test_size(case_name, variant_name, machine):
+    case = get_case(case_name)
+    variant = next(v for v in case.variants if v.name == variant_name)
+    for dims in case.test_dims:
+        check, _ = run_on_gpu(case, variant, dims, machine)
+        assert check.valid, f"{variant_name} at {dims}: {check.problem}"
+
+
+@pytest.mark.parametrize("rows, cols, vector", [(16388, 12, 4), (64, 64, 4), (16387, 13, 1),
+                                                (100, 258, 1), (1, 1, 1)])
+def test_optimized_transpose_takes_the_vector_path_only_when_aligned(rows, cols, vector,
+                                                                     machine):
+    case = get_case("transpose")
+    variant = next(v for v in case.variants if v.name == "gpu-optimized")
+    check, bound = run_on_gpu(case, variant, {"rows": rows, "cols": cols}, machine)
+    assert check.valid, check.problem
+    assert bound.params["vector"] == vector
+
+
+def test_a_refused_launch_names_kernel_and_shape():
+    import cupy
+
+    from loclab.cases.transpose.gpu import KERNELS
+    from loclab.gpu.kernels import Launch
+
+    a = cupy.zeros((64, 64), cupy.float32)
+    launch = Launch(KERNELS, "transpose_naive<32>", grid=(2, 2), block=(64, 32),
+                    args=(a, a, np.int32(64), np.int32(64)), result=a)
+    with pytest.raises(LaunchError, match=r"kernel transpose_naive<32> failed to launch with "
+                                          r"grid=\(2, 2\) block=\(64, 32\)"):
+        launch()
+
+
+def test_kernel_not_listed_is_refused():
+    from loclab.cases.transpose.gpu import KERNELS
+    from loclab.gpu.kernels import Launch
+
+    with pytest.raises(LaunchError, match="not listed"):
+        Launch(KERNELS, "transpose_naive<16>", (1,), (1,), (), None)
+
+
+def _oversized_block(inputs, out, machine):
+    from loclab.cases.transpose.gpu import KERNELS
+    from loclab.gpu.kernels import Launch
+
+    rows, cols = inputs["a"].shape
+    return Bound(Launch(KERNELS, "transpose_naive<32>", grid=(1, 1), block=(2048, 1),
+                        args=(inputs["a"], out, np.int32(rows), np.int32(cols)), result=out))
+
+
+def test_run_goes_on_after_a_launch_failure(machine, monkeypatch):
+    import loclab.cases.transpose as transpose
+    from loclab.bench.runner import run
+
+    bad = Variant("gpu-bad-shape", "gpu", "optimized", "block too large", _oversized_block)
+    monkeypatch.setattr(transpose, "CASE",
+                        replace(transpose.CASE, variants=transpose.CASE.variants + (bad,)))
+    document = run(cases=["transpose"], device="gpu", size="small")
+    rows = {r["variant"]: r for r in document["results"]}
+    assert "transpose_naive<32>" in rows["gpu-bad-shape"]["error"]
+    assert "block=(2048, 1)" in rows["gpu-bad-shape"]["error"]
+    assert document["failures"] == 1
+    assert all(r["valid"] for name, r in rows.items() if name != "gpu-bad-shape")
+    assert document["references"]["gpu_copy_gbps"] > 0
+    assert all(r["timer"] == "cuda-events" for r in rows.values())
+
+
+def test_gpu_detection(machine):
+    gpu = machine.gpu
+    assert gpu.sms > 0 and gpu.l2_bytes > 0 and gpu.shared_mem_per_block >= 48 * 1024
+    assert gpu.theoretical_gbps > 100 and gpu.peak_gflops_fp32 > 1000

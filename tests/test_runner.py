@@ -1,0 +1,131 @@
+import math
+
+import pytest
+
+from loclab.bench import runner
+from loclab.bench.results import REFERENCE_KEYS, ROW_KEYS
+from loclab.bench.runner import execute, plan, resolve_cases, resolve_devices
+from loclab.errors import GpuUnavailableError, UsageError
+from tests.fakes import CRASH, GOOD, LAUNCH, LIBRARY, UNWRITTEN, WRONG, toy_case, toy_plan
+
+
+@pytest.fixture(scope="module")
+def document(machine):
+    case = toy_case(GOOD, WRONG, UNWRITTEN, LAUNCH, CRASH, LIBRARY)
+    calls = []
+    doc = execute(toy_plan(case, machine), progress=lambda *call: calls.append(call))
+    doc["progress_calls"] = calls
+    return doc
+
+
+def rows_by_variant(document):
+    return {row["variant"]: row for row in document["results"] if row["case"] == "toy"}
+
+
+def test_every_variant_gets_a_row_and_the_run_goes_on(document):
+    assert list(rows_by_variant(document)) == ["good", "off-by-one", "half", "no-launch",
+                                               "crash", "lib"]
+    assert rows_by_variant(document)["lib"]["valid"]
+
+
+def test_correct_variant_is_valid_and_timed(document):
+    good = rows_by_variant(document)["good"]
+    assert good["valid"] and good["error"] is None and good["max_rel_err"] == 0.0
+    assert good["runs"] >= 2 and good["min_s"] <= good["median_s"] <= good["max_s"]
+    assert good["gbps"] == pytest.approx(good["bytes"] / good["median_s"] / 1e9)
+    assert good["params"] == {"kind": "correct"}
+
+
+def test_wrong_result_is_caught_and_counted(document):
+    wrong = rows_by_variant(document)["off-by-one"]
+    assert not wrong["valid"] and "relative error" in wrong["error"]
+    assert wrong["median_s"] is not None  # still timed, shown in red
+    assert document["failures"] == 4
+
+
+def test_unwritten_output_is_caught_by_the_poison(document):
+    half = rows_by_variant(document)["half"]
+    assert not half["valid"] and "501 of 1001 outputs are NaN" in half["error"]
+
+
+def test_launch_failure_names_the_kernel_and_shape(document):
+    row = rows_by_variant(document)["no-launch"]
+    assert not row["valid"] and row["median_s"] is None
+    assert "toy<32>" in row["error"] and "block=(2048,)" in row["error"]
+
+
+def test_unexpected_exception_is_reported_in_one_line(document):
+    row = rows_by_variant(document)["crash"]
+    assert row["error"] == "ZeroDivisionError: division by zero"
+
+
+def test_comparisons_use_only_valid_rows(document):
+    rows = rows_by_variant(document)
+    assert rows["off-by-one"]["speedup_vs_naive"] == pytest.approx(
+        rows["good"]["median_s"] / rows["off-by-one"]["median_s"])
+    assert rows["lib"]["vs_library"] == pytest.approx(1.0)
+
+
+def test_copy_row_defines_the_roof(document):
+    copies = [r["gbps"] for r in document["results"] if r["case"] == "copy" and r["valid"]]
+    assert document["references"]["cpu_copy_gbps"] == max(copies)
+    good = rows_by_variant(document)["good"]
+    assert good["pct_of_copy"] == pytest.approx(100 * good["gbps"] / max(copies))
+
+
+def test_json_shape_follows_the_contract(document):
+    assert {"loclab", "machine", "references", "results"} <= set(document)
+    assert set(REFERENCE_KEYS) <= set(document["references"])
+    assert {"cpu", "gpu"} <= set(document["machine"])
+    for row in document["results"]:
+        assert set(ROW_KEYS) <= set(row)
+        assert isinstance(row["size"], dict) and isinstance(row["params"], dict)
+        assert row["device"] in ("cpu", "gpu")
+        assert row["role"] in ("golden", "naive", "optimized", "library")
+        for key in ("median_s", "gbps", "pct_of_copy"):
+            assert row[key] is None or (isinstance(row[key], float) and math.isfinite(row[key]))
+
+
+def test_progress_counts_every_variant(document):
+    calls = document["progress_calls"]
+    total = calls[0][1]
+    assert total == 8  # two copy variants, six toy variants
+    assert [done for done, _, _ in calls] == list(range(total)) + [total]
+    assert calls[1][2] == "copy numpy"
+
+
+def test_roof_case_runs_first_and_once():
+    assert [c.name for c in resolve_cases(["transpose", "copy", "transpose"])] == [
+        "copy", "transpose"]
+
+
+@pytest.mark.parametrize("kind, call", [
+    ("case", lambda: resolve_cases(["nope"])),
+    ("device", lambda: resolve_devices("tpu")),
+    ("size", lambda: plan(size="huge")),
+])
+def test_unknown_names_list_the_choices(kind, call):
+    with pytest.raises(UsageError, match=f"unknown {kind} 'nope'|unknown {kind} 'tpu'|"
+                                         f"unknown {kind} 'huge'") as err:
+        call()
+    assert "choose from" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_gpu_asked_for_without_one(monkeypatch):
+    monkeypatch.setattr(runner, "gpu_unavailable_reason", lambda: "CuPy is not installed")
+    with pytest.raises(GpuUnavailableError, match="no GPU: CuPy is not installed"):
+        resolve_devices("gpu")
+    assert resolve_devices("all") == ["cpu"]
+
+
+def test_too_little_memory_is_a_one_line_error(monkeypatch):
+    monkeypatch.setattr(runner, "read_meminfo", lambda key: 2**20)
+    with pytest.raises(UsageError, match=r"--size default: copy on the cpu needs about"):
+        plan(device="cpu")
+
+
+def test_threads_out_of_range(monkeypatch):
+    import numba
+
+    with pytest.raises(UsageError, match="--threads"):
+        plan(device="cpu", threads=numba.config.NUMBA_NUM_THREADS + 1)

@@ -1,0 +1,44 @@
+from loclab.bench.timing import Budget, PerfCounterClock, measure
+
+
+class FakeClock:
+    """Reports a fixed time per call and counts the calls it made."""
+
+    name = "fake"
+
+    def __init__(self, seconds_per_call):
+        self.seconds = seconds_per_call
+        self.calls = 0
+        self.batches = []
+
+    def per_call(self, run, calls):
+        for _ in range(calls):
+            run()
+        self.calls += calls
+        self.batches.append(calls)
+        return self.seconds
+
+
+def test_minimum_runs_are_kept_even_with_no_budget():
+    samples, batch = measure(lambda: None, FakeClock(0.5), Budget(seconds=0.0, min_runs=4))
+    assert len(samples) == 4 and batch == 1
+
+
+def test_maximum_runs_bound_the_loop():
+    samples, _ = measure(lambda: None, FakeClock(0.01),
+                         Budget(seconds=60.0, min_runs=1, max_runs=7))
+    assert len(samples) == 7
+
+
+def test_short_runs_are_timed_in_batches():
+    clock = FakeClock(1e-5)
+    samples, batch = measure(lambda: None, clock,
+                             Budget(seconds=0.0, min_runs=3, min_sample_s=1e-3))
+    assert batch == 100
+    assert clock.batches == [1, 1, 100, 100, 100]
+
+
+def test_perf_counter_clock_runs_the_function_each_time():
+    calls = []
+    seconds = PerfCounterClock().per_call(lambda: calls.append(1), 5)
+    assert len(calls) == 5 and seconds >= 0

@@ -1,0 +1,63 @@
+import numpy as np
+import pytest
+
+from loclab.bench import validate
+from loclab.bench.validate import compare, poison
+
+
+@pytest.fixture
+def golden():
+    return np.random.default_rng(1).random((37, 53), dtype=np.float32)
+
+
+def test_identical_output_is_valid(golden):
+    check = compare(golden.copy(), golden, tolerance=0.0)
+    assert check.valid and check.max_rel_err == 0.0 and check.problem is None
+
+
+def test_one_wrong_element_is_caught(golden):
+    out = golden.copy()
+    out[36, 52] += 1.0
+    check = compare(out, golden, tolerance=1e-6)
+    assert not check.valid
+    assert check.max_rel_err == pytest.approx(1.0 / np.abs(golden).max(), rel=1e-6)
+    assert "max relative error" in check.problem
+
+
+def test_error_within_tolerance_passes(golden):
+    out = golden * np.float32(1 + 1e-6)
+    assert compare(out, golden, tolerance=1e-5).valid
+    assert not compare(out, golden, tolerance=1e-8).valid
+
+
+def test_unwritten_poisoned_element_is_caught(golden):
+    out = golden.copy()
+    poison(out[5:6, 7:8])
+    check = compare(out, golden, tolerance=1.0)
+    assert not check.valid and "1 of" in check.problem and "NaN" in check.problem
+
+
+def test_poison_fills_floats_with_nan_and_integers_with_their_maximum():
+    floats = np.zeros(4, np.float32)
+    ints = np.zeros(4, np.uint32)
+    poison(floats)
+    poison(ints)
+    assert np.isnan(floats).all()
+    assert (ints == np.iinfo(np.uint32).max).all()
+
+
+def test_shape_and_dtype_mismatches_are_reported(golden):
+    assert "shape" in compare(golden.T, golden, 0.0).problem
+    assert "dtype" in compare(golden.astype(np.float64), golden, 0.0).problem
+
+
+def test_chunked_comparison_sees_every_chunk(golden, monkeypatch):
+    monkeypatch.setattr(validate, "CHUNK_ELEMENTS", 100)
+    out = golden.copy()
+    out.reshape(-1)[-1] = -5.0
+    assert not compare(out, golden, 1e-3).valid
+    assert compare(golden.copy(), golden, 0.0).valid
+
+
+def test_non_contiguous_result_is_compared_by_value(golden):
+    assert compare(np.asfortranarray(golden), golden, 0.0).valid
