@@ -96,9 +96,25 @@ def _console(stderr: bool = False) -> Any:
     return Console(stderr=stderr, highlight=False)
 
 
+def _execute_with_progress(request: Any) -> dict[str, Any]:
+    """Run a plan under a transient progress bar on stderr."""
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                               TimeElapsedColumn)
+
+    from loclab.bench.runner import execute
+
+    with Progress(TextColumn("{task.description:<32}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=_console(stderr=True), transient=True) as bar:
+        task = bar.add_task("starting", total=None)
+
+        def progress(done: int, total: int, label: str) -> None:
+            bar.update(task, completed=done, total=total, description=label)
+
+        return execute(request, progress)
+
+
 def _run(args: argparse.Namespace) -> int:
     from loclab.bench.runner import execute, plan
-    from loclab.report.console import print_results
 
     if args.json:
         _check_writable(args.json, "--json", directory=False)
@@ -106,20 +122,15 @@ def _run(args: argparse.Namespace) -> int:
         _check_writable(args.report, "--report", directory=True)
     request = plan(cases=args.case, device=args.device, size=args.size, threads=args.threads)
     if args.quiet:
+        from loclab.report.text import failures
+
         document = execute(request)
+        for line in failures(document):
+            print(f"loclab: FAILED {line}", file=sys.stderr)
     else:
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                   TimeElapsedColumn)
+        from loclab.report.console import print_results
 
-        with Progress(TextColumn("{task.description:<32}"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), console=_console(stderr=True),
-                      transient=True) as bar:
-            task = bar.add_task("starting", total=None)
-
-            def progress(done: int, total: int, label: str) -> None:
-                bar.update(task, completed=done, total=total, description=label)
-
-            document = execute(request, progress)
+        document = _execute_with_progress(request)
         print_results(document, _console())
     if args.json:
         from loclab.bench.results import write_json
@@ -131,11 +142,6 @@ def _run(args: argparse.Namespace) -> int:
         index = write_report(document, args.report)
         if not args.quiet:
             print(f"report: {index}")
-    if args.quiet:
-        for row in document["results"]:
-            if not row["valid"]:
-                print(f"loclab: FAILED {row['case']} {row['variant']} ({row['device']}): "
-                      f"{row.get('error') or 'invalid'}", file=sys.stderr)
     return 1 if document["failures"] else 0
 
 

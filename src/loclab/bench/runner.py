@@ -29,9 +29,10 @@ from loclab.hw import Machine, detect_machine
 from loclab.hw.cpu import read_meminfo
 
 Progress = Callable[[int, int, str], None]
-# Host memory per byte of golden traffic: inputs, golden output, an output, its fetched copy.
+# Memory per byte of golden traffic. Host: inputs, golden output, an output or the copy
+# fetched from the GPU. GPU: inputs, an output, a library's temporary.
 HOST_BYTES_PER_WORK_BYTE = 2.0
-GPU_BYTES_PER_WORK_BYTE = 1.5  # inputs, an output, a library's temporary
+GPU_BYTES_PER_WORK_BYTE = 1.5
 
 
 def _choose(kind: str, value: str, choices: Sequence[str]) -> str:
@@ -69,18 +70,18 @@ def configure_threads(threads: int | None) -> int:
 
 
 def _check_memory(case: Case, device: str, dims: dict[str, int], size: str) -> None:
-    need = case.work(dims).bytes
+    """Refuse a size that cannot fit, in one line, before allocating anything."""
+    work = case.work(dims).bytes
+    needs = [("memory", work * HOST_BYTES_PER_WORK_BYTE, read_meminfo("MemAvailable"))]
     if device == "gpu":
         import cupy
 
         free = cupy.cuda.runtime.memGetInfo()[0]
-        need, where = need * GPU_BYTES_PER_WORK_BYTE, "GPU memory"
-    else:
-        free = read_meminfo("MemAvailable")
-        need, where = need * HOST_BYTES_PER_WORK_BYTE, "memory"
-    if free is not None and need > free:
-        raise UsageError(f"--size {size}: {case.name} on the {device} needs about "
-                         f"{need / 2**30:.1f} GiB of {where}, {free / 2**30:.1f} GiB is free")
+        needs.append(("GPU memory", work * GPU_BYTES_PER_WORK_BYTE, free))
+    for where, need, free in needs:
+        if free is not None and need > free:
+            raise UsageError(f"--size {size}: {case.name} on the {device} needs about "
+                             f"{need / 2**30:.1f} GiB of {where}, {free / 2**30:.1f} GiB is free")
 
 
 def _seed(case: Case, dims: dict[str, int]) -> int:
@@ -178,6 +179,7 @@ def execute(request: Plan, progress: Progress | None = None) -> dict[str, Any]:
     backends = {dev: make_backend(dev) for dev in request.devices}
     for case, groups in request.work:
         for dims, devices in groups:
+            report(started, total, f"{case.name}: inputs and golden output")
             inputs = case.make_inputs(dims, np.random.default_rng(_seed(case, dims)))
             golden = case.golden(inputs)
             for dev in devices:

@@ -31,7 +31,8 @@ def print_results(document: dict[str, Any], console: Console) -> None:
     cases = [cells[0] for cells in full.rows]
     for case in dict.fromkeys(cases):
         rich_table = RichTable(title=_section_title(document, case), title_justify="left",
-                               box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False)
+                               box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False,
+                               collapse_padding=True)
         for header, numeric in zip(table.headers, table.numeric):
             rich_table.add_column(header, justify="right" if numeric else "left")
         for row_case, cells, valid in zip(cases, table.rows, table.valid):
