@@ -32,6 +32,21 @@ def _half_written(inputs, out, machine):
     return Bound(run)
 
 
+def _returns_its_input(inputs, out, machine):
+    return Bound(lambda: inputs["a"])
+
+
+def _returns_a_view(inputs, out, machine):
+    return Bound(lambda: inputs["a"][::-1])
+
+
+def _writes_its_input(inputs, out, machine):
+    def run():
+        inputs["a"][:] = 0
+        return out
+    return Bound(run)
+
+
 def _launch_fails(inputs, out, machine):
     def run():
         raise LaunchError("kernel toy<32> failed to launch with grid=(1,) block=(2048,)")
@@ -61,6 +76,9 @@ WRONG = Variant("off-by-one", "cpu", "optimized", "adds instead", _off_by_one)
 UNWRITTEN = Variant("half", "cpu", "optimized", "forgets half", _half_written)
 LAUNCH = Variant("no-launch", "cpu", "optimized", "launch fails", _launch_fails)
 CRASH = Variant("crash", "cpu", "optimized", "setup raises", _setup_crashes)
+ALIAS = Variant("alias", "cpu", "optimized", "returns its input", _returns_its_input)
+VIEW = Variant("view", "cpu", "optimized", "returns a view of its input", _returns_a_view)
+SCRIBBLE = Variant("scribble", "cpu", "optimized", "writes its input", _writes_its_input)
 
 
 def toy_plan(case: Case, machine) -> Plan:
@@ -69,5 +87,5 @@ def toy_plan(case: Case, machine) -> Plan:
     copy = get_case("copy")
     return Plan(size="small", devices=["cpu"], machine=machine, numba_threads=None,
                 budget=Budget(seconds=0.01, min_runs=2, max_runs=4),
-                work=[(copy, [(copy.dims("small", "cpu", machine), ["cpu"])]),
-                      (case, [({"n": 1001}, ["cpu"])])])
+                work=[(copy, "cpu", copy.dims("small", "cpu", machine)),
+                      (case, "cpu", {"n": 1001})])

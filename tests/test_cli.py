@@ -82,8 +82,49 @@ def test_gpu_without_gpu_is_one_line_exit_2(monkeypatch, capsys):
     monkeypatch.setattr(runner, "gpu_unavailable_reason",
                         lambda: "CuPy is not installed (pip install 'loclab[gpu]')")
     assert main(["run", "--device", "gpu"]) == 2
-    assert one_line_error(capsys) == ("loclab: error: --device gpu: no GPU: CuPy is not "
+    assert one_line_error(capsys) == ("loclab run: error: --device gpu: no GPU: CuPy is not "
                                       "installed (pip install 'loclab[gpu]')")
+
+
+def test_output_under_a_file_fails_before_running(tmp_path, capsys):
+    (tmp_path / "file").write_text("")
+    assert main([*SMALL_CPU, "--json", str(tmp_path / "file" / "x.json")]) == 2
+    assert "is not a directory" in one_line_error(capsys)
+
+
+def test_a_failed_write_after_the_run_is_one_line_and_the_report_still_written(
+        tmp_path, monkeypatch, capsys):
+    from loclab.bench import results
+    from loclab.errors import LoclabError
+
+    write_json = results.write_json
+
+    def refuse_the_run_json(document, path):
+        if path.name != "r.json":
+            return write_json(document, path)
+        raise LoclabError(f"{path}: cannot write: disk full")
+
+    monkeypatch.setattr(results, "write_json", refuse_the_run_json)
+    code = main([*SMALL_CPU, "--quiet", "--json", str(tmp_path / "r.json"),
+                 "--report", str(tmp_path / "rep")])
+    assert code == 1
+    assert one_line_error(capsys) == (f"loclab run: error: {tmp_path / 'r.json'}: "
+                                      f"cannot write: disk full")
+    assert (tmp_path / "rep" / "index.html").exists()
+
+
+def test_unexpected_errors_are_one_line_unless_debugging(monkeypatch, capsys):
+    from loclab.bench import devices
+
+    def broken(**kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(devices, "devices", broken)
+    assert main(["devices"]) == 1
+    assert one_line_error(capsys).startswith("loclab devices: internal error: RuntimeError: boom")
+    monkeypatch.setenv("LOCLAB_DEBUG", "1")
+    with pytest.raises(RuntimeError):
+        main(["devices"])
 
 
 def test_unwritable_json_fails_before_running(tmp_path, capsys):
@@ -135,6 +176,26 @@ def test_report_from_bad_json(tmp_path, capsys):
     assert "not a loclab results file" in one_line_error(capsys)
     assert main(["report", str(tmp_path / "missing.json")]) == 2
     assert "cannot read" in one_line_error(capsys)
+    bad.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
+    assert main(["report", str(bad)]) == 2
+    assert "not a text file" in one_line_error(capsys)
+
+
+def test_report_from_a_damaged_results_file(small_run, tmp_path, capsys):
+    _, out = small_run
+    good = json.loads((out / "r.json").read_text())
+    damaged = tmp_path / "damaged.json"
+    for change, fragment in (
+            (lambda d: d.update(results=[1]), "result 1 is not an object"),
+            (lambda d: d.update(references=None), "'references' missing or not a dict"),
+            (lambda d: d["results"][0].pop("gbps"), "result 1 lacks gbps"),
+            (lambda d: d["machine"]["cpu"].pop("model"), "incomplete results file"),
+            (lambda d: d.pop("machine"), "'machine' missing")):
+        document = json.loads(json.dumps(good))
+        change(document)
+        damaged.write_text(json.dumps(document))
+        assert main(["report", str(damaged), "-o", str(tmp_path / "rep")]) == 2
+        assert fragment in one_line_error(capsys)
 
 
 def test_devices_json_without_measuring(capsys):

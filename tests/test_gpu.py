@@ -5,7 +5,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from loclab.bench.backend import GpuBackend
+from loclab.bench.backend import GpuBackend, output_problem
 from loclab.bench.validate import compare, poison
 from loclab.cases import case_names, get_case
 from loclab.cases.base import Bound, Variant
@@ -27,6 +27,7 @@ def run_on_gpu(case, variant, dims, machine, seed=0):
     bound = variant.setup(staged, out, machine)
     result = bound.run()
     backend.synchronize()
+    assert output_problem(result, staged) is None
     return compare(backend.to_host(result), case.golden(inputs), case.tolerance), bound
 
 
@@ -48,6 +49,17 @@ def test_optimized_transpose_takes_the_vector_path_only_when_aligned(rows, cols,
     check, bound = run_on_gpu(case, variant, {"rows": rows, "cols": cols}, machine)
     assert check.valid, check.problem
     assert bound.params["vector"] == vector
+
+
+@pytest.mark.parametrize("cols", [3, 4])
+def test_matrices_taller_than_the_grid_y_limit(cols, machine):
+    from loclab.cases.transpose.gpu import MAX_GRID_Y
+
+    case = get_case("transpose")
+    rows = MAX_GRID_Y * 32 + 4  # the 32-row tiles of the naive and staged kernels need a loop
+    for variant in case.variants_on("gpu"):
+        check, _ = run_on_gpu(case, variant, {"rows": rows, "cols": cols}, machine)
+        assert check.valid, f"{variant.name} at {rows}x{cols}: {check.problem}"
 
 
 def test_a_refused_launch_names_kernel_and_shape():

@@ -6,7 +6,8 @@ from loclab.bench import runner
 from loclab.bench.results import REFERENCE_KEYS, ROW_KEYS
 from loclab.bench.runner import execute, plan, resolve_cases, resolve_devices
 from loclab.errors import GpuUnavailableError, UsageError
-from tests.fakes import CRASH, GOOD, LAUNCH, LIBRARY, UNWRITTEN, WRONG, toy_case, toy_plan
+from tests.fakes import (ALIAS, CRASH, GOOD, LAUNCH, LIBRARY, SCRIBBLE, UNWRITTEN, VIEW, WRONG,
+                         toy_case, toy_plan)
 
 
 @pytest.fixture(scope="module")
@@ -96,6 +97,25 @@ def test_progress_counts_every_variant(document):
             [label for _, _, label in document["progress_calls"]])
 
 
+def test_outputs_that_are_inputs_or_touch_them_are_rejected(machine):
+    document = execute(toy_plan(toy_case(ALIAS, VIEW, SCRIBBLE, GOOD), machine))
+    rows = rows_by_variant(document)
+    assert "shares memory with input 'a'" in rows["alias"]["error"]
+    assert "not a C-contiguous" in rows["view"]["error"]
+    assert "read-only" in rows["scribble"]["error"]
+    assert rows["good"]["valid"]  # the input is intact for the variants that follow
+    assert not any(rows[name]["valid"] for name in ("alias", "view", "scribble"))
+
+
+def test_copy_golden_is_independent_of_the_input(machine):
+    from loclab.cases import get_case
+
+    copy = get_case("copy")
+    inputs = copy.make_inputs({"rows": 3, "cols": 5}, __import__("numpy").random.default_rng(0))
+    assert copy.golden(inputs) is not inputs["a"]
+    assert not __import__("numpy").shares_memory(copy.golden(inputs), inputs["a"])
+
+
 def test_roof_case_runs_first_and_once():
     assert [c.name for c in resolve_cases(["transpose", "copy", "transpose"])] == [
         "copy", "transpose"]
@@ -122,8 +142,15 @@ def test_gpu_asked_for_without_one(monkeypatch):
 
 def test_too_little_memory_is_a_one_line_error(monkeypatch):
     monkeypatch.setattr(runner, "read_meminfo", lambda key: 2**20)
-    with pytest.raises(UsageError, match=r"--size default: copy on the cpu needs about"):
+    with pytest.raises(UsageError, match=r"copy at size default \(8192x8192\) on the cpu needs "
+                                         r"about 1.0 GiB of memory, 0.0 GiB is free"):
         plan(device="cpu")
+
+
+def test_threads_without_the_cpu_is_an_error(monkeypatch):
+    monkeypatch.setattr(runner, "gpu_unavailable_reason", lambda: None)
+    with pytest.raises(UsageError, match="runs nothing on the CPU"):
+        plan(device="gpu", threads=2)
 
 
 def test_threads_out_of_range(monkeypatch):

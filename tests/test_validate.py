@@ -61,3 +61,14 @@ def test_chunked_comparison_sees_every_chunk(golden, monkeypatch):
 
 def test_non_contiguous_result_is_compared_by_value(golden):
     assert compare(np.asfortranarray(golden), golden, 0.0).valid
+
+
+def test_nan_must_match_where_golden_has_it(golden):
+    with_nan = golden.copy()
+    with_nan[2, 3] = np.nan
+    assert not compare(golden.copy(), with_nan, tolerance=1.0).valid
+    assert compare(with_nan.copy(), with_nan, tolerance=0.0).valid
+    infinite = golden.copy()
+    infinite[0, 0] = np.inf
+    assert not compare(-infinite, -golden, tolerance=1.0).valid
+    assert compare(infinite.copy(), infinite, tolerance=0.0).valid

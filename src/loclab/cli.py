@@ -85,9 +85,11 @@ def _check_writable(path: Path, option: str, directory: bool) -> None:
     if path.exists() and path.is_dir() != directory:
         raise UsageError(f"{option} {path}: " + ("not a directory" if directory
                                                   else "is a directory"))
-    existing = next(p for p in (path, *path.parents) if p.exists())
-    if not os.access(existing if existing.is_dir() else existing.parent, os.W_OK):
-        raise UsageError(f"{option} {path}: no permission to write there")
+    parent = next(p for p in path.parents if p.exists())
+    if not parent.is_dir():
+        raise UsageError(f"{option} {path}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK):
+        raise UsageError(f"{option} {path}: no permission to write in {parent}")
 
 
 def _console(stderr: bool = False) -> Any:
@@ -132,17 +134,27 @@ def _run(args: argparse.Namespace) -> int:
 
         document = _execute_with_progress(request)
         print_results(document, _console())
-    if args.json:
-        from loclab.bench.results import write_json
+    return max(_write_outputs(document, args), 1 if document["failures"] else 0)
 
-        write_json(document, args.json)
-    if args.report:
-        from loclab.report import write_report
 
-        index = write_report(document, args.report)
-        if not args.quiet:
-            print(f"report: {index}")
-    return 1 if document["failures"] else 0
+def _write_outputs(document: dict[str, Any], args: argparse.Namespace) -> int:
+    """Write the JSON, then the report; a failure to write one does not stop the other."""
+    from loclab.bench.results import write_json
+    from loclab.report import write_report
+
+    code = 0
+    for path, write in ((args.json, write_json), (args.report, write_report)):
+        if path is None:
+            continue
+        try:
+            written = write(document, path)
+        except LoclabError as err:
+            print(f"loclab run: error: {err}", file=sys.stderr)
+            code = err.exit_code
+            continue
+        if written and not args.quiet:
+            print(f"report: {written}")
+    return code
 
 
 def _devices(args: argparse.Namespace) -> int:
@@ -172,7 +184,13 @@ def _report(args: argparse.Namespace) -> int:
     from loclab.report import write_report
 
     _check_writable(args.output, "--output", directory=True)
-    print(f"report: {write_report(load_json(args.results), args.output)}")
+    document = load_json(args.results)
+    try:
+        index = write_report(document, args.output)
+    except (KeyError, TypeError, AttributeError) as err:  # a hand-edited or truncated file
+        raise UsageError(f"{args.results}: incomplete results file ({type(err).__name__}: "
+                         f"{err})") from None
+    print(f"report: {index}")
     return 0
 
 
@@ -182,11 +200,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help()
         return 0
+    prog = f"loclab {args.command}"
     try:
         return args.handler(args)
     except LoclabError as err:
-        print(f"loclab: error: {err}", file=sys.stderr)
+        print(f"{prog}: error: {err}", file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt:
-        print("loclab: interrupted", file=sys.stderr)
+        print(f"{prog}: interrupted", file=sys.stderr)
         return 130
+    except Exception as err:  # a bug: one line, and the traceback on request
+        if os.environ.get("LOCLAB_DEBUG"):
+            raise
+        print(f"{prog}: internal error: {type(err).__name__}: {err} (LOCLAB_DEBUG=1 shows "
+              f"the traceback)", file=sys.stderr)
+        return 1

@@ -1,7 +1,9 @@
 """Where a variant's arrays live: NumPy on the CPU, CuPy on the GPU.
 
 The harness stays the same for both; only staging, allocation, synchronisation and the clock
-differ.
+differ. Staged inputs are read-only on the CPU (the golden output was computed from the same
+arrays), and a variant's result must be a C-contiguous array of its own, not an input or a
+view of one.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ class CpuBackend:
         self.clock: Clock = PerfCounterClock()
 
     def stage(self, array: np.ndarray) -> np.ndarray:
-        return array
+        view = array.view()
+        view.setflags(write=False)
+        return view
 
     def empty(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
         return np.empty(shape, dtype)
@@ -59,6 +63,17 @@ class GpuBackend:
     def release(self) -> None:
         """Give pooled blocks back, so the next case can allocate its full size."""
         self._cupy.get_default_memory_pool().free_all_blocks()
+
+
+def output_problem(result: Any, staged: dict[str, Any]) -> str | None:
+    """Why ``result`` cannot be a variant's output, or None. Works for NumPy and CuPy arrays."""
+    if not hasattr(result, "flags") or not result.flags.c_contiguous:
+        return "the output is not a C-contiguous (row-major) array"
+    module = np if isinstance(result, np.ndarray) else __import__("cupy")
+    for name, array in staged.items():
+        if module.may_share_memory(result, array):
+            return f"the output shares memory with input {name!r}: it is not a new result"
+    return None
 
 
 def make_backend(device: str) -> CpuBackend | GpuBackend:

@@ -61,8 +61,8 @@ def add_comparisons(rows: list[Row], references: dict[str, float | None]) -> Non
         peak = references[f"{device}_peak_gflops_fp32"]
         row["pct_of_copy"] = _percent(row.get("gbps"), copy)
         # Compute-bound: arithmetic intensity at or beyond the ridge point peak / bandwidth.
-        compute_bound = bool(row["flops"] and copy and peak
-                             and row["flops"] / row["bytes"] >= peak / copy)
+        compute_bound = bool(row["flops"] and copy and peak and (
+            not row["bytes"] or row["flops"] / row["bytes"] >= peak / copy))
         row["pct_of_peak"] = _percent(row.get("gflops"), peak) if compute_bound else None
         naive = by_role.get((row["case"], device, "naive"))
         library = by_role.get((row["case"], device, "library"))

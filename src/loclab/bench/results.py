@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from loclab.errors import UsageError
+from loclab.errors import LoclabError, UsageError
 
 # The keys every result row carries (the contract), in the order they are written.
 ROW_KEYS = ("case", "variant", "device", "role", "size", "params", "median_s", "min_s", "max_s",
@@ -38,8 +38,15 @@ def build_document(*, machine: dict[str, Any], references: dict[str, Any],
 
 
 def write_json(document: dict[str, Any], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(document, indent=2) + "\n")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(document, indent=2) + "\n")
+    except OSError as err:
+        raise LoclabError(f"{path}: cannot write: {err.strerror or err}") from None
+
+
+TOP_KEYS = {"loclab": str, "created": str, "size": str, "devices": list, "machine": dict,
+            "references": dict, "results": list}
 
 
 def load_json(path: Path) -> dict[str, Any]:
@@ -48,13 +55,21 @@ def load_json(path: Path) -> dict[str, Any]:
         document = json.loads(path.read_text())
     except OSError as err:
         raise UsageError(f"{path}: cannot read: {err.strerror}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not a text file") from None
     except json.JSONDecodeError as err:
         raise UsageError(f"{path}:{err.lineno}: not JSON: {err.msg}") from None
-    results = document.get("results") if isinstance(document, dict) else None
-    if not isinstance(results, list) or "references" not in document:
-        raise UsageError(f"{path}: not a loclab results file (no 'results' list)")
-    for number, row in enumerate(results, 1):
-        missing = [key for key in ROW_KEYS if key not in row]
-        if missing:
-            raise UsageError(f"{path}: result {number} lacks {', '.join(missing)}")
+    if not isinstance(document, dict):
+        raise UsageError(f"{path}: not a loclab results file (not a JSON object)")
+    for key, kind in TOP_KEYS.items():
+        if not isinstance(document.get(key), kind):
+            raise UsageError(f"{path}: not a loclab results file ('{key}' missing or not a "
+                             f"{kind.__name__})")
+    if not isinstance(document["machine"].get("cpu"), dict):
+        raise UsageError(f"{path}: not a loclab results file (no machine.cpu)")
+    for number, row in enumerate(document["results"], 1):
+        missing = [key for key in ROW_KEYS if key not in row] if isinstance(row, dict) else None
+        if missing is None or missing:
+            what = ", ".join(missing) if missing else "is not an object"
+            raise UsageError(f"{path}: result {number} {'lacks ' if missing else ''}{what}")
     return document

@@ -15,12 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from loclab.bench.backend import make_backend
+from loclab.bench.backend import make_backend, output_problem
 from loclab.bench.metrics import Row, add_comparisons, derive_references, rates
 from loclab.bench.results import build_document
 from loclab.bench.stats import summarize
 from loclab.bench.timing import BUDGETS, Budget, measure
-from loclab.bench.validate import compare, poison
+from loclab.bench.validate import Check, compare, poison
 from loclab.cases import ROOF_CASE, case_names, get_case
 from loclab.cases.base import DEVICE_CHOICES, SIZE_PRESETS, Case, Variant
 from loclab.errors import GpuUnavailableError, LoclabError, UsageError
@@ -80,7 +80,8 @@ def _check_memory(case: Case, device: str, dims: dict[str, int], size: str) -> N
         needs.append(("GPU memory", work * GPU_BYTES_PER_WORK_BYTE, free))
     for where, need, free in needs:
         if free is not None and need > free:
-            raise UsageError(f"--size {size}: {case.name} on the {device} needs about "
+            shape = "x".join(str(v) for v in dims.values())
+            raise UsageError(f"{case.name} at size {size} ({shape}) on the {device} needs about "
                              f"{need / 2**30:.1f} GiB of {where}, {free / 2**30:.1f} GiB is free")
 
 
@@ -113,7 +114,9 @@ def measure_variant(case: Case, variant: Variant, dims: dict[str, int], staged: 
         poison(out)
         result = bound.run()
         backend.synchronize()
-        check = compare(backend.to_host(result), golden, case.tolerance)
+        problem = output_problem(result, staged)
+        check = (compare(backend.to_host(result), golden, case.tolerance) if problem is None
+                 else Check(False, None, problem))
         row.update(valid=check.valid, max_rel_err=check.max_rel_err, error=check.problem)
         samples, batch = measure(bound.run, backend.clock, budget)
         backend.synchronize()
@@ -136,12 +139,11 @@ class Plan:
     machine: Machine
     numba_threads: int | None
     budget: Budget
-    work: list[tuple[Case, list[tuple[dict[str, int], list[str]]]]]  # case, (dims, devices)
+    work: list[tuple[Case, str, dict[str, int]]]  # (case, device, dims) in run order
 
     @property
     def variant_count(self) -> int:
-        return sum(len(case.variants_on(dev)) for case, groups in self.work
-                   for _, devs in groups for dev in devs)
+        return sum(len(case.variants_on(device)) for case, device, _ in self.work)
 
 
 def plan(cases: Sequence[str] | None = None, device: str = "all", size: str = "default",
@@ -150,16 +152,13 @@ def plan(cases: Sequence[str] | None = None, device: str = "all", size: str = "d
     _choose("size", size, SIZE_PRESETS)
     selected = resolve_cases(cases)
     devices = resolve_devices(device)
+    if threads is not None and "cpu" not in devices:
+        raise UsageError("--threads sets CPU threads, but --device gpu runs nothing on the CPU")
     machine = detect_machine(with_gpu=device != "cpu")  # "all" records why there is no GPU
     numba_threads = configure_threads(threads) if "cpu" in devices else None
-    work = []
-    for case in selected:
-        groups: dict[tuple, tuple[dict[str, int], list[str]]] = {}
-        for dev in devices:
-            dims = case.dims(size, dev, machine)
-            _check_memory(case, dev, dims, size)
-            groups.setdefault(tuple(sorted(dims.items())), (dims, []))[1].append(dev)
-        work.append((case, list(groups.values())))
+    work = [(case, dev, case.dims(size, dev, machine)) for case in selected for dev in devices]
+    for case, dev, dims in work:
+        _check_memory(case, dev, dims, size)
     return Plan(size=size, devices=devices, machine=machine, numba_threads=numba_threads,
                 budget=budget or BUDGETS[size], work=work)
 
@@ -177,14 +176,13 @@ def execute(request: Plan, progress: Progress | None = None) -> dict[str, Any]:
 
     rows: list[Row] = []
     backends = {dev: make_backend(dev) for dev in request.devices}
-    for case, groups in request.work:
-        for dims, devices in groups:
-            report(started, total, f"{case.name}: inputs and golden output")
-            inputs = case.make_inputs(dims, np.random.default_rng(_seed(case, dims)))
-            golden = case.golden(inputs)
-            for dev in devices:
-                rows.extend(_run_on_device(case, dims, inputs, golden, backends[dev],
-                                           request.machine, request.budget, starting))
+    for case, device, dims in request.work:
+        report(started, total, f"{case.name}: inputs and golden output")
+        inputs = case.make_inputs(dims, np.random.default_rng(_seed(case, dims)))
+        golden = case.golden(inputs)
+        rows.extend(_run_on_device(case, dims, inputs, golden, backends[device],
+                                   request.machine, request.budget, starting))
+        del inputs, golden  # before the next case allocates its own
     report(total, total, "done")
 
     references = derive_references(rows, request.machine)
@@ -194,7 +192,7 @@ def execute(request: Plan, progress: Progress | None = None) -> dict[str, Any]:
     return build_document(machine=machine_json, references=references,
                           cases={case.name: {"lesson": case.lesson,
                                              "description": case.description}
-                                 for case, _ in request.work},
+                                 for case, _, _ in request.work},
                           rows=rows, size=request.size, devices=request.devices)
 
 
@@ -225,5 +223,8 @@ def _run_on_device(case: Case, dims: dict[str, int], inputs: dict[str, np.ndarra
         rows.append(measure_variant(case, variant, dims, staged, golden, backend, machine,
                                     budget))
     del staged
-    backend.release()
+    try:
+        backend.release()
+    except Exception:  # after a sticky CUDA error; every row already says what went wrong
+        pass
     return rows

@@ -20,11 +20,6 @@ class Summary:
     def iqr(self) -> float:
         return self.q3 - self.q1
 
-    @property
-    def spread_pct(self) -> float:
-        """Interquartile range as a percentage of the median."""
-        return 100.0 * self.iqr / self.median if self.median > 0 else 0.0
-
 
 def summarize(samples: Sequence[float]) -> Summary:
     if not samples:

@@ -1,9 +1,12 @@
 """Repeated timing until a time budget, with a minimum number of runs.
 
-CPU runs are timed with ``time.perf_counter``; GPU runs with CUDA events around the launches,
-which time the device, not the Python that launched them. Very short runs are timed in
-batches of back-to-back calls (the sample is the batch's mean), so that a launch's host-side
-overhead does not sit inside a GPU sample.
+CPU runs are timed with ``time.perf_counter``; GPU runs with CUDA events recorded on the
+stream around the launches. Runs shorter than ``Budget.min_sample_s`` are timed in batches of
+back-to-back calls and a sample is the batch's mean: the cost of recording and waiting for the
+events, and the gap before the first launch, are then spread over the batch. (If launching took
+longer than the kernel, the GPU would idle inside a sample; every case's sizes keep kernels far
+longer than a launch.) With batches, ``min_s`` and ``max_s`` are extremes of batch means, so
+they understate the spread of single calls; rows record their ``batch``.
 """
 
 from __future__ import annotations

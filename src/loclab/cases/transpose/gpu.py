@@ -26,6 +26,13 @@ KERNELS = KernelSource(Path(__file__).with_name("kernels.cu"), (
 ))
 
 
+MAX_GRID_Y = 65535  # CUDA's limit; the naive and staged kernels loop over further tile-rows
+
+
+def _grid(rows: int, cols: int, tile: int) -> tuple[int, int]:
+    return blocks(cols, tile), min(blocks(rows, tile), MAX_GRID_Y)
+
+
 def _args(inputs: dict, out: Any) -> tuple:
     a = inputs["a"]
     return a, out, np.int32(a.shape[0]), np.int32(a.shape[1])
@@ -34,14 +41,14 @@ def _args(inputs: dict, out: Any) -> tuple:
 def _staged(inputs: dict, out: Any, tile: int, block_rows: int, pad: int) -> Launch:
     rows, cols = inputs["a"].shape
     return Launch(KERNELS, f"transpose_staged<{tile},{block_rows},{pad}>",
-                  grid=(blocks(cols, tile), blocks(rows, tile)), block=(tile, block_rows),
+                  grid=_grid(rows, cols, tile), block=(tile, block_rows),
                   args=_args(inputs, out), result=out)
 
 
 def naive(inputs: dict, out: Any, machine: Machine) -> Bound:
     rows, cols = inputs["a"].shape
-    launch = Launch(KERNELS, "transpose_naive<32>", grid=(blocks(cols, 32), blocks(rows, 32)),
-                    block=(32, 32), args=_args(inputs, out), result=out)
+    launch = Launch(KERNELS, "transpose_naive<32>", grid=_grid(rows, cols, 32), block=(32, 32),
+                    args=_args(inputs, out), result=out)
     return Bound(launch, {"block": [32, 32]})
 
 

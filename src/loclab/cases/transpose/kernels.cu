@@ -5,13 +5,16 @@
 // gpu-naive, the lecture's first kernel: one thread per element, blocks of TILE x TILE threads.
 // A warp reads TILE consecutive floats of `in` (coalesced) and writes floats `rows` apart in
 // `out` (strided: every thread touches its own 32-byte sector).
+// gridDim.y is capped at 65535, so blocks step down by gridDim.y tiles until all rows are done
+// (one step for any matrix under 2 million rows).
 template <int TILE>
 __global__ void transpose_naive(const float* __restrict__ in, float* __restrict__ out,
                                 int rows, int cols) {
     const int col = blockIdx.x * TILE + threadIdx.x;
-    const int row = blockIdx.y * TILE + threadIdx.y;
-    if (col < cols && row < rows) {
-        out[(size_t)col * rows + row] = in[(size_t)row * cols + col];
+    for (int row = blockIdx.y * TILE + threadIdx.y; row < rows; row += gridDim.y * TILE) {
+        if (col < cols) {
+            out[(size_t)col * rows + row] = in[(size_t)row * cols + col];
+        }
     }
 }
 
@@ -29,27 +32,29 @@ __global__ void transpose_staged(const float* __restrict__ in, float* __restrict
     __shared__ float tile[TILE][TILE + PAD];
     const int tx = threadIdx.x;
     const int ty = threadIdx.y;
-    const int row0 = blockIdx.y * TILE;
     const int col0 = blockIdx.x * TILE;
-
-    const int in_col = col0 + tx;
+    // As in transpose_naive, a block takes every gridDim.y-th tile-row (one for < 2M rows).
+    for (int row0 = blockIdx.y * TILE; row0 < rows; row0 += gridDim.y * TILE) {
+        const int in_col = col0 + tx;
 #pragma unroll
-    for (int k = 0; k < TILE; k += BLOCK_ROWS) {
-        const int in_row = row0 + ty + k;
-        if (in_col < cols && in_row < rows) {
-            tile[ty + k][tx] = in[(size_t)in_row * cols + in_col];
+        for (int k = 0; k < TILE; k += BLOCK_ROWS) {
+            const int in_row = row0 + ty + k;
+            if (in_col < cols && in_row < rows) {
+                tile[ty + k][tx] = in[(size_t)in_row * cols + in_col];
+            }
         }
-    }
-    __syncthreads();
+        __syncthreads();
 
-    // Row `col0 + ty + k` of `out` is column `col0 + ty + k` of `in`.
-    const int out_col = row0 + tx;
+        // Row `col0 + ty + k` of `out` is column `col0 + ty + k` of `in`.
+        const int out_col = row0 + tx;
 #pragma unroll
-    for (int k = 0; k < TILE; k += BLOCK_ROWS) {
-        const int out_row = col0 + ty + k;
-        if (out_col < rows && out_row < cols) {
-            out[(size_t)out_row * rows + out_col] = tile[tx][ty + k];
+        for (int k = 0; k < TILE; k += BLOCK_ROWS) {
+            const int out_row = col0 + ty + k;
+            if (out_col < rows && out_row < cols) {
+                out[(size_t)out_row * rows + out_col] = tile[tx][ty + k];
+            }
         }
+        __syncthreads();  // the next tile-row overwrites the tile
     }
 }
 
