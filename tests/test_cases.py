@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from loclab.bench.backend import output_problem
 from loclab.bench.validate import compare, poison
 from loclab.cases import case_names, get_case
 
@@ -18,7 +19,9 @@ def run_variant(case, variant, dims, machine, seed=0):
     out = np.empty(shape, dtype)
     poison(out)
     bound = variant.setup(inputs, out, machine)
-    return compare(bound.run(), case.golden(inputs), case.tolerance)
+    result = bound.run()
+    assert output_problem(result, inputs) is None
+    return compare(result, case.golden(inputs), case.tolerance)
 
 
 @pytest.mark.parametrize("case_name, variant_name", CPU_VARIANTS)

@@ -37,7 +37,9 @@ CASE = matrix_case(
         Variant("cpu-blocked", "cpu", "optimized",
                 "two-level blocking: L2-sized outer tiles (parallel), L1-sized inner tiles",
                 lazy(CPU, "blocked")),
-        Variant("numpy", "cpu", "library", "numpy.ascontiguousarray(a.T)", lazy(CPU, "library")),
+        Variant("numpy", "cpu", "library",
+                "numpy.array(a.T, order='C'): ascontiguousarray(a.T), always a copy",
+                lazy(CPU, "library")),
         Variant("gpu-naive", "gpu", "naive",
                 "one thread per element, 32x32 blocks: coalesced reads, strided writes",
                 lazy(GPU, "naive")),
@@ -53,6 +55,8 @@ CASE = matrix_case(
                 "numbered down columns of tiles; scalar 64x8-thread path when a side is not "
                 "a multiple of 4",
                 lazy(GPU, "optimized")),
-        Variant("cupy", "gpu", "library", "cupy.ascontiguousarray(a.T)", lazy(GPU, "library")),
+        Variant("cupy", "gpu", "library",
+                "cupy.array(a.T, order='C'): ascontiguousarray(a.T), always a copy",
+                lazy(GPU, "library")),
     ),
 )
