@@ -27,7 +27,7 @@ def run_on_gpu(case, variant, dims, machine, seed=0):
     bound = variant.setup(staged, out, machine)
     result = bound.run()
     backend.synchronize()
-    assert output_problem(result, staged) is None
+    assert output_problem(result, staged, backend.xp) is None
     return compare(backend.to_host(result), case.golden(inputs), case.tolerance), bound
 
 

@@ -158,3 +158,25 @@ def test_threads_out_of_range(monkeypatch):
 
     with pytest.raises(UsageError, match="--threads"):
         plan(device="cpu", threads=numba.config.NUMBA_NUM_THREADS + 1)
+
+
+def test_failed_staging_fails_every_variant_of_that_case_and_nothing_else(machine,
+                                                                           monkeypatch):
+    from loclab.bench.backend import CpuBackend
+
+    stage = CpuBackend.stage
+
+    def refuse_small_vectors(self, array):
+        if array.ndim == 1:
+            raise MemoryError("no room")
+        return stage(self, array)
+
+    monkeypatch.setattr(CpuBackend, "stage", refuse_small_vectors)
+    calls = []
+    document = execute(toy_plan(toy_case(GOOD, LIBRARY), machine),
+                       progress=lambda *call: calls.append(call))
+    rows = rows_by_variant(document)
+    assert all(row["error"] == "staging inputs failed: MemoryError: no room"
+               for row in rows.values())
+    assert all(r["valid"] for r in document["results"] if r["case"] == "copy")
+    assert [done for done, _, label in calls if "golden" not in label] == [0, 1, 2, 3, 4]

@@ -17,6 +17,7 @@ from loclab.bench.timing import Clock, CudaEventClock, PerfCounterClock
 
 class CpuBackend:
     device = "cpu"
+    xp = np
 
     def __init__(self) -> None:
         self.clock: Clock = PerfCounterClock()
@@ -45,7 +46,7 @@ class GpuBackend:
     def __init__(self) -> None:
         import cupy
 
-        self._cupy = cupy
+        self._cupy = self.xp = cupy
         self.clock = CudaEventClock()
 
     def stage(self, array: np.ndarray) -> Any:
@@ -65,13 +66,12 @@ class GpuBackend:
         self._cupy.get_default_memory_pool().free_all_blocks()
 
 
-def output_problem(result: Any, staged: dict[str, Any]) -> str | None:
-    """Why ``result`` cannot be a variant's output, or None. Works for NumPy and CuPy arrays."""
+def output_problem(result: Any, staged: dict[str, Any], xp: Any = np) -> str | None:
+    """Why ``result`` cannot be a variant's output, or None; ``xp`` is NumPy or CuPy."""
     if not hasattr(result, "flags") or not result.flags.c_contiguous:
         return "the output is not a C-contiguous (row-major) array"
-    module = np if isinstance(result, np.ndarray) else __import__("cupy")
     for name, array in staged.items():
-        if module.may_share_memory(result, array):
+        if xp.may_share_memory(result, array):
             return f"the output shares memory with input {name!r}: it is not a new result"
     return None
 

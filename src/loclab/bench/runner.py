@@ -114,7 +114,7 @@ def measure_variant(case: Case, variant: Variant, dims: dict[str, int], staged: 
         poison(out)
         result = bound.run()
         backend.synchronize()
-        problem = output_problem(result, staged)
+        problem = output_problem(result, staged, backend.xp)
         check = (compare(backend.to_host(result), golden, case.tolerance) if problem is None
                  else Check(False, None, problem))
         row.update(valid=check.valid, max_rel_err=check.max_rel_err, error=check.problem)
@@ -209,19 +209,20 @@ def run(cases: Sequence[str] | None = None, device: str = "all", size: str = "de
 def _run_on_device(case: Case, dims: dict[str, int], inputs: dict[str, np.ndarray],
                    golden: np.ndarray, backend: Any, machine: Machine, budget: Budget,
                    starting: Callable[[str], None]) -> list[Row]:
-    variants = case.variants_on(backend.device)
     try:
         staged = {name: backend.stage(array) for name, array in inputs.items()}
+        staging_error = None
     except Exception as err:  # e.g. out of device memory: every variant here fails alike
-        rows = [_empty_row(case, v, dims, backend.clock.name) for v in variants]
-        for row in rows:
-            row["error"] = f"staging inputs failed: {_describe(err)}"
-        return rows
+        staged, staging_error = {}, f"staging inputs failed: {_describe(err)}"
     rows = []
-    for variant in variants:
+    for variant in case.variants_on(backend.device):
         starting(f"{case.name} {variant.name}")
-        rows.append(measure_variant(case, variant, dims, staged, golden, backend, machine,
-                                    budget))
+        if staging_error:
+            rows.append({**_empty_row(case, variant, dims, backend.clock.name),
+                         "error": staging_error})
+        else:
+            rows.append(measure_variant(case, variant, dims, staged, golden, backend, machine,
+                                        budget))
     del staged
     try:
         backend.release()
