@@ -128,7 +128,7 @@ def _run(args: argparse.Namespace) -> int:
 
         document = execute(request)
         for line in failures(document):
-            print(f"loclab: FAILED {line}", file=sys.stderr)
+            print(f"loclab run: FAILED {line}", file=sys.stderr)
     else:
         from loclab.report.console import print_results
 
@@ -143,17 +143,20 @@ def _write_outputs(document: dict[str, Any], args: argparse.Namespace) -> int:
     from loclab.report import write_report
 
     code = 0
-    for path, write in ((args.json, write_json), (args.report, write_report)):
-        if path is None:
-            continue
+    if args.json:
         try:
-            written = write(document, path)
+            write_json(document, args.json)
         except LoclabError as err:
             print(f"loclab run: error: {err}", file=sys.stderr)
             code = err.exit_code
-            continue
-        if written and not args.quiet:
-            print(f"report: {written}")
+    if args.report:
+        try:
+            index = write_report(document, args.report)
+        except LoclabError as err:
+            print(f"loclab run: error: {err}", file=sys.stderr)
+            return err.exit_code
+        if not args.quiet:
+            print(f"report: {index}")
     return code
 
 

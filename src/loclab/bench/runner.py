@@ -22,7 +22,7 @@ from loclab.bench.stats import summarize
 from loclab.bench.timing import BUDGETS, Budget, measure
 from loclab.bench.validate import Check, compare, poison
 from loclab.cases import ROOF_CASE, case_names, get_case
-from loclab.cases.base import DEVICE_CHOICES, SIZE_PRESETS, Case, Variant
+from loclab.cases.base import DEVICE_CHOICES, SIZE_PRESETS, Case, Variant, dims_text
 from loclab.errors import GpuUnavailableError, LoclabError, UsageError
 from loclab.gpu import gpu_unavailable_reason
 from loclab.hw import Machine, detect_machine
@@ -80,9 +80,9 @@ def _check_memory(case: Case, device: str, dims: dict[str, int], size: str) -> N
         needs.append(("GPU memory", work * GPU_BYTES_PER_WORK_BYTE, free))
     for where, need, free in needs:
         if free is not None and need > free:
-            shape = "x".join(str(v) for v in dims.values())
-            raise UsageError(f"{case.name} at size {size} ({shape}) on the {device} needs about "
-                             f"{need / 2**30:.1f} GiB of {where}, {free / 2**30:.1f} GiB is free")
+            raise UsageError(f"{case.name} at size {size} ({dims_text(dims)}) on the {device} "
+                             f"needs about {need / 2**30:.1f} GiB of {where}, "
+                             f"{free / 2**30:.1f} GiB is free")
 
 
 def _seed(case: Case, dims: dict[str, int]) -> int:

@@ -82,6 +82,11 @@ class Case:
         return tuple(v for v in self.variants if v.device == device)
 
 
+def dims_text(dims: Dims) -> str:
+    """'16384x16384': a size as tables and messages show it."""
+    return "x".join(str(v) for v in dims.values())
+
+
 def lazy(module: str, name: str) -> Setup:
     """A setup function imported on first call, so that listing cases imports no numba/CuPy."""
 

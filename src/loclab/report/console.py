@@ -12,14 +12,15 @@ from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from loclab.report.text import failures, gpu_note, results_table, roof_line, size_text
+from loclab.cases.base import dims_text
+from loclab.report.text import failures, gpu_note, results_table, roof_line
 
 
 def _section_title(document: dict[str, Any], case: str) -> Text:
     sizes = {}
     for row in document["results"]:
         if row["case"] == case:
-            sizes.setdefault(row["device"], size_text(row["size"]))
+            sizes.setdefault(row["device"], dims_text(row["size"]))
     lesson = document.get("cases", {}).get(case, {}).get("lesson", "")
     where = ", ".join(f"{device} {size}" for device, size in sizes.items())
     return Text.assemble((case, "bold"), f" ({where})", (f"  {lesson}" if lesson else "", "dim"))

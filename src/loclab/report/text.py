@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from loclab.cases.base import dims_text
+
 
 @dataclass(frozen=True)
 class Table:
@@ -19,10 +21,6 @@ class Table:
         return Table(headers=[self.headers[i] for i in keep],
                      rows=[[row[i] for i in keep] for row in self.rows], valid=self.valid,
                      numeric=[self.numeric[i] for i in keep])
-
-
-def size_text(size: dict[str, int]) -> str:
-    return "x".join(str(v) for v in size.values())
 
 
 def number(value: float | None, digits: int = 3) -> str:
@@ -57,7 +55,7 @@ def results_table(document: dict[str, Any]) -> Table:
         ("case", False, lambda r: r["case"]),
         ("variant", False, lambda r: r["variant"]),
         ("dev", False, lambda r: r["device"]),
-        ("size", False, lambda r: size_text(r["size"])),
+        ("size", False, lambda r: dims_text(r["size"])),
         ("median ms", True, lambda r: number(r["median_s"] * 1e3 if r["median_s"] else None)),
         ("IQR", True, spread),
         ("GB/s", True, lambda r: number(r["gbps"])),
