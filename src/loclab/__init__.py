@@ -1,7 +1,8 @@
 """loclab: reason about and measure locality of reference on multi-core CPUs and GPUs.
 
 The API mirrors the command line: ``loclab.run(...)`` returns the document that
-``loclab run --json`` writes; ``loclab.devices()`` what ``loclab devices --json`` prints.
+``loclab run --json`` writes; ``loclab.devices()`` what ``loclab devices --json`` prints;
+``loclab.analyze(func_or_source)`` the dependence analysis ``loclab analyze`` explains.
 Heavy modules (numba, CuPy, matplotlib) load only when used.
 """
 
@@ -26,4 +27,18 @@ def devices(*args: Any, **kwargs: Any) -> dict[str, Any]:
     return _devices(*args, **kwargs)
 
 
-__all__ = ["__version__", "devices", "run"]
+def analyze(*args: Any, **kwargs: Any) -> Any:
+    """Dependence analysis of one loop nest; see :func:`loclab.deps.analyze`."""
+    from loclab.deps import analyze as _analyze
+
+    return _analyze(*args, **kwargs)
+
+
+def analyze_file(*args: Any, **kwargs: Any) -> Any:
+    """Dependence analysis of every function in a file; see :func:`loclab.deps.analyze_file`."""
+    from loclab.deps import analyze_file as _analyze_file
+
+    return _analyze_file(*args, **kwargs)
+
+
+__all__ = ["__version__", "analyze", "analyze_file", "devices", "run"]

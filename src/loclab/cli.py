@@ -36,6 +36,17 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _param(text: str) -> tuple[str, int]:
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    try:
+        return name.strip(), int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{name.strip()}: not a whole number: "
+                                         f"{value!r}") from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="loclab", description="Reason about and measure locality of "
                            "reference on multi-core CPUs and GPUs.")
@@ -69,6 +80,20 @@ def build_parser() -> argparse.ArgumentParser:
                          help="detect only; skip the copy-bandwidth measurement")
     devices.add_argument("--threads", type=_positive_int, help="CPU threads (default: all)")
     devices.set_defaults(handler=_devices)
+
+    analyze = commands.add_parser(
+        "analyze", help="dependence analysis of loop nests, explained like the lectures",
+        description="Exact dependence analysis (islpy) of the loop nests in a Python or C "
+        "file: dependences with direction and distance vectors, which loops are parallel "
+        "and what would make the others parallel, legal loop orders, loop distribution.")
+    analyze.add_argument("target", metavar="FILE[::FUNCTION]",
+                         help="a .py or .c file; ::NAME picks one function (default: all)")
+    analyze.add_argument("--json", action="store_true",
+                         help="print JSON (an object with ::NAME, else a list)")
+    analyze.add_argument("--param", action="append", default=[], type=_param,
+                         metavar="NAME=VALUE",
+                         help="fix a size parameter, repeatable (default: symbolic sizes)")
+    analyze.set_defaults(handler=_analyze)
 
     report = commands.add_parser("report", help="make a report from a results JSON file",
                                  description="Write an HTML and Markdown report, with charts, "
@@ -182,6 +207,19 @@ def _devices(args: argparse.Namespace) -> int:
     return 0
 
 
+def _analyze(args: argparse.Namespace) -> int:
+    from loclab.deps import analyze_file
+
+    path, _, function = args.target.partition("::")
+    analyses = analyze_file(path, function or None, params=dict(args.param))
+    if args.json:
+        documents = [a.to_json() for a in analyses]
+        print(json.dumps(documents[0] if function else documents, indent=2))
+    else:
+        print("\n\n".join(a.explain() for a in analyses))
+    return 0
+
+
 def _report(args: argparse.Namespace) -> int:
     from loclab.bench.results import load_json
     from loclab.report import write_report
@@ -212,6 +250,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into head: stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception as err:  # a bug: one line, and the traceback on request
         if os.environ.get("LOCLAB_DEBUG"):
             raise

@@ -1,0 +1,121 @@
+"""Loop distribution: the dependence graph, its strongly connected components, and the plan.
+
+For a loop with several statements or inner loops in its body, the graph has an edge from
+the unit (statement or inner loop) holding a dependence's source to the unit holding its sink,
+for every dependence not carried by an outer loop. Dependences that privatizing a variable
+removes are left out: distribution then needs that variable expanded into an array (one
+element per iteration) when it is used in more than one of the new loops. Units in a cycle
+stay in one loop; the others are split off in graph order (the slides' theorem), ties broken
+by program order. Each new loop is parallel iff it carries none of its own dependences.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from loclab.deps.dependences import Dependence
+from loclab.nest.ir import Loop, Nest, Node, Statement
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One loop of the distributed nest."""
+
+    loop: Loop
+    statements: tuple[Statement, ...]
+    parallel: bool
+    parallel_loops: tuple[Loop, ...]  # this loop (if parallel) and parallel inner loops
+    expand: tuple[str, ...]  # variables to expand into arrays indexed by the loop
+    cycle: bool  # a dependence cycle keeps these units together
+
+    def to_json(self) -> dict[str, object]:
+        return {"loop": self.loop.id, "statements": [s.id for s in self.statements],
+                "parallel_loops": [l.var for l in self.parallel_loops],
+                "parallel": self.parallel, "expand": list(self.expand),
+                "cycle": self.cycle}
+
+
+def distribute(nest: Nest, dependences: list[Dependence],
+               privatizable: dict[int, set[str]]) -> list[Piece]:
+    """Plans for every loop whose body has two units or more.
+
+    ``privatizable[id(loop)]`` holds the variable keys privatization removes for that loop.
+    """
+    pieces: list[Piece] = []
+    for loop in nest.loops:
+        if len(loop.body) >= 2:
+            pieces += _distribute_loop(loop, dependences, privatizable.get(id(loop), set()))
+    return pieces
+
+
+def _distribute_loop(loop: Loop, dependences: list[Dependence],
+                     expandable: set[str]) -> list[Piece]:
+    import networkx as nx
+
+    unit_of = {id(s): k for k, unit in enumerate(loop.body) for s in _statements(unit)}
+    level = loop.depth
+    graph = nx.DiGraph()
+    graph.add_nodes_from(range(len(loop.body)))
+    relevant: list[Dependence] = []
+    for dependence in dependences:
+        if id(dependence.source_statement) not in unit_of or id(dependence.sink_statement) not in unit_of:
+            continue
+        carried = dependence.carried_level
+        if carried is not None and carried < level:
+            continue  # an outer loop orders these instances already
+        if dependence.variable in expandable and carried == level:
+            continue  # gone once the variable is expanded per iteration
+        relevant.append(dependence)
+        graph.add_edge(unit_of[id(dependence.source_statement)], unit_of[id(dependence.sink_statement)])
+    condensed = nx.condensation(graph)
+    order = nx.lexicographical_topological_sort(
+        condensed, key=lambda c: min(condensed.nodes[c]["members"]))
+    groups = [sorted(condensed.nodes[c]["members"]) for c in order]
+    users = _users_per_group(loop, groups, expandable, dependences)
+    out: list[Piece] = []
+    for members in groups:
+        statements = tuple(s for k in members for s in _statements(loop.body[k]))
+        inside = {id(s) for s in statements}
+        own = [d for d in relevant if id(d.source_statement) in inside and id(d.sink_statement) in inside]
+        parallel = not any(d.carried_level == level for d in own)
+        inner = [l for k in members if isinstance(loop.body[k], Loop)
+                 for l in _loops(loop.body[k])]
+        parallel_inner = [l for l in inner if not any(
+            d.carrier is l for d in dependences
+            if id(d.source_statement) in inside and id(d.sink_statement) in inside)]
+        expand = tuple(sorted(name for name, count in users.items()
+                              if count > 1 and _uses(statements, name)))
+        cycle = len(members) > 1
+        out.append(Piece(loop, statements, parallel,
+                         ((loop,) if parallel else ()) + tuple(parallel_inner), expand, cycle))
+    return out
+
+
+def _users_per_group(loop: Loop, groups: list[list[int]], expandable: set[str],
+                     dependences: list[Dependence]) -> dict[str, int]:
+    """How many new loops use each expandable variable (by name)."""
+    keys_to_name = {d.variable: d.array for d in dependences}
+    counts: dict[str, int] = {}
+    for key in expandable:
+        name = keys_to_name.get(key, key)
+        counts[name] = sum(
+            1 for members in groups
+            if any(a.variable.key == key for k in members
+                   for s in _statements(loop.body[k]) for a in s.accesses))
+    return counts
+
+
+def _uses(statements: tuple[Statement, ...], name: str) -> bool:
+    return any(a.variable.name == name for s in statements for a in s.accesses)
+
+
+def _statements(node: Node) -> list[Statement]:
+    return node.statements() if isinstance(node, Loop) else [node]
+
+
+def _loops(loop: Loop) -> list[Loop]:
+    out = [loop]
+    for child in loop.body:
+        if isinstance(child, Loop):
+            out += _loops(child)
+    return out

@@ -1,0 +1,259 @@
+"""The polyhedral model of a nest: iteration domains and access relations as isl text.
+
+Each statement instance is a point ``S[x0, x1, ...]`` (one coordinate per enclosing loop).
+Its domain comes from the loop bounds, strides and affine conditions; an access maps it to an
+array element. Fixed sizes (``params``) are substituted first, so ``A[i*W + j]`` with ``W=8``
+is affine; with ``W`` symbolic the subscript is delinearized to ``A[i][j]`` when isl proves
+``0 <= j < W``. Anything isl cannot represent is dropped from the constraints, which only
+adds dependences (safe) and is listed in :attr:`Model.notes`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import cached_property
+
+from loclab.errors import UsageError
+from loclab.nest.expr import Poly, Symbol, condition_polys, render_condition, \
+    substitute_condition
+from loclab.nest.ir import Access, Loop, Nest, Statement, Variable
+
+
+class Model:
+    def __init__(self, nest: Nest, params: Mapping[str, int] | None = None) -> None:
+        self.nest = nest
+        params = dict(params or {})
+        unknown = sorted(set(params) - set(nest.parameters))
+        if unknown:
+            known = ", ".join(nest.parameters) or "none"
+            raise UsageError(f"{nest.name}: unknown size parameter {', '.join(unknown)} "
+                             f"(parameters: {known})")
+        self.fixed = {name: Poly.const(int(value)) for name, value in params.items()}
+        self.notes: list[str] = list(nest.notes)
+        self.symbolic = [p for p in nest.parameters if p not in self.fixed]
+        self._param_names = {p: f"p{k}" for k, p in enumerate(self.symbolic)}
+        self.subscripts: dict[int, tuple[Poly | None, ...]] = {}
+        self._prepare_subscripts()
+
+    # -- naming -----------------------------------------------------------------------------
+    @property
+    def header(self) -> str:
+        return f"[{', '.join(self._param_names.values())}] -> "
+
+    def namer(self, statement: Statement, role: str) -> Callable[[str], str]:
+        loops = {loop.var: f"{role}{k}" for k, loop in enumerate(statement.loops)}
+
+        def name(symbol: str) -> str:
+            return loops.get(symbol) or self._param_names[symbol]
+
+        return name
+
+    def point(self, statement: Statement, role: str) -> str:
+        coords = ", ".join(f"{role}{k}" for k in range(len(statement.loops)))
+        return f"S{statement.ordinal}[{coords}]"
+
+    def render(self, poly: Poly | None, statement: Statement, role: str) -> str | None:
+        """isl text of an expression at a statement, or None when isl cannot express it."""
+        if poly is None:
+            return None
+        poly = poly.substitute(self.fixed)
+        if not poly.is_affine():
+            return None
+        return poly.render(self.namer(statement, role), isl=True)
+
+    # -- domains ----------------------------------------------------------------------------
+    def domain(self, statement: Statement, role: str) -> str:
+        """Constraints (isl text) on the instances of a statement."""
+        parts: list[str] = []
+        for depth, loop in enumerate(statement.loops):
+            parts += self._loop_constraints(loop, statement, role, f"{role}{depth}")
+        for guard in statement.guards:
+            if guard.condition is None:
+                continue
+            condition = substitute_condition(guard.condition, self.fixed)
+            if not all(p.is_affine() for p in condition_polys(condition)):
+                self._note(f"condition {guard.text} is not affine: treated as possibly true")
+                continue
+            text = render_condition(condition, self.namer(statement, role), isl=True)
+            parts.append(f"not ({text})" if guard.negated else f"({text})")
+        return " and ".join(parts) or "true"
+
+    def _loop_constraints(self, loop: Loop, statement: Statement, role: str,
+                          var: str) -> list[str]:
+        start = self.render(loop.start, statement, role)
+        stop = self.render(loop.stop, statement, role)
+        for bound, text in ((loop.start, start), (loop.stop, stop)):
+            if bound is not None and text is None:
+                self._note(f"loop {loop.var}: bound {bound} is not affine: treated as "
+                           "unbounded")
+        parts: list[str] = []
+        low, high = (">=", "<") if loop.step > 0 else ("<=", ">")
+        if start is not None:
+            parts.append(f"{var} {low} {start}")
+            if abs(loop.step) > 1:
+                parts.append(f"exists (e_{var} : {var} = {start} + {loop.step}*e_{var})")
+        if stop is not None:
+            parts.append(f"{var} {high} {stop}")
+        return parts
+
+    def domain_set(self, statement: Statement) -> str:
+        return (f"{self.header}{{ {self.point(statement, 'x')} : "
+                f"{self.domain(statement, 'x')} }}")
+
+    # -- accesses ---------------------------------------------------------------------------
+    def access_relation(self, statement: Statement, access: Access) -> str:
+        """isl text ``{ S[x] -> A[...] }`` (unknown subscripts unconstrained)."""
+        dims = self.subscripts[id(access)]
+        outs = [f"a{k}" for k in range(len(dims))]
+        parts = [self.domain(statement, "x")]
+        extents = self._extents(statement, access, "x")
+        for out, sub, extent in zip(outs, dims, extents):
+            text = self.render(sub, statement, "x")
+            if text is not None:
+                parts.append(f"{out} = {text}")
+            elif extent is not None:
+                parts.append(f"0 <= {out} < {extent}")
+        return (f"{self.header}{{ {self.point(statement, 'x')} -> "
+                f"{_array_tuple(access.variable)}[{', '.join(outs)}] : "
+                f"{' and '.join(parts)} }}")
+
+    def same_location(self, first: tuple[Statement, Access],
+                      second: tuple[Statement, Access]) -> list[str]:
+        (s1, a1), (s2, a2) = first, second
+        subs1, subs2 = self.subscripts[id(a1)], self.subscripts[id(a2)]
+        if len(subs1) != len(subs2):
+            self._note(f"{a1.variable.name} is used with {len(subs1)} and {len(subs2)} "
+                       "subscripts: any two of its accesses may overlap")
+            return []
+        parts: list[str] = []
+        extents1, extents2 = self._extents(s1, a1, "x"), self._extents(s2, a2, "y")
+        for e1, e2, x1, x2 in zip(subs1, subs2, extents1, extents2):
+            t1, t2 = self.render(e1, s1, "x"), self.render(e2, s2, "y")
+            if t1 is not None and t2 is not None:
+                parts.append(f"{t1} = {t2}")
+            elif t1 is not None and x2 is not None:
+                parts.append(f"0 <= {t1} < {x2}")  # the unknown side stays in bounds
+            elif t2 is not None and x1 is not None:
+                parts.append(f"0 <= {t2} < {x1}")
+        return parts
+
+    def _extents(self, statement: Statement, access: Access, role: str) -> list[str | None]:
+        """Declared sizes per dimension (isl text), for bounding unknown subscripts.
+
+        An unknown subscript of a declared array is assumed in bounds (C makes anything
+        else undefined); without a declaration it may be any index.
+        """
+        dims = self.subscripts[id(access)]
+        declared = access.variable.extents
+        fresh = len(access.variable.scope)
+        if declared is None or len(dims) != fresh + len(declared):
+            return [None] * len(dims)
+        return [None] * fresh + [self.render(e, statement, role) for e in declared]
+
+    def exact(self, statement: Statement, access: Access) -> bool:
+        """Whether isl saw this access exactly (affine subscripts, affine domain)."""
+        return (statement.exact_domain
+                and all(self.render(s, statement, "x") is not None
+                        for s in self.subscripts[id(access)])
+                and all(self.render(b, statement, "x") is not None
+                        for loop in statement.loops for b in (loop.start, loop.stop)))
+
+    # -- subscripts -------------------------------------------------------------------------
+    @cached_property
+    def accesses(self) -> dict[str, list[tuple[Statement, Access]]]:
+        """Every access, per variable key, in program order."""
+        found: dict[str, list[tuple[Statement, Access]]] = {}
+        for statement in self.nest.statements:
+            for access in statement.accesses:
+                found.setdefault(access.variable.key, []).append((statement, access))
+        return found
+
+    def _prepare_subscripts(self) -> None:
+        """Substitute fixed sizes, then delinearize flattened dimensions where provable."""
+        for uses in self.accesses.values():
+            rows = [[None if s is None else s.substitute(self.fixed) for s in a.subscripts]
+                    for _, a in uses]
+            ranks = {len(r) for r in rows}
+            if len(ranks) == 1:
+                rank = ranks.pop()
+                for position in reversed(range(rank)):
+                    column = [r[position] for r in rows]
+                    if all(p is None or p.is_affine() for p in column):
+                        continue
+                    split = self._delinearize(uses, column)
+                    for row, pieces in zip(rows, split):
+                        row[position:position + 1] = pieces
+            for (_, access), row in zip(uses, rows):
+                self.subscripts[id(access)] = tuple(row)
+
+    def _delinearize(self, uses: list[tuple[Statement, Access]],
+                     column: list[Poly | None]) -> list[list[Poly | None]]:
+        """Split ``i*W + j`` into ``[i, j]`` for every access, or give up (unknown)."""
+        name = uses[0][1].variable.name
+        loop_vars = {loop.var for loop in self.nest.loops}
+        pieces = [_split_by_strides(p, loop_vars) if p is not None else None for p in column]
+        chain = _stride_chain([p for p in pieces if p is not None])
+        if chain is None or any(p is None for p in pieces):
+            self._note(f"could not delinearize the subscripts of {name}: that dimension is "
+                       "treated as unknown")
+            return [[None] for _ in column]
+        split = [[p.get(key, Poly.const(0)) for key in reversed(chain)]  # type: ignore[union-attr]
+                 for p in pieces]
+        extents = [Poly.symbol(next(iter(set(chain[k + 1]) - set(chain[k]))))
+                   for k in range(len(chain) - 1)]
+        for (statement, access), dims in zip(uses, split):
+            inner = list(reversed(dims))[:-1]  # dimensions that must stay within an extent
+            for expr, extent in zip(inner, extents):
+                if not self._within(statement, expr, extent):
+                    self._note(f"could not prove 0 <= {expr} < {extent} in {access.text}: "
+                               f"the flattened subscripts of {name} are treated as unknown")
+                    return [[None] for _ in column]
+        self._note(f"{name}: flattened subscripts delinearized ({uses[0][1].text} as "
+                   f"{name}[{']['.join(str(d) for d in split[0])}])")
+        return split  # type: ignore[return-value]
+
+    def _within(self, statement: Statement, expr: Poly, extent: Poly) -> bool:
+        import islpy as isl
+
+        text, bound = self.render(expr, statement, "x"), self.render(extent, statement, "x")
+        if text is None or bound is None:
+            return False
+        outside = isl.Set(f"{self.header}{{ {self.point(statement, 'x')} : "
+                          f"{self.domain(statement, 'x')} and not (0 <= {text} < {bound}) }}")
+        return bool(outside.is_empty())
+
+    def _note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
+
+def _array_tuple(variable: Variable) -> str:
+    return "M" + "".join(c if c.isalnum() else "_" for c in variable.key)
+
+
+def _split_by_strides(poly: Poly, loop_vars: set[str]) -> dict[tuple[str, ...], Poly] | None:
+    """Group monomials by their stride parameters (sizes multiplying a loop variable)."""
+    strides = {a.name for m, _ in poly.terms if any(isinstance(a, Symbol) and a.name in
+                                                    loop_vars for a in m)
+               for a in m if isinstance(a, Symbol) and a.name not in loop_vars}
+    groups: dict[tuple[str, ...], Poly] = {}
+    for monomial, coeff in poly.terms:
+        key = tuple(sorted(a.name for a in monomial if isinstance(a, Symbol)
+                           and a.name in strides))
+        rest = Poly.const(coeff)
+        for atom in monomial:
+            if not (isinstance(atom, Symbol) and atom.name in strides):
+                rest = rest * Poly.atom(atom)
+        groups[key] = groups.get(key, Poly.const(0)) + rest
+    if any(not g.is_affine() for g in groups.values()):
+        return None
+    return groups
+
+
+def _stride_chain(pieces: list[dict[tuple[str, ...], Poly]]) -> list[tuple[str, ...]] | None:
+    """Keys ordered innermost first, each adding one size: () < (W,) < (M, W) ..."""
+    keys = sorted({k for p in pieces for k in p} | {()}, key=len)
+    for shorter, longer in zip(keys, keys[1:]):
+        if len(longer) != len(shorter) + 1 or not set(shorter) <= set(longer):
+            return None
+    return keys if len(keys) > 1 else None

@@ -1,0 +1,252 @@
+"""What removes the dependences a loop carries: the slides' recipes, checked exactly.
+
+For a loop that is not parallel, its carried dependences are grouped by variable and each
+group is matched against, in order:
+
+- privatization (value-based, with isl's dataflow analysis): every read of the variable in an
+  iteration of the loop gets its value from a write in the same iteration;
+- a reduction: the variable is touched in the loop only by ``x op= e`` with one associative
+  operator and ``x`` absent from ``e``; on one element per iteration of the outer loops that is
+  a reduction, on data-dependent or varying elements a generalized reduction (atomics);
+- a scan: ``A[i] = A[i-1] op e`` carried at distance one (or a scalar accumulator that other
+  statements read), parallel only as a prefix scan;
+- copying: only WAR dependences whose reads see values from before the loop; reading a copy
+  made before the loop removes them.
+
+A loop is parallel after the remedies only when every carried group has one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from loclab.deps.dependences import Dependence
+from loclab.deps.model import Model
+from loclab.nest.ir import Access, Loop, Node, Statement
+
+if TYPE_CHECKING:
+    import islpy as isl
+
+ASSOCIATIVE = {"+", "-", "*", "min", "max", "&", "|", "^"}
+
+
+@dataclass(frozen=True)
+class Remedy:
+    """One way to remove the dependences a loop carries on one variable."""
+
+    kind: str  # "privatize", "reduction", "generalized reduction", "scan", "copy"
+    variable: str  # the name as written
+    op: str | None = None
+    live_out: bool = False  # privatized values may be needed after the loop
+
+    def label(self) -> str:
+        if self.kind == "privatize":
+            suffix = " (copy out its last value if it is used after the loop)" \
+                if self.live_out else ""
+            return f"privatize {self.variable}{suffix}"
+        if self.kind == "reduction":
+            return f"reduction {self.op} on {self.variable}"
+        if self.kind == "generalized reduction":
+            return f"atomic updates on {self.variable} (generalized reduction {self.op})"
+        if self.kind == "scan":
+            return f"scan {self.op} on {self.variable} (parallel as a prefix scan)"
+        return f"copy {self.variable} before the loop and read the copy"
+
+
+class Remedies:
+    """Finds remedies for the loops of one nest; caches isl dataflow per (variable, loop)."""
+
+    def __init__(self, model: Model, dependences: list[Dependence]) -> None:
+        self.model = model
+        self.dependences = dependences
+
+    def for_loop(self, loop: Loop, carried: list[Dependence]
+                 ) -> tuple[list[Remedy], list[Dependence]]:
+        """(remedies, dependences nothing removes) for a loop's carried dependences."""
+        by_variable: dict[str, list[Dependence]] = {}
+        for dependence in carried:
+            by_variable.setdefault(dependence.variable, []).append(dependence)
+        remedies: list[Remedy] = []
+        unresolved: list[Dependence] = []
+        for key, group in by_variable.items():
+            remedy = self.remedy(loop, key, group)
+            if remedy is None:
+                unresolved += group
+            else:
+                remedies.append(remedy)
+        return remedies, unresolved
+
+    def remedy(self, loop: Loop, key: str, group: list[Dependence]) -> Remedy | None:
+        name = group[0].array
+        if self.privatizable(loop, key):
+            return Remedy("privatize", name, live_out=self.live_out(loop, key))
+        reduction = self.reduction(loop, key)
+        if reduction is not None:
+            return reduction
+        scan = self.scan(loop, key, group)
+        if scan is not None:
+            return scan
+        if all(d.kind == "WAR" for d in group) and self.reads_values_from_before(loop, key):
+            return Remedy("copy", name)
+        return None
+
+    # -- the uses of a variable inside a loop -----------------------------------------------
+    def uses(self, loop: Loop, key: str) -> list[tuple[Statement, Access]]:
+        inside = {id(s) for s in loop.statements()}
+        return [(s, a) for s, a in self.model.accesses.get(key, []) if id(s) in inside]
+
+    def live_out(self, loop: Loop, key: str) -> bool:
+        """Read after the loop, or an argument the caller may read."""
+        last = loop.statements()[-1].ordinal
+        uses = self.model.accesses.get(key, [])
+        variable = uses[0][1].variable
+        return variable.is_argument or any(s.ordinal > last and not a.write for s, a in uses)
+
+    # -- privatization ----------------------------------------------------------------------
+    def privatizable(self, loop: Loop, key: str) -> bool:
+        """Every read inside the loop is fed by a write of the same iteration (value-based)."""
+        import islpy as isl
+
+        uses = self.uses(loop, key)
+        reads = [(s, a) for s, a in uses if not a.write]
+        if not any(a.write for _, a in uses):
+            return False
+        if not reads:
+            return True  # only writes: each iteration can write its own copy
+        flow = self._flow([(s, a) for s, a in self.model.accesses[key] if a.write], reads)
+        if not flow.get_may_no_source().is_empty():
+            return False
+        level = loop.depth
+        ok = True
+
+        def check(dependence: "isl.Map") -> None:
+            nonlocal ok
+            source = int(dependence.get_tuple_name(isl.dim_type.in_)[1:])
+            statement = self.model.nest.statements[source]
+            if id(statement) not in {id(s) for s in loop.statements()}:
+                ok = False
+                return
+            n = dependence.dim(isl.dim_type.in_)
+            m = dependence.dim(isl.dim_type.out)
+            same = " and ".join(f"x{k} = y{k}" for k in range(level + 1))
+            xs = ", ".join(f"x{k}" for k in range(n))
+            ys = ", ".join(f"y{k}" for k in range(m))
+            other = isl.Map(f"{self.model.header}{{ S{source}[{xs}] -> "
+                            f"{dependence.get_tuple_name(isl.dim_type.out)}[{ys}] : "
+                            f"not ({same}) }}")
+            if not dependence.intersect(other).is_empty():
+                ok = False
+
+        flow.get_may_dependence().foreach_map(check)
+        return ok
+
+    def reads_values_from_before(self, loop: Loop, key: str) -> bool:
+        """No read in the loop sees a value written inside the loop."""
+        uses = self.uses(loop, key)
+        writes = [(s, a) for s, a in uses if a.write]
+        reads = [(s, a) for s, a in uses if not a.write]
+        if not reads:
+            return False
+        return bool(self._flow(writes, reads).get_may_dependence().is_empty())
+
+    def _flow(self, writes: list[tuple[Statement, Access]],
+              reads: list[tuple[Statement, Access]]) -> "isl.UnionFlow":
+        import islpy as isl
+
+        model = self.model
+
+        def union(pairs: list[tuple[Statement, Access]]) -> "isl.UnionMap":
+            result = isl.UnionMap(f"{model.header}{{ }}")
+            for statement, access in pairs:
+                result = result.union(isl.UnionMap(model.access_relation(statement, access)))
+            return result
+
+        must = [(s, a) for s, a in writes if model.exact(s, a)]
+        may = [(s, a) for s, a in writes if not model.exact(s, a)]
+        info = isl.UnionAccessInfo.from_sink(union(reads))
+        info = info.set_must_source(union(must)).set_may_source(union(may))
+        info = info.set_schedule_map(self.schedule())
+        return info.compute_flow()
+
+    def schedule(self) -> "isl.UnionMap":
+        """The 2d+1 schedule: program positions interleaved with loop counters."""
+        import islpy as isl
+
+        positions = _positions(self.model.nest.body)
+        depth = max((len(s.loops) for s in self.model.nest.statements), default=0)
+        result = isl.UnionMap(f"{self.model.header}{{ }}")
+        for statement in self.model.nest.statements:
+            coords: list[str] = []
+            path = positions[id(statement)]
+            for level, loop in enumerate(statement.loops):
+                coords += [str(path[level]), ("" if loop.step > 0 else "-") + f"x{level}"]
+            coords.append(str(path[len(statement.loops)]))
+            coords += ["0"] * (2 * depth + 1 - len(coords))
+            text = (f"{self.model.header}{{ {self.model.point(statement, 'x')} -> "
+                    f"[{', '.join(coords)}] }}")
+            result = result.union(isl.UnionMap(text))
+        return result
+
+    # -- reductions and scans ---------------------------------------------------------------
+    def reduction(self, loop: Loop, key: str) -> Remedy | None:
+        uses = self.uses(loop, key)
+        statements = {id(s): s for s, _ in uses}.values()
+        ops: set[str] = set()
+        for statement in statements:
+            update = statement.update
+            mine = [a for a in statement.accesses if a.variable.key == key]
+            if (update is None or not update.same_location or update.target_elsewhere
+                    or update.op not in ASSOCIATIVE or len(mine) != 2
+                    or statement.writes[0].variable.key != key):
+                return None
+            ops.add("+" if update.op == "-" else update.op)
+        if len(ops) != 1:
+            return None
+        op = ops.pop()
+        name = uses[0][1].variable.name
+        inner = {l.var for s in statements for l in s.loops if loop in l.enclosing}
+        fixed = all(a.affine and not (_symbols(a) & inner) for _, a in uses)
+        return Remedy("reduction" if fixed else "generalized reduction", name, op)
+
+    def scan(self, loop: Loop, key: str, group: list[Dependence]) -> Remedy | None:
+        uses = self.uses(loop, key)
+        writers = {id(s): s for s, a in uses if a.write}
+        if len(writers) != 1:
+            return None
+        writer = next(iter(writers.values()))
+        update = writer.update
+        if update is None or update.target_elsewhere or update.op not in ASSOCIATIVE:
+            return None
+        name = uses[0][1].variable.name
+        op = "+" if update.op == "-" else update.op
+        if update.same_location:
+            # a scalar accumulator that other statements of the loop read: a scan
+            readers = {id(s) for s, a in uses if not a.write and s is not writer}
+            return Remedy("scan", name, op) if readers and not uses[0][1].subscripts else None
+        level = loop.depth
+        for dependence in group:
+            if dependence.kind != "RAW" or dependence.source_statement is not writer \
+                    or dependence.sink_statement is not writer:
+                return None
+            distance = dependence.distance
+            expected = [0] * len(distance)
+            expected[level] = abs(loop.step)
+            if list(distance) != expected:
+                return None
+        return Remedy("scan", name, op)
+
+
+def _symbols(access: Access) -> set[str]:
+    return set().union(*(s.symbols() for s in access.subscripts if s is not None))
+
+
+def _positions(body: list[Node], prefix: tuple[int, ...] = ()) -> dict[int, tuple[int, ...]]:
+    """Child indices from the function body down to every statement."""
+    out: dict[int, tuple[int, ...]] = {}
+    for index, node in enumerate(body):
+        if isinstance(node, Loop):
+            out.update(_positions(node.body, prefix + (index,)))
+        else:
+            out[id(node)] = prefix + (index,)
+    return out

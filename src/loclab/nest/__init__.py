@@ -1,0 +1,76 @@
+"""Loop-nest IR and its frontends: Python functions (``ast``) and C functions (pycparser).
+
+``load_source`` and ``load_file`` give one :class:`~loclab.nest.ir.Nest` per function;
+``load_function`` takes a live Python function and keeps the line numbers of its file.
+"""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from loclab.errors import UsageError
+from loclab.nest.ir import Nest
+
+C_SUFFIXES = {".c", ".h", ".cu", ".cpp", ".cc"}
+
+
+def load_source(source: str, *, language: str = "python", filename: str = "<source>",
+                function: str | None = None, line_offset: int = 0) -> list[Nest]:
+    """Every function of ``source`` (or the one named ``function``) as IR."""
+    if language == "python":
+        from loclab.nest.python import build_python, python_functions
+
+        nodes = python_functions(source, filename)
+        names = [node.name for node in nodes]
+        chosen = _choose(nodes, names, function, filename)
+        return [build_python(source, node, filename, line_offset) for node in chosen]
+    if language == "c":
+        from loclab.nest.c import build_c, c_functions
+
+        nodes = c_functions(source, filename)
+        names = [node.decl.name for node in nodes]
+        chosen = _choose(nodes, names, function, filename)
+        return [build_c(node, filename, source) for node in chosen]
+    raise UsageError(f"unknown language {language!r}: use 'python' or 'c'")
+
+
+def load_file(path: str | Path, function: str | None = None) -> list[Nest]:
+    path = Path(path)
+    if not path.is_file():
+        raise UsageError(f"{path}: no such file")
+    try:
+        source = path.read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        raise UsageError(f"{path}: cannot read: {err}") from None
+    language = "c" if path.suffix in C_SUFFIXES else "python"
+    return load_source(source, language=language, filename=str(path), function=function)
+
+
+def load_function(func: Callable[..., Any]) -> Nest:
+    """A live Python function, with the line numbers of the file that defines it."""
+    target = inspect.unwrap(func)
+    target = getattr(target, "py_func", target)  # a numba dispatcher keeps the Python one
+    try:
+        lines, start = inspect.getsourcelines(target)
+        filename = inspect.getsourcefile(target) or "<function>"
+    except (OSError, TypeError) as err:
+        raise UsageError(f"cannot read the source of {func!r}: {err}") from None
+    source = textwrap.dedent("".join(lines))
+    return load_source(source, filename=filename, function=target.__name__,
+                       line_offset=start - 1)[0]
+
+
+def _choose(nodes: list[Any], names: list[str], function: str | None,
+            filename: str) -> list[Any]:
+    if function is None:
+        if not nodes:
+            raise UsageError(f"{filename}: no function definitions found")
+        return nodes
+    if function not in names:
+        known = ", ".join(names) or "none"
+        raise UsageError(f"{filename}: no function named {function!r} (functions: {known})")
+    return [nodes[names.index(function)]]

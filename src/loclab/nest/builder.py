@@ -1,0 +1,147 @@
+"""What both frontends share: building the IR while walking a function's syntax tree.
+
+A frontend translates syntax (Python ``ast`` or pycparser nodes) and calls the builder to open
+loops, push conditions, declare variables and add statements. The builder numbers loops and
+statements in program order, resolves names through block scopes, and turns a variable
+declared inside a loop into a fresh location per iteration (its accesses get the enclosing
+loop variables as extra leading subscripts).
+"""
+
+from __future__ import annotations
+
+from loclab.errors import UsageError
+from loclab.nest.expr import Condition, Poly
+from loclab.nest.ir import Access, Guard, Loop, Nest, Node, Statement, Update, Variable
+
+
+class NestError(UsageError):
+    """An unsupported or malformed loop nest; the message starts with file:line:column."""
+
+
+class NestBuilder:
+    def __init__(self, name: str, filename: str, language: str, line: int) -> None:
+        self.nest = Nest(name=name, filename=filename, language=language, line=line, body=[],
+                         loops=[], statements=[], variables=[], parameters=[])
+        self._loops: list[Loop] = []
+        self._guards: list[Guard] = []
+        self._bodies: list[list[Node]] = [self.nest.body]
+        self._scopes: list[dict[str, Variable]] = [{}]
+        self.arguments: set[str] = set()  # the function's parameter names
+
+    # -- errors and notes -------------------------------------------------------------------
+    def error(self, line: int, column: int, message: str) -> NestError:
+        return NestError(f"{self.nest.filename}:{line}:{column}: {message}")
+
+    def note(self, line: int, message: str) -> None:
+        text = f"line {line}: {message}"
+        if text not in self.nest.notes:
+            self.nest.notes.append(text)
+
+    # -- names ------------------------------------------------------------------------------
+    @property
+    def loop_vars(self) -> dict[str, Loop]:
+        return {loop.var: loop for loop in self._loops}
+
+    def parameter(self, name: str) -> Poly:
+        """A size parameter: a name fixed while the loops run."""
+        if name not in self.nest.parameters:
+            self.nest.parameters.append(name)
+        return Poly.symbol(name)
+
+    def push_scope(self) -> None:
+        self._scopes.append({})
+
+    def pop_scope(self) -> None:
+        self._scopes.pop()
+
+    def lookup(self, name: str) -> Variable | None:
+        for scope in reversed(self._scopes):
+            if name in scope:
+                return scope[name]
+        return None
+
+    def declare(self, name: str, *, is_array: bool, line: int,
+                extents: tuple[Poly | None, ...] | None = None, private: bool = True,
+                argument: bool = False) -> Variable:
+        """A new variable in the innermost scope; ``private``: fresh in every iteration."""
+        taken = {v.key for v in self.nest.variables}
+        key = name if name not in taken else f"{name}@{line}"
+        variable = Variable(key=key, name=name, is_array=is_array,
+                            scope=tuple(self._loops) if private else (), extents=extents,
+                            line=line, is_argument=argument)
+        self.nest.variables.append(variable)
+        self._scopes[-1][name] = variable
+        return variable
+
+    def variable(self, name: str, *, is_array: bool, line: int, column: int) -> Variable:
+        """The variable a name refers to; undeclared names are function-wide (globals)."""
+        found = self.lookup(name)
+        if found is None:
+            found = Variable(key=name, name=name, is_array=is_array, line=line,
+                             is_argument=name in self.arguments)
+            self.nest.variables.append(found)
+            self._scopes[0][name] = found
+        if found.is_array != is_array:
+            used, declared = ("subscripted", "a scalar") if is_array else ("used whole",
+                                                                           "an array")
+            raise self.error(line, column, f"{name} is {used} here but is {declared}; "
+                             "whole-array or aliasing operations are not supported")
+        return found
+
+    def access(self, variable: Variable, write: bool, subscripts: list[Poly | None],
+               text: str, line: int, column: int) -> Access:
+        if variable.extents is not None and len(variable.extents) != len(subscripts):
+            raise self.error(line, column, f"{variable.name} has {len(variable.extents)} "
+                             f"dimensions but {len(subscripts)} subscripts here")
+        # A fresh-per-iteration variable is indexed by its declaring loops' variables; used
+        # after such a loop (Python allows it) the iteration is unknown.
+        fresh = [Poly.symbol(loop.var) if loop in self._loops else None
+                 for loop in variable.scope]
+        return Access(variable, write, tuple(fresh + list(subscripts)), text)
+
+    # -- structure --------------------------------------------------------------------------
+    def open_loop(self, var: str, start: Poly | None, stop: Poly | None, step: int, line: int, column: int,
+                  header: str) -> Loop:
+        if var in self.loop_vars:
+            raise self.error(line, column, f"loop variable {var} is already the variable of "
+                             f"the enclosing loop at line {self.loop_vars[var].line}")
+        loop = Loop(id=f"L{len(self.nest.loops) + 1}", var=var, start=start, stop=stop,
+                    step=step, line=line, column=column, depth=len(self._loops),
+                    parent=self._loops[-1] if self._loops else None,
+                    guards=tuple(self._guards), header=header)
+        self.nest.loops.append(loop)
+        self._bodies[-1].append(loop)
+        self._loops.append(loop)
+        self._bodies.append(loop.body)
+        return loop
+
+    def close_loop(self) -> None:
+        self._loops.pop()
+        self._bodies.pop()
+
+    def push_guard(self, condition: Condition | None, text: str) -> None:
+        self._guards.append(Guard(condition, False, text))
+
+    def flip_guard(self) -> None:
+        """Enter the else branch of the innermost condition."""
+        top = self._guards.pop()
+        self._guards.append(Guard(top.condition, True, top.text))
+
+    def pop_guard(self) -> None:
+        self._guards.pop()
+
+    def add_statement(self, line: int, column: int, source: str, accesses: list[Access],
+                      update: Update | None = None) -> Statement:
+        reads = [a for a in accesses if not a.write]
+        writes = [a for a in accesses if a.write]
+        statement = Statement(id=f"S{len(self.nest.statements) + 1}",
+                              ordinal=len(self.nest.statements), line=line, column=column,
+                              source=source, loops=tuple(self._loops),
+                              guards=tuple(self._guards), accesses=reads + writes,
+                              update=update)
+        self.nest.statements.append(statement)
+        self._bodies[-1].append(statement)
+        return statement
+
+    def finish(self) -> Nest:
+        return self.nest

@@ -1,0 +1,566 @@
+"""C frontend: pycparser's syntax tree to the loop-nest IR.
+
+Supported: ``for (int i = lo; i < hi; i++)`` in its usual spellings (``<=``, ``>``, ``>=``,
+``i += c``, ``i--``), assignments and compound assignments, ``x++``, declarations (a variable
+declared inside a loop body is a fresh location per iteration, as C scoping says), ``if``/
+``else``, casts, ``?:``, pure math calls. Preprocessor lines and comments are removed before
+parsing (so ``#pragma omp`` is ignored and macros such as ``N`` stay symbolic sizes); common
+integer typedefs are predeclared. C's ``/`` and ``%`` truncate toward zero, so index
+expressions using them are treated as non-affine.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from loclab.nest.builder import NestBuilder, NestError
+from loclab.nest.expr import BoolOp, Compare, Condition, Poly
+from loclab.nest.ir import Access, Nest, Update
+
+PRELUDE_TYPES = ["uint8_t", "uint16_t", "uint32_t", "uint64_t", "int8_t", "int16_t",
+                 "int32_t", "int64_t", "size_t", "ssize_t", "bool", "uint", "real", "ElTp",
+                 "float4", "half"]
+PURE_FUNCTIONS = {"sqrt", "sqrtf", "fsqrt", "fabs", "fabsf", "abs", "exp", "expf", "log",
+                  "logf", "sin", "sinf", "cos", "cosf", "tan", "tanf", "tanh", "tanhf",
+                  "pow", "powf", "fmin", "fminf", "fmax", "fmaxf", "min", "max", "MIN",
+                  "MAX", "floor", "floorf", "ceil", "ceilf", "hypot", "hypotf", "log2",
+                  "log2f", "exp2", "exp2f", "rsqrt", "rsqrtf", "erf", "erff"}
+UPDATE_OPS = {"+=": "+", "-=": "-", "*=": "*", "&=": "&", "|=": "|", "^=": "^"}
+BINARY_UPDATE = {"+": "+", "-": "-", "*": "*", "&": "&", "|": "|", "^": "^"}
+COMMUTATIVE = {"+", "*", "&", "|", "^"}
+COMPARISONS = {"<", "<=", ">", ">=", "==", "!="}
+_UNSUPPORTED = {"While": "a while loop", "DoWhile": "a do-while loop", "Break": "break",
+                "Continue": "continue", "Goto": "goto", "Switch": "switch", "Label": "a label",
+                "Case": "case", "Default": "default"}
+
+
+def strip_preprocessor(text: str) -> str:
+    """Remove comments and preprocessor lines, keeping every line where it was."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append("\n" * text.count("\n", i, j))
+            i = j
+        elif text[i] in "\"'":
+            j = i + 1
+            while j < n and text[j] != text[i]:
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i:j + 1])
+            i = j + 1
+        else:
+            out.append(text[i])
+            i += 1
+    lines = "".join(out).split("\n")
+    kept: list[str] = []
+    continuing = False
+    for line in lines:
+        directive = continuing or line.lstrip().startswith("#")
+        continuing = directive and line.rstrip().endswith("\\")
+        kept.append("" if directive else line)
+    cleaned = "\n".join(kept)
+    return re.sub(r"\b(__restrict__|__restrict|__global__|__device__|__host__|"
+                  r"__forceinline__|inline|static)\b", "", cleaned)
+
+
+def c_functions(source: str, filename: str) -> list[Any]:
+    """pycparser ``FuncDef`` nodes of a C source file."""
+    from pycparser import c_ast, c_parser
+    from pycparser.c_parser import ParseError
+
+    prelude = "".join(f"typedef int {name};\n" for name in PRELUDE_TYPES)
+    text = f'{prelude}# 1 "{filename}"\n{strip_preprocessor(source)}'
+    try:
+        tree = c_parser.CParser().parse(text, filename)
+    except ParseError as err:
+        raise NestError(f"{err}: not C that loclab can read (declare unusual types with "
+                        "typedef)") from None
+    return [node for node in tree.ext if isinstance(node, c_ast.FuncDef)]
+
+
+def build_c(function: Any, filename: str, source: str) -> Nest:
+    return _CNest(function, filename, strip_preprocessor(source).split("\n")).build()
+
+
+def _slice_statement(lines: list[str], line: int, column: int, closing: str) -> str | None:
+    """The original text from (line, column) to ``closing`` at bracket depth 0."""
+    if not 1 <= line <= len(lines):
+        return None
+    text = "\n".join(lines[line - 1:line + 20])[column - 1:]
+    depth = 0
+    for index, char in enumerate(text):
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+            if depth == 0 and closing == ")" and char == ")":
+                return " ".join(text[:index + 1].split())
+            if depth == 0 and closing == "]" and char == "]" \
+                    and not text[index + 1:].lstrip().startswith("["):
+                return " ".join(text[:index + 1].split())
+        elif char == ";" and depth == 0 and closing == ";":
+            return " ".join(text[:index].split())
+    return None
+
+
+class _CNest:
+    def __init__(self, function: Any, filename: str, lines: list[str]) -> None:
+        from pycparser import c_ast, c_generator
+
+        self.lines = lines
+        self.ast = c_ast
+        self.generator = c_generator.CGenerator()
+        self.function = function
+        self.builder = NestBuilder(function.decl.name, filename, "c", function.coord.line)
+        self.assigned: set[str] = set()
+        self.mutable = self._mutable_names()
+
+    # -- helpers ----------------------------------------------------------------------------
+    def where(self, node: Any) -> tuple[int, int]:
+        coord = getattr(node, "coord", None)
+        return (coord.line, coord.column or 1) if coord else (0, 1)
+
+    def error(self, node: Any, message: str) -> NestError:
+        return self.builder.error(*self.where(node), message)
+
+    def text(self, node: Any) -> str:
+        return " ".join(self.generator.visit(node).split())
+
+    def original(self, node: Any, closing: str = ";") -> str:
+        """The statement as the user wrote it (pycparser's regenerated text adds parens)."""
+        line, column = self.where(node)
+        return _slice_statement(self.lines, line, column, closing) or self.text(node)
+
+    # -- walking ----------------------------------------------------------------------------
+    def build(self) -> Nest:
+        params = self.function.decl.type.args
+        for param in (params.params if params else []):
+            if isinstance(param, self.ast.Decl):
+                self.declare(param, private=False, argument=True)
+        self.compound(self.function.body, top=True)
+        return self.builder.finish()
+
+    def compound(self, node: Any, top: bool = False) -> None:
+        self.builder.push_scope()
+        items = node.block_items or []
+        for index, item in enumerate(items):
+            self.statement(item, top and index == len(items) - 1)
+        self.builder.pop_scope()
+
+    def statement(self, node: Any, last_top: bool = False) -> None:
+        a = self.ast
+        if isinstance(node, a.Compound):
+            self.compound(node)
+        elif isinstance(node, a.For):
+            self.loop(node)
+        elif isinstance(node, a.If):
+            self.branch(node)
+        elif isinstance(node, a.Assignment):
+            self.assignment(node)
+        elif isinstance(node, a.UnaryOp) and node.op in {"p++", "++", "p--", "--"}:
+            self.increment(node)
+        elif isinstance(node, a.Decl):
+            self.declaration(node)
+        elif isinstance(node, a.DeclList):
+            for decl in node.decls:
+                self.declaration(decl)
+        elif isinstance(node, (a.EmptyStatement, a.Pragma)):
+            return
+        elif isinstance(node, a.Return) and last_top:
+            return
+        elif isinstance(node, a.FuncCall):
+            raise self.error(node, f"call {self.text(node)} as a statement may write its "
+                             "arguments; only assignments are supported")
+        else:
+            kind = _UNSUPPORTED.get(type(node).__name__, type(node).__name__)
+            if isinstance(node, a.Return):
+                kind = "return inside the nest"
+            raise self.error(node, f"{kind} is not supported in a loop nest (supported: "
+                             "for loops, assignments, declarations, if/else)")
+
+    def declare(self, decl: Any, private: bool = True, argument: bool = False) -> None:
+        a = self.ast
+        line = self.where(decl)[0]
+        kind = decl.type
+        if isinstance(kind, (a.ArrayDecl, a.PtrDecl)):
+            extents: list[Poly | None] = []
+            while isinstance(kind, a.ArrayDecl):
+                extents.append(self.index(kind.dim) if kind.dim is not None else None)
+                kind = kind.type
+            known = tuple(extents) if extents and not isinstance(kind, a.PtrDecl) else None
+            self.builder.declare(decl.name, is_array=True, line=line, extents=known,
+                                 private=private and bool(self.builder.loop_vars),
+                                 argument=argument)
+        else:
+            self.builder.declare(decl.name, is_array=False, line=line,
+                                 private=private and bool(self.builder.loop_vars),
+                                 argument=argument)
+
+    def declaration(self, decl: Any) -> None:
+        if isinstance(decl.type, self.ast.PtrDecl) and decl.init is not None:
+            raise self.error(decl, f"pointer {decl.name} initialized here would alias an "
+                             "array; aliasing is not supported")
+        if isinstance(decl.type, self.ast.FuncDecl):
+            return
+        self.declare(decl)
+        if decl.init is None:
+            return
+        if isinstance(decl.init, self.ast.InitList):
+            raise self.error(decl, "initializer lists are not supported")
+        reads = self.reads(decl.init)
+        write = self.target_access(self.ast.ID(decl.name, coord=decl.coord), write=True)
+        line, column = self.where(decl)
+        self.builder.add_statement(line, column, self.text(decl).rstrip(";"), reads + [write])
+
+    def loop(self, node: Any) -> None:
+        var, start = self.loop_start(node)
+        step = self.loop_step(node, var)
+        stop = self.loop_stop(node, var, step)
+        line, column = self.where(node)
+        self.builder.push_scope()
+        self.builder.open_loop(var, start, stop, step, line, column,
+                               self.original(node, closing=")"))
+        self.statement(node.stmt)
+        self.builder.close_loop()
+        self.builder.pop_scope()
+
+    def loop_start(self, node: Any) -> tuple[str, Poly | None]:
+        a = self.ast
+        init = node.init
+        if isinstance(init, a.DeclList) and len(init.decls) == 1 and init.decls[0].init:
+            return init.decls[0].name, self.bound(init.decls[0].init)
+        if isinstance(init, a.Assignment) and init.op == "=" and isinstance(init.lvalue, a.ID):
+            return init.lvalue.name, self.bound(init.rvalue)
+        raise self.error(node, "the loop must start with 'int i = ...' or 'i = ...'")
+
+    def loop_step(self, node: Any, var: str) -> int:
+        a = self.ast
+        nxt = node.next
+        step: Poly | None = None
+        if isinstance(nxt, a.UnaryOp) and isinstance(nxt.expr, a.ID) and nxt.expr.name == var:
+            step = Poly.const(1 if "++" in nxt.op else -1) if nxt.op in {
+                "p++", "++", "p--", "--"} else None
+        elif isinstance(nxt, a.Assignment) and isinstance(nxt.lvalue, a.ID) \
+                and nxt.lvalue.name == var:
+            if nxt.op in {"+=", "-="}:
+                amount = self.index(nxt.rvalue)
+                step = None if amount is None else (amount if nxt.op == "+=" else -amount)
+            elif nxt.op == "=" and isinstance(nxt.rvalue, a.BinaryOp) \
+                    and nxt.rvalue.op in {"+", "-"} and isinstance(nxt.rvalue.left, a.ID) \
+                    and nxt.rvalue.left.name == var:
+                amount = self.index(nxt.rvalue.right)
+                step = None if amount is None else (amount if nxt.rvalue.op == "+"
+                                                    else -amount)
+        value = step.constant_value() if step is not None else None
+        if not value:
+            raise self.error(node, f"the loop must step {var} by a non-zero constant "
+                             f"({var}++, {var} += 2, {var}--)")
+        return value
+
+    def loop_stop(self, node: Any, var: str, step: int) -> Poly | None:
+        a = self.ast
+        cond = node.cond
+        if not (isinstance(cond, a.BinaryOp) and cond.op in COMPARISONS - {"=="}):
+            raise self.error(node, f"the loop condition must compare {var} with a bound")
+        op, bound = cond.op, cond.right
+        if not (isinstance(cond.left, a.ID) and cond.left.name == var):
+            if isinstance(cond.right, a.ID) and cond.right.name == var:
+                op = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "!=": "!="}[op]
+                bound = cond.left
+            else:
+                raise self.error(cond, f"the loop condition must compare {var} with a bound")
+        limit = self.bound(bound)
+        upward = {"<": 0, "<=": 1}
+        downward = {">": 0, ">=": -1}
+        if op == "!=" and abs(step) == 1:
+            return limit
+        offset = upward.get(op) if step > 0 else downward.get(op)
+        if offset is None:
+            raise self.error(cond, f"the condition {self.text(cond)} does not match the step "
+                             f"of {var}")
+        return None if limit is None else limit + Poly.const(offset)
+
+    def bound(self, node: Any) -> Poly | None:
+        poly = self.index(node)
+        if poly is None:
+            self.builder.note(self.where(node)[0], f"loop bound {self.text(node)} depends on "
+                              "data or uses C division: treated as unbounded")
+        return poly
+
+    def branch(self, node: Any) -> None:
+        condition = self.condition(node.cond)
+        reads = self.reads(node.cond)
+        text = self.text(node.cond)
+        line, column = self.where(node)
+        if reads:
+            self.builder.add_statement(line, column, self.original(node, closing=")"), reads)
+        if condition is None:
+            self.builder.note(line, f"condition {text} is not affine: the statements it "
+                              "guards are treated as possibly executed")
+        self.builder.push_guard(condition, text)
+        self.statement(node.iftrue)
+        if node.iffalse is not None:
+            self.builder.flip_guard()
+            self.statement(node.iffalse)
+        self.builder.pop_guard()
+
+    def assignment(self, node: Any) -> None:
+        a = self.ast
+        target = node.lvalue
+        if isinstance(target, a.ID) and target.name in self.builder.loop_vars:
+            raise self.error(node, f"assignment to loop variable {target.name} is not "
+                             "supported")
+        update = self.update(node)
+        reads: list[Access] = []
+        if node.op != "=":
+            reads.append(self.target_access(target, write=False))
+        reads += self.reads(node.rvalue)
+        write = self.target_access(target, write=True)
+        reads += self.subscript_reads(target)
+        line, column = self.where(node)
+        self.builder.add_statement(line, column, self.original(node), reads + [write], update)
+
+    def increment(self, node: Any) -> None:
+        target = node.expr
+        if isinstance(target, self.ast.ID) and target.name in self.builder.loop_vars:
+            raise self.error(node, f"assignment to loop variable {target.name} is not "
+                             "supported")
+        read = self.target_access(target, write=False)
+        write = self.target_access(target, write=True)
+        line, column = self.where(node)
+        self.builder.add_statement(line, column, self.original(node),
+                                   [read] + self.subscript_reads(target) + [write],
+                                   Update("+", self.target_in(target, node.expr)))
+
+    def update(self, node: Any) -> Update | None:
+        """``t op= e``, ``t = t op e``, ``t = max(t, e)``, or ``A[i] = A[i-1] op e``."""
+        a = self.ast
+        target = node.lvalue
+        if node.op != "=":
+            op = UPDATE_OPS.get(node.op)
+            return None if op is None else Update(op, self.target_in(target, node.rvalue))
+        value = node.rvalue
+        if isinstance(value, a.BinaryOp) and value.op in BINARY_UPDATE:
+            op = BINARY_UPDATE[value.op]
+            operands = [(value.left, value.right)]
+            if op in COMMUTATIVE:
+                operands.append((value.right, value.left))
+        elif (isinstance(value, a.FuncCall) and isinstance(value.name, a.ID)
+              and value.name.name.lower() in {"min", "max", "fmin", "fmax", "fminf", "fmaxf"}
+              and value.args is not None and len(value.args.exprs) == 2):
+            op = "min" if "min" in value.name.name.lower() else "max"
+            left, right = value.args.exprs
+            operands = [(left, right), (right, left)]
+        else:
+            return None
+        for mine, other in operands:
+            if self.text(mine) == self.text(target):
+                return Update(op, self.target_in(target, other))
+            if isinstance(mine, a.ArrayRef) and isinstance(target, a.ArrayRef) \
+                    and self.flatten(mine)[0].name == self.flatten(target)[0].name:
+                return Update(op, self.target_in(target, other), same_location=False)
+        return None
+
+    def target_in(self, target: Any, other: Any) -> bool:
+        base, indices = self.flatten(target) if isinstance(target, self.ast.ArrayRef) \
+            else (target, [])
+        name = base.name
+        names = self.names(other) | {n for i in indices for n in self.names(i)}
+        return name in names
+
+    def names(self, node: Any) -> set[str]:
+        found: set[str] = set()
+
+        def visit(n: Any) -> None:
+            if isinstance(n, self.ast.ID):
+                found.add(n.name)
+            for _, child in n.children():
+                visit(child)
+
+        visit(node)
+        return found
+
+    # -- accesses ---------------------------------------------------------------------------
+    def flatten(self, node: Any) -> tuple[Any, list[Any]]:
+        a = self.ast
+        indices: list[Any] = []
+        current = node
+        while isinstance(current, a.ArrayRef):
+            if isinstance(current.subscript, a.ExprList):
+                raise self.error(current, f"comma in subscript {self.text(current)}: C reads "
+                                 "only the last expression; write X[i][k]")
+            indices.insert(0, current.subscript)
+            current = current.name
+        if not isinstance(current, a.ID):
+            raise self.error(node, f"subscripted expression {self.text(current)} is not a "
+                             "plain array name")
+        return current, indices
+
+    def target_access(self, target: Any, write: bool) -> Access:
+        a = self.ast
+        line, column = self.where(target)
+        if isinstance(target, a.ID):
+            variable = self.builder.variable(target.name, is_array=False, line=line,
+                                             column=column)
+            return self.builder.access(variable, write, [], target.name, line, column)
+        if isinstance(target, a.ArrayRef):
+            return self.array_access(target, write)
+        raise self.error(target, f"cannot assign to {self.text(target)} (pointer "
+                         "arithmetic and dereferences are not supported)")
+
+    def array_access(self, node: Any, write: bool) -> Access:
+        base, indices = self.flatten(node)
+        line, column = self.where(node)
+        variable = self.builder.variable(base.name, is_array=True, line=line, column=column)
+        return self.builder.access(variable, write, [self.index(i) for i in indices],
+                                   self.original(node, closing="]"), line, column)
+
+    def subscript_reads(self, target: Any) -> list[Access]:
+        if not isinstance(target, self.ast.ArrayRef):
+            return []
+        return [r for index in self.flatten(target)[1] for r in self.reads(index)]
+
+    def reads(self, node: Any) -> list[Access]:
+        out: list[Access] = []
+        self._collect(node, out)
+        return out
+
+    def _collect(self, node: Any, out: list[Access]) -> None:
+        a = self.ast
+        if isinstance(node, a.ArrayRef):
+            for index in self.flatten(node)[1]:
+                self._collect(index, out)
+            out.append(self.array_access(node, write=False))
+        elif isinstance(node, a.ID):
+            if node.name in self.builder.loop_vars or (self.builder.lookup(node.name) is None
+                                                       and node.name not in self.assigned):
+                return  # loop variable, macro or global constant: not tracked memory
+            variable = self.builder.lookup(node.name)
+            if variable is not None and variable.is_array:
+                raise self.error(node, f"array {node.name} used as a value (pointer "
+                                 "arithmetic and aliasing are not supported)")
+            line, column = self.where(node)
+            variable = self.builder.variable(node.name, is_array=False, line=line,
+                                             column=column)
+            out.append(self.builder.access(variable, False, [], node.name, line, column))
+        elif isinstance(node, a.FuncCall):
+            name = node.name.name if isinstance(node.name, a.ID) else ""
+            if name not in PURE_FUNCTIONS:
+                raise self.error(node, f"call to {self.text(node.name)} may write its "
+                                 "arguments; only pure math functions are supported")
+            for arg in (node.args.exprs if node.args else []):
+                self._collect(arg, out)
+        elif isinstance(node, a.Assignment) or (isinstance(node, a.UnaryOp)
+                                                and node.op in {"p++", "++", "p--", "--"}):
+            raise self.error(node, f"assignment inside an expression ({self.text(node)}) is "
+                             "not supported")
+        elif isinstance(node, a.UnaryOp) and node.op in {"&", "*"}:
+            raise self.error(node, f"{self.text(node)}: pointers are not supported")
+        elif isinstance(node, (a.BinaryOp, a.UnaryOp, a.TernaryOp, a.Cast)):
+            for _, child in node.children():
+                if not isinstance(child, a.Typename):
+                    self._collect(child, out)
+        elif isinstance(node, a.Constant):
+            return
+        else:
+            raise self.error(node, f"expression {self.text(node)} is not supported")
+
+    # -- index expressions ------------------------------------------------------------------
+    def index(self, node: Any) -> Poly | None:
+        a = self.ast
+        if isinstance(node, a.Constant):
+            return _int_constant(node.value)
+        if isinstance(node, a.ID):
+            if node.name in self.builder.loop_vars:
+                return Poly.symbol(node.name)
+            if node.name in self.mutable:
+                return None
+            return self.builder.parameter(node.name)
+        if isinstance(node, a.Cast):
+            return self.index(node.expr)
+        if isinstance(node, a.UnaryOp) and node.op in {"-", "+"}:
+            inner = self.index(node.expr)
+            return None if inner is None else (-inner if node.op == "-" else inner)
+        if isinstance(node, a.BinaryOp) and node.op in {"+", "-", "*"}:
+            left, right = self.index(node.left), self.index(node.right)
+            if left is None or right is None:
+                return None
+            return {"+": left + right, "-": left - right, "*": left * right}[node.op]
+        if isinstance(node, a.FuncCall) and isinstance(node.name, a.ID) \
+                and node.name.name.lower() in {"min", "max"} and node.args:
+            args = [self.index(x) for x in node.args.exprs]
+            if any(x is None for x in args):
+                return None
+            return Poly.minmax(node.name.name.lower(), args)  # type: ignore[arg-type]
+        return None
+
+    def condition(self, node: Any) -> Condition | None:
+        a = self.ast
+        if isinstance(node, a.BinaryOp) and node.op in {"&&", "||"}:
+            left, right = self.condition(node.left), self.condition(node.right)
+            if left is None or right is None:
+                return None
+            return BoolOp("and" if node.op == "&&" else "or", (left, right))
+        if isinstance(node, a.UnaryOp) and node.op == "!":
+            inner = self.condition(node.expr)
+            return None if inner is None else BoolOp("not", (inner,))
+        if isinstance(node, a.BinaryOp) and node.op in COMPARISONS:
+            left, right = self.index(node.left), self.index(node.right)
+            if left is None or right is None:
+                return None
+            return Compare(node.op, left, right)
+        return None
+
+    def _mutable_names(self) -> set[str]:
+        """Names assigned inside a loop or more than once: their values depend on data."""
+        a = self.ast
+        counts: dict[str, int] = {}
+        in_loop: set[str] = set()
+        plain: set[str] = set()  # assigned, not initialized in a declaration
+        loop_vars: set[str] = set()
+
+        def visit(node: Any, depth: int) -> None:
+            names: list[str] = []
+            if isinstance(node, a.For):
+                init = node.init
+                if isinstance(init, a.DeclList):
+                    loop_vars.update(d.name for d in init.decls)
+                elif isinstance(init, a.Assignment) and isinstance(init.lvalue, a.ID):
+                    loop_vars.add(init.lvalue.name)
+                if node.stmt is not None:
+                    visit(node.stmt, depth + 1)
+                return
+            if isinstance(node, a.Assignment) and isinstance(node.lvalue, a.ID):
+                names.append(node.lvalue.name)
+                plain.add(node.lvalue.name)
+            elif isinstance(node, a.UnaryOp) and node.op in {"p++", "++", "p--", "--"} \
+                    and isinstance(node.expr, a.ID):
+                names.append(node.expr.name)
+            elif isinstance(node, a.Decl) and node.init is not None:
+                names.append(node.name)
+            for name in names:
+                counts[name] = counts.get(name, 0) + 1
+                if depth:
+                    in_loop.add(name)
+            for _, child in node.children():
+                visit(child, depth)
+
+        visit(self.function.body, 0)
+        self.assigned = set(counts)
+        # a name assigned outside a declaration (a parameter, a global) had another value
+        # before: only a local initialized once, outside loops, is a fixed size
+        return (in_loop | plain | {n for n, c in counts.items() if c > 1}) - loop_vars
+
+
+def _int_constant(text: str) -> Poly | None:
+    cleaned = text.rstrip("uUlL")
+    try:
+        return Poly.const(int(cleaned, 0))
+    except ValueError:
+        return None  # a float or character constant

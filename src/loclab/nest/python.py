@@ -1,0 +1,511 @@
+"""Python frontend: a function's ``ast`` to the loop-nest IR.
+
+Supported: ``for v in range(...)`` (and numba's ``prange``), assignments and augmented
+assignments to scalars and subscripted arrays (``A[i][j]``, ``A[i, j]``), ``if``/``elif``/
+``else``, pure math calls, NumPy allocations (``np.empty(...)``; inside a loop that is a fresh
+array per iteration). Python scalars are function-wide: one location, whatever loop assigns
+them. Anything else (while, break, calls that may write, slices, tuple assignment) is a one-line
+error with file:line:column.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+
+from loclab.nest.builder import NestBuilder
+from loclab.nest.expr import BoolOp, Compare, Condition, Poly
+from loclab.nest.ir import Access, Nest, Update
+
+RANGE_FUNCTIONS = {"range", "prange"}
+ALLOCATORS = {"empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like",
+              "full_like"}
+PURE_BUILTINS = {"abs", "min", "max", "float", "int", "round", "pow", "bool", "len"}
+PURE_MODULES = {"math", "np", "numpy", "cmath"}
+NUMPY_PURE = {"sqrt", "exp", "log", "log2", "log10", "abs", "fabs", "absolute", "sin", "cos",
+              "tan", "tanh", "floor", "ceil", "minimum", "maximum", "power", "float32",
+              "float64", "int32", "int64", "uint32", "uint64", "uint8", "int8", "int16",
+              "float16", "hypot", "arctan2", "sign", "square", "fmin", "fmax", "isnan",
+              "isinf", "where", "exp2", "expm1", "log1p", "cbrt", "arcsin", "arccos",
+              "arctan", "sinh", "cosh"}
+MATH_NAMES = {"sqrt", "exp", "log", "fabs", "sin", "cos", "tan", "floor", "ceil", "hypot",
+              "tanh", "log2", "log10", "pow", "atan2", "fmin", "fmax", "copysign", "erf"}
+UPDATE_OPS: dict[type, str] = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.BitAnd: "&",
+                               ast.BitOr: "|", ast.BitXor: "^"}
+COMMUTATIVE = {"+", "*", "&", "|", "^"}
+COMPARE_OPS: dict[type, str] = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
+                                ast.Eq: "==", ast.NotEq: "!="}
+
+
+def python_functions(source: str, filename: str) -> list[ast.FunctionDef]:
+    """The module's top-level functions (``filename`` only names syntax errors)."""
+    from loclab.nest.builder import NestError
+
+    try:
+        tree = ast.parse(source, filename=filename)
+    except SyntaxError as err:
+        raise NestError(f"{filename}:{err.lineno}:{err.offset}: invalid Python: {err.msg}") \
+            from None
+    return [node for node in tree.body if isinstance(node, ast.FunctionDef)]
+
+
+def build_python(source: str, function: ast.FunctionDef, filename: str,
+                 line_offset: int = 0) -> Nest:
+    """The IR of one function of ``source`` (lines shifted by ``line_offset``)."""
+    return _PythonNest(source, function, filename, line_offset).build()
+
+
+class _PythonNest:
+    def __init__(self, source: str, function: ast.FunctionDef, filename: str,
+                 line_offset: int) -> None:
+        self.source = source
+        self.function = function
+        self.offset = line_offset
+        self.builder = NestBuilder(function.name, filename, "python",
+                                   function.lineno + line_offset)
+        self.assigned, self.mutable = _assigned_names(function)
+
+    # -- helpers ----------------------------------------------------------------------------
+    def line(self, node: ast.AST) -> int:
+        return getattr(node, "lineno", 0) + self.offset
+
+    def error(self, node: ast.AST, message: str) -> Exception:
+        return self.builder.error(self.line(node), getattr(node, "col_offset", 0) + 1, message)
+
+    def text(self, node: ast.AST) -> str:
+        segment = ast.get_source_segment(self.source, node) or ast.unparse(node)
+        return " ".join(segment.split())
+
+    # -- walking ----------------------------------------------------------------------------
+    def build(self) -> Nest:
+        arguments = self.function.args.posonlyargs + self.function.args.args
+        self.builder.arguments = {a.arg for a in arguments + self.function.args.kwonlyargs}
+        self.block(self.function.body, top=True)
+        return self.builder.finish()
+
+    def block(self, body: list[ast.stmt], top: bool = False) -> None:
+        for index, node in enumerate(body):
+            self.statement(node, top and index == len(body) - 1)
+
+    def statement(self, node: ast.stmt, last_top: bool) -> None:
+        if isinstance(node, ast.For):
+            self.loop(node)
+        elif isinstance(node, ast.If):
+            self.branch(node)
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            self.assignment(node)
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            return  # docstring or a stray constant
+        elif isinstance(node, ast.Pass):
+            return
+        elif isinstance(node, ast.Return) and last_top:
+            if node.value is not None:
+                reads = self.reads(node.value)
+                if reads:
+                    self.builder.add_statement(self.line(node), node.col_offset + 1,
+                                               self.text(node), reads)
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            raise self.error(node, f"call {self.text(node.value)} as a statement may write "
+                             "its arguments; only assignments are supported")
+        else:
+            raise self.error(node, f"{_describe(node)} is not supported in a loop nest "
+                             "(supported: for-range loops, assignments, if/else)")
+
+    def loop(self, node: ast.For) -> None:
+        if not isinstance(node.target, ast.Name):
+            raise self.error(node, "the loop variable must be a plain name")
+        call = node.iter
+        if not (isinstance(call, ast.Call) and _callee(call.func) in RANGE_FUNCTIONS
+                and not call.keywords and 1 <= len(call.args) <= 3):
+            raise self.error(node.iter, "only 'for v in range(...)' loops are supported")
+        if node.orelse:
+            raise self.error(node, "for ... else is not supported")
+        args = call.args
+        start_node = args[0] if len(args) >= 2 else None
+        stop_node = args[1] if len(args) >= 2 else args[0]
+        step = 1
+        if len(args) == 3:
+            step_poly = self.index(args[2])
+            value = step_poly.constant_value() if step_poly is not None else None
+            if value is None or value == 0:
+                raise self.error(args[2], "the loop step must be a non-zero integer constant")
+            step = value
+        start = self.bound(start_node) if start_node is not None else Poly.const(0)
+        stop = self.bound(stop_node)
+        for bound in (start_node, stop_node):
+            if bound is not None:
+                self.check_bound_reads(bound)
+        self.builder.open_loop(node.target.id, start, stop, step, self.line(node),
+                               node.col_offset + 1, f"for {node.target.id} in "
+                               f"{self.text(node.iter)}")
+        self.block(node.body)
+        self.builder.close_loop()
+
+    def bound(self, node: ast.expr) -> Poly | None:
+        poly = self.index(node)
+        if poly is None:
+            self.builder.note(self.line(node), f"loop bound {self.text(node)} depends on "
+                              "data: treated as unbounded")
+        return poly
+
+    def check_bound_reads(self, node: ast.expr) -> None:
+        """Bounds are evaluated once, before the loop: reading memory there is not modelled."""
+        if self.reads(node):
+            self.builder.note(self.line(node), f"memory read in loop bound {self.text(node)}"
+                              " is not counted as an access")
+
+    def branch(self, node: ast.If) -> None:
+        condition = self.condition(node.test)
+        reads = self.reads(node.test)
+        text = self.text(node.test)
+        if reads:
+            self.builder.add_statement(self.line(node), node.col_offset + 1, f"if {text}",
+                                       reads)
+        if condition is None:
+            self.builder.note(self.line(node), f"condition {text} is not affine: the "
+                              "statements it guards are treated as possibly executed")
+        self.builder.push_guard(condition, text)
+        self.block(node.body)
+        if node.orelse:
+            self.builder.flip_guard()
+            self.block(node.orelse)
+        self.builder.pop_guard()
+
+    def assignment(self, node: ast.Assign | ast.AugAssign | ast.AnnAssign) -> None:
+        if isinstance(node, ast.Assign):
+            if len(node.targets) != 1:
+                raise self.error(node, "chained assignment (a = b = ...) is not supported")
+            target, value = node.targets[0], node.value
+        else:
+            target, value = node.target, node.value
+        if value is None:
+            return  # a bare annotation declares nothing we track
+        if isinstance(target, (ast.Tuple, ast.List)):
+            raise self.error(node, "tuple assignment is not supported; assign one name per "
+                             "statement")
+        if isinstance(target, ast.Name) and target.id in self.builder.loop_vars:
+            raise self.error(node, f"assignment to loop variable {target.id} is not "
+                             "supported")
+        if (isinstance(node, ast.Assign) and isinstance(target, ast.Name)
+                and _is_allocation(value)):
+            self.allocation(target.id, value, node)
+            return
+        update = self.update(node, target, value)
+        reads: list[Access] = []
+        if isinstance(node, ast.AugAssign):
+            reads.append(self.target_access(target, write=False))
+        reads += self.reads(value)
+        write = self.target_access(target, write=True)
+        reads += self.subscript_reads(target)
+        self.builder.add_statement(self.line(node), node.col_offset + 1, self.text(node),
+                                   reads + [write], update)
+
+    def allocation(self, name: str, call: ast.Call, node: ast.stmt) -> None:
+        shape = call.args[0] if call.args else None
+        extents: tuple[Poly | None, ...] | None = None
+        if shape is not None and not _callee(call.func).endswith("_like"):
+            items = shape.elts if isinstance(shape, (ast.Tuple, ast.List)) else [shape]
+            extents = tuple(self.index(item) for item in items)
+        self.builder.declare(name, is_array=True, line=self.line(node), extents=extents,
+                             private=bool(self.builder.loop_vars))
+
+    def update(self, node: ast.stmt, target: ast.expr, value: ast.expr) -> Update | None:
+        """Recognize ``t op= e``, ``t = t op e``, ``t = e op t``, ``t = max(t, e)``, and the
+        recurrence ``A[i] = A[i-1] op e`` (same array, other element)."""
+        target_dump = ast.dump(target, annotate_fields=False).replace("Store()", "Load()")
+        name = _base_name(target)
+
+        def match(expr: ast.expr) -> bool | None:
+            """True: the target itself; False: another element of it; None: neither."""
+            if ast.dump(expr, annotate_fields=False) == target_dump:
+                return True
+            if isinstance(expr, ast.Subscript) and isinstance(target, ast.Subscript) \
+                    and _base_name(expr) == name:
+                return False
+            return None
+
+        if isinstance(node, ast.AugAssign):
+            op = UPDATE_OPS.get(type(node.op))
+            return None if op is None else Update(op, self.elsewhere(target, name, value))
+        if isinstance(value, ast.BinOp) and type(value.op) in UPDATE_OPS:
+            op = UPDATE_OPS[type(value.op)]
+            operands = [(value.left, value.right)]
+            if op in COMMUTATIVE:
+                operands.append((value.right, value.left))
+        elif (isinstance(value, ast.Call) and _callee(value.func) in {"min", "max"}
+              and len(value.args) == 2 and not value.keywords):
+            op = _callee(value.func)
+            operands = [(value.args[0], value.args[1]), (value.args[1], value.args[0])]
+        else:
+            return None
+        for mine, other in operands:
+            found = match(mine)
+            if found is not None:
+                return Update(op, self.elsewhere(target, name, other), same_location=found)
+        return None
+
+    @staticmethod
+    def elsewhere(target: ast.expr, name: str, other: ast.expr) -> bool:
+        return name in _names(other) or (
+            isinstance(target, ast.Subscript) and name in _names_in_subscripts(target))
+
+    # -- accesses ---------------------------------------------------------------------------
+    def target_access(self, target: ast.expr, write: bool) -> Access:
+        if isinstance(target, ast.Name):
+            variable = self.builder.variable(target.id, is_array=False,
+                                             line=self.line(target),
+                                             column=target.col_offset + 1)
+            return self.builder.access(variable, write, [], target.id, self.line(target),
+                                       target.col_offset + 1)
+        if isinstance(target, ast.Subscript):
+            return self.array_access(target, write)
+        raise self.error(target, f"cannot assign to {self.text(target)}")
+
+    def array_access(self, node: ast.Subscript, write: bool) -> Access:
+        base, indices = self.flatten(node)
+        variable = self.builder.variable(base.id, is_array=True, line=self.line(node),
+                                         column=node.col_offset + 1)
+        subscripts = [self.index(index) for index in indices]
+        return self.builder.access(variable, write, subscripts, self.text(node),
+                                   self.line(node), node.col_offset + 1)
+
+    def flatten(self, node: ast.Subscript) -> tuple[ast.Name, list[ast.expr]]:
+        """``A[i][j]`` and ``A[i, j]`` both give (A, [i, j])."""
+        indices: list[ast.expr] = []
+        current: ast.expr = node
+        while isinstance(current, ast.Subscript):
+            piece = current.slice
+            items = piece.elts if isinstance(piece, ast.Tuple) else [piece]
+            for item in items:
+                if isinstance(item, ast.Slice):
+                    raise self.error(item, f"slice in {self.text(node)}: whole-row or "
+                                     "sliced accesses are not supported; write a loop")
+            indices = list(items) + indices
+            current = current.value
+        if not isinstance(current, ast.Name):
+            raise self.error(node, f"subscripted expression {self.text(current)} is not a "
+                             "plain array name")
+        return current, indices
+
+    def subscript_reads(self, target: ast.expr) -> list[Access]:
+        if not isinstance(target, ast.Subscript):
+            return []
+        _, indices = self.flatten(target)
+        return [a for index in indices for a in self.reads(index)]
+
+    def reads(self, node: ast.expr) -> list[Access]:
+        """Every memory read in an expression, in evaluation order."""
+        out: list[Access] = []
+        self._collect(node, out)
+        return out
+
+    def _collect(self, node: ast.expr, out: list[Access]) -> None:
+        if isinstance(node, ast.Subscript):
+            if _is_shape(node):
+                return
+            base, indices = self.flatten(node)
+            for index in indices:
+                self._collect(index, out)
+            out.append(self.array_access(node, write=False))
+        elif isinstance(node, ast.Name):
+            if node.id in self.builder.loop_vars or node.id not in self.assigned:
+                return  # a loop variable, a size or a constant: not a memory location
+            variable = self.builder.variable(node.id, is_array=False, line=self.line(node),
+                                             column=node.col_offset + 1)
+            out.append(self.builder.access(variable, False, [], node.id, self.line(node),
+                                           node.col_offset + 1))
+        elif isinstance(node, ast.Call):
+            self.check_pure(node)
+            if _callee(node.func) == "len":
+                return
+            for arg in node.args:
+                self._collect(arg, out)
+        elif isinstance(node, (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp)):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.expr):
+                    self._collect(child, out)
+        elif isinstance(node, (ast.Constant, ast.Attribute)):
+            return
+        else:
+            raise self.error(node, f"expression {self.text(node)} is not supported")
+
+    def check_pure(self, call: ast.Call) -> None:
+        func = call.func
+        name = _callee(func)
+        if isinstance(func, ast.Name) and (name in PURE_BUILTINS or name in MATH_NAMES):
+            return
+        if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+                and func.value.id in PURE_MODULES
+                and (func.value.id in {"math", "cmath"} or name in NUMPY_PURE)):
+            return
+        raise self.error(call, f"call to {self.text(func)} may write its arguments; only "
+                         "pure math functions are supported (math.*, abs, min, max, "
+                         "np.sqrt, ...)")
+
+    # -- index expressions ------------------------------------------------------------------
+    def index(self, node: ast.expr) -> Poly | None:
+        """An integer expression as a polynomial, or None when it depends on data."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, int) \
+                and not isinstance(node.value, bool):
+            return Poly.const(node.value)
+        if isinstance(node, ast.Name):
+            if node.id in self.builder.loop_vars:
+                return Poly.symbol(node.id)
+            if node.id in self.mutable:
+                return None
+            return self.builder.parameter(node.id)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            inner = self.index(node.operand)
+            if inner is None:
+                return None
+            return -inner if isinstance(node.op, ast.USub) else inner
+        if isinstance(node, ast.BinOp):
+            return self.binary(node)
+        if isinstance(node, ast.Call):
+            return self.index_call(node)
+        if _is_shape(node):
+            return self.builder.parameter(self.text(node).replace(" ", ""))
+        return None
+
+    def binary(self, node: ast.BinOp) -> Poly | None:
+        left, right = self.index(node.left), self.index(node.right)
+        if left is None or right is None:
+            return None
+        if isinstance(node.op, ast.Add):
+            return left + right
+        if isinstance(node.op, ast.Sub):
+            return left - right
+        if isinstance(node.op, ast.Mult):
+            return left * right
+        divisor = right.constant_value()
+        if divisor is None or divisor <= 0:
+            return None
+        if isinstance(node.op, ast.FloorDiv):
+            return left.floordiv(divisor)
+        if isinstance(node.op, ast.Mod):
+            return left.mod(divisor)
+        return None
+
+    def index_call(self, node: ast.Call) -> Poly | None:
+        name = _callee(node.func)
+        if name in {"min", "max"} and node.args and not node.keywords:
+            args = [self.index(a) for a in node.args]
+            if any(a is None for a in args):
+                return None
+            return Poly.minmax(name, args)  # type: ignore[arg-type]
+        if name == "len" and len(node.args) == 1 and isinstance(node.args[0], ast.Name):
+            return self.builder.parameter(f"len({node.args[0].id})")
+        if name == "int" and len(node.args) == 1:
+            return self.index(node.args[0])
+        return None
+
+    def condition(self, node: ast.expr) -> Condition | None:
+        if isinstance(node, ast.BoolOp):
+            parts = [self.condition(v) for v in node.values]
+            if any(p is None for p in parts):
+                return None
+            return BoolOp("and" if isinstance(node.op, ast.And) else "or",
+                          tuple(parts))  # type: ignore[arg-type]
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            inner = self.condition(node.operand)
+            return None if inner is None else BoolOp("not", (inner,))
+        if isinstance(node, ast.Compare):
+            operands = [self.index(x) for x in [node.left, *node.comparators]]
+            if any(o is None for o in operands) or any(type(op) not in COMPARE_OPS
+                                                      for op in node.ops):
+                return None
+            parts = tuple(Compare(COMPARE_OPS[type(op)], a, b)  # type: ignore[arg-type]
+                          for op, a, b in zip(node.ops, operands, operands[1:]))
+            return parts[0] if len(parts) == 1 else BoolOp("and", parts)
+        return None
+
+
+def _assigned_names(function: ast.FunctionDef) -> tuple[set[str], set[str]]:
+    """(names assigned anywhere, names whose value may change while loops run).
+
+    A name assigned once, outside every loop, is a size parameter where it appears in an
+    index expression; a name assigned in a loop, or more than once, depends on data.
+    """
+    assigned: set[str] = set()
+    mutable: set[str] = set()
+    top_counts: Counter[str] = Counter()
+
+    def visit(nodes: list[ast.stmt], in_loop: bool) -> None:
+        for node in nodes:
+            targets: list[ast.expr] = []
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                targets = [node.target]
+            for target in targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Store):
+                        assigned.add(name.id)
+                        if in_loop or isinstance(node, ast.AugAssign):
+                            mutable.add(name.id)
+                        else:
+                            top_counts[name.id] += 1
+            if isinstance(node, ast.For):
+                # after its loop a loop variable holds the last value: data, not a size
+                mutable.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
+                visit(node.body, True)
+                visit(node.orelse, True)
+            elif isinstance(node, ast.If):
+                visit(node.body, in_loop)
+                visit(node.orelse, in_loop)
+
+    visit(function.body, False)
+    arguments = {a.arg for a in function.args.posonlyargs + function.args.args
+                 + function.args.kwonlyargs}
+    # reassigning an argument gives it two values (before and after): data, not a size
+    mutable |= {name for name, count in top_counts.items() if count > 1 or name in arguments}
+    return assigned, mutable
+
+
+def _callee(func: ast.expr) -> str:
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return ""
+
+
+def _is_allocation(value: ast.expr) -> bool:
+    return (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+            and isinstance(value.func.value, ast.Name)
+            and value.func.value.id in {"np", "numpy"} and value.func.attr in ALLOCATORS)
+
+
+def _is_shape(node: ast.expr) -> bool:
+    """``A.shape[k]``: a size parameter."""
+    return (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute)
+            and node.value.attr == "shape" and isinstance(node.value.value, ast.Name)
+            and isinstance(node.slice, ast.Constant))
+
+
+def _base_name(target: ast.expr) -> str:
+    while isinstance(target, ast.Subscript):
+        target = target.value
+    return target.id if isinstance(target, ast.Name) else ""
+
+
+def _names(node: ast.expr) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _names_in_subscripts(node: ast.Subscript) -> set[str]:
+    names: set[str] = set()
+    current: ast.expr = node
+    while isinstance(current, ast.Subscript):
+        names |= _names(current.slice)
+        current = current.value
+    return names
+
+
+def _describe(node: ast.stmt) -> str:
+    names = {ast.While: "a while loop", ast.Break: "break", ast.Continue: "continue",
+             ast.Return: "return inside the nest", ast.With: "with",
+             ast.Try: "try", ast.FunctionDef: "a nested function", ast.Raise: "raise",
+             ast.Assert: "assert", ast.Delete: "del", ast.Global: "global",
+             ast.Nonlocal: "nonlocal", ast.Import: "import", ast.ImportFrom: "import"}
+    return names.get(type(node), type(node).__name__)
