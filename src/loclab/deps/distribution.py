@@ -40,22 +40,31 @@ def distribute(nest: Nest, dependences: list[Dependence],
     """Plans for every loop whose body has two units or more.
 
     ``privatizable[id(loop)]`` holds the variable keys privatization removes for that loop.
+    Variables declared inside the loop body (C locals, NumPy allocations) are private
+    already; they too need expanding when they end up in two of the new loops.
     """
     pieces: list[Piece] = []
     for loop in nest.loops:
         if len(loop.body) >= 2:
-            pieces += _distribute_loop(loop, dependences, privatizable.get(id(loop), set()))
+            local = {v.key for v in nest.variables if v.scope and v.scope[-1] is loop}
+            pieces += _distribute_loop(loop, dependences,
+                                       privatizable.get(id(loop), set()), local)
     return pieces
 
 
-def _distribute_loop(loop: Loop, dependences: list[Dependence],
-                     expandable: set[str]) -> list[Piece]:
+def _distribute_loop(loop: Loop, dependences: list[Dependence], expandable: set[str],
+                     local: set[str]) -> list[Piece]:
     import networkx as nx
 
     unit_of = {id(s): k for k, unit in enumerate(loop.body) for s in _statements(unit)}
     level = loop.depth
     graph = nx.DiGraph()
     graph.add_nodes_from(range(len(loop.body)))
+    # control dependences: a condition's test runs before the statements it guards
+    for statement in loop.statements():
+        for guard in statement.guards:
+            if guard.test is not None and id(guard.test) in unit_of:
+                graph.add_edge(unit_of[id(guard.test)], unit_of[id(statement)])
     relevant: list[Dependence] = []
     for dependence in dependences:
         if id(dependence.source_statement) not in unit_of or id(dependence.sink_statement) not in unit_of:
@@ -71,7 +80,7 @@ def _distribute_loop(loop: Loop, dependences: list[Dependence],
     order = nx.lexicographical_topological_sort(
         condensed, key=lambda c: min(condensed.nodes[c]["members"]))
     groups = [sorted(condensed.nodes[c]["members"]) for c in order]
-    users = _users_per_group(loop, groups, expandable, dependences)
+    users = _users_per_group(loop, groups, expandable | local, dependences)
     out: list[Piece] = []
     for members in groups:
         statements = tuple(s for k in members for s in _statements(loop.body[k]))
@@ -85,7 +94,8 @@ def _distribute_loop(loop: Loop, dependences: list[Dependence],
             if id(d.source_statement) in inside and id(d.sink_statement) in inside)]
         expand = tuple(sorted(name for name, count in users.items()
                               if count > 1 and _uses(statements, name)))
-        cycle = len(members) > 1
+        expand += _split_conditions(statements, inside)
+        cycle = len(members) > 1 or not parallel
         out.append(Piece(loop, statements, parallel,
                          ((loop,) if parallel else ()) + tuple(parallel_inner), expand, cycle))
     return out
@@ -103,6 +113,16 @@ def _users_per_group(loop: Loop, groups: list[list[int]], expandable: set[str],
             if any(a.variable.key == key for k in members
                    for s in _statements(loop.body[k]) for a in s.accesses))
     return counts
+
+
+def _split_conditions(statements: tuple[Statement, ...], inside: set[int]) -> tuple[str, ...]:
+    """Conditions evaluated in another new loop: their outcomes must be kept per iteration."""
+    found: dict[str, None] = {}
+    for statement in statements:
+        for guard in statement.guards:
+            if guard.test is not None and id(guard.test) not in inside:
+                found[f"the outcome of 'if {guard.text}' (line {guard.test.line})"] = None
+    return tuple(found)
 
 
 def _uses(statements: tuple[Statement, ...], name: str) -> bool:

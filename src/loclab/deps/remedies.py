@@ -42,7 +42,7 @@ class Remedy:
 
     def label(self) -> str:
         if self.kind == "privatize":
-            suffix = " (copy out its last value if it is used after the loop)" \
+            suffix = " (copy out the last value written if it is used after the loop)" \
                 if self.live_out else ""
             return f"privatize {self.variable}{suffix}"
         if self.kind == "reduction":

@@ -119,13 +119,14 @@ class NestBuilder:
         self._loops.pop()
         self._bodies.pop()
 
-    def push_guard(self, condition: Condition | None, text: str) -> None:
-        self._guards.append(Guard(condition, False, text))
+    def push_guard(self, condition: Condition | None, text: str,
+                   test: Statement | None = None) -> None:
+        self._guards.append(Guard(condition, False, text, test))
 
     def flip_guard(self) -> None:
         """Enter the else branch of the innermost condition."""
         top = self._guards.pop()
-        self._guards.append(Guard(top.condition, True, top.text))
+        self._guards.append(Guard(top.condition, True, top.text, top.test))
 
     def pop_guard(self) -> None:
         self._guards.pop()

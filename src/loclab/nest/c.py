@@ -173,7 +173,9 @@ class _CNest:
         elif isinstance(node, (a.EmptyStatement, a.Pragma)):
             return
         elif isinstance(node, a.Return) and last_top:
-            return
+            reads = self.reads(node.expr) if node.expr is not None else []
+            if reads:
+                self.builder.add_statement(*self.where(node), self.original(node), reads)
         elif isinstance(node, a.FuncCall):
             raise self.error(node, f"call {self.text(node)} as a statement may write its "
                              "arguments; only assignments are supported")
@@ -298,12 +300,12 @@ class _CNest:
         reads = self.reads(node.cond)
         text = self.text(node.cond)
         line, column = self.where(node)
-        if reads:
-            self.builder.add_statement(line, column, self.original(node, closing=")"), reads)
+        test = self.builder.add_statement(line, column, self.original(node, closing=")"),
+                                          reads) if reads else None
         if condition is None:
             self.builder.note(line, f"condition {text} is not affine: the statements it "
                               "guards are treated as possibly executed")
-        self.builder.push_guard(condition, text)
+        self.builder.push_guard(condition, text, test)
         self.statement(node.iftrue)
         if node.iffalse is not None:
             self.builder.flip_guard()

@@ -52,6 +52,7 @@ class Guard:
     condition: Condition | None
     negated: bool  # True in the else branch
     text: str
+    test: "Statement | None" = None  # the statement that reads memory to evaluate it
 
 
 @dataclass(eq=False)

@@ -158,13 +158,12 @@ class _PythonNest:
         condition = self.condition(node.test)
         reads = self.reads(node.test)
         text = self.text(node.test)
-        if reads:
-            self.builder.add_statement(self.line(node), node.col_offset + 1, f"if {text}",
-                                       reads)
+        test = self.builder.add_statement(self.line(node), node.col_offset + 1,
+                                          f"if {text}", reads) if reads else None
         if condition is None:
             self.builder.note(self.line(node), f"condition {text} is not affine: the "
                               "statements it guards are treated as possibly executed")
-        self.builder.push_guard(condition, text)
+        self.builder.push_guard(condition, text, test)
         self.block(node.body)
         if node.orelse:
             self.builder.flip_guard()

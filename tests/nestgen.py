@@ -1,0 +1,629 @@
+"""Random loop nests and a brute-force dependence oracle, for testing ``loclab.analyze``.
+
+Two halves that share nothing with loclab, so that they can judge it:
+
+* :func:`nests` is a hypothesis strategy for the source text of a function
+  ``def f(A, B, C, N, M):`` (``X`` joins the arguments for non-affine nests) holding 1-3
+  loops, 1-3 statements, ``if``/``else`` and affine or min/max bounds.  Every statement and
+  every loop header has a line of its own, so a line names a statement or a loop.
+* :func:`oracle` runs that text at concrete sizes with a small interpreter of its AST,
+  records every memory access and derives the dependences by the definition of the
+  ``loclab.analyze`` contract (scratch/analyze_api.md): all pairs of accesses to one
+  location with at least one write, ordered by execution.
+
+The oracle interprets the very text the analyzer reads (its :mod:`ast`), so the program
+the analyzer sees and the program the oracle runs cannot drift apart, and hand-written
+cases are plain source text too.  Locations are mathematical subscripts: ``A[-1]`` is its
+own element, as in the analyzer's model, not Python's alias of the last one.
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from types import CodeType
+from typing import Any, NamedTuple
+
+from hypothesis import strategies as st
+
+LOOP_VARS = ("i", "j", "k")  # the loop variable of depth d is LOOP_VARS[d]: siblings share it
+SIZES = ("N", "M")
+DATA_ARRAYS = ("A", "B", "C")
+INDEX_ARRAY = "X"  # read-only, holds small random ints: the indirection of non-affine nests
+SCALARS = ("s", "t")
+
+Draw = Callable[[st.SearchStrategy[Any]], Any]
+Location = tuple[str, tuple[int, ...]]  # (name, subscripts); a scalar has no subscripts
+
+
+# --------------------------------------------------------------------------- generation
+
+
+@dataclass(frozen=True)
+class Affine:
+    """``const + sum(coef * name)``: the stuff subscripts, bounds and conditions are made of."""
+
+    terms: tuple[tuple[int, str], ...] = ()
+    const: int = 0
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset(name for _, name in self.terms)
+
+    def shifted(self, delta: int) -> Affine:
+        return replace(self, const=self.const + delta)
+
+    def __str__(self) -> str:
+        parts = [(coef < 0, name if abs(coef) == 1 else f"{abs(coef)} * {name}")
+                 for coef, name in self.terms if coef]
+        if self.const or not parts:
+            parts.append((self.const < 0, str(abs(self.const))))
+        (negative, text), rest = parts[0], parts[1:]
+        return ("-" if negative else "") + text + "".join(
+            f" {'-' if negative else '+'} {text}" for negative, text in rest)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A loop bound: one affine expression, or ``min``/``max`` of several."""
+
+    args: tuple[Affine, ...]
+    fn: str = ""
+
+    def shifted(self, delta: int) -> Bound:
+        return replace(self, args=tuple(arg.shifted(delta) for arg in self.args))
+
+    def __str__(self) -> str:
+        return f"{self.fn}({', '.join(map(str, self.args))})" if self.fn else str(self.args[0])
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """A non-affine subscript (``i * j``, ``X[i]``): text that shifting leaves alone."""
+
+    text: str
+    names: frozenset[str]
+
+    def shifted(self, delta: int) -> Opaque:
+        return self
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
+class _Ref:
+    """An array reference, kept so that later ones can be shifted copies of it."""
+
+    name: str
+    subscripts: tuple[Affine | Opaque, ...]
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset().union(*(sub.names for sub in self.subscripts))
+
+
+@dataclass
+class _Budget:
+    """What one nest may still spend while it is being drawn, and its fixed choices."""
+
+    ranks: dict[str, int]
+    nonaffine: bool
+    statements: int
+    loops: int
+    refs: list[_Ref] = field(default_factory=list)
+
+    def kinds(self, depth: int) -> list[str]:
+        """What the next item of a body at ``depth`` loops may be (each holds a statement);
+        a loop counts twice so that deep nests are common."""
+        if self.statements < 1:
+            return []
+        kinds = ["stmt"] + (["if"] if depth else [])
+        return kinds + (["loop"] * 2 if self.loops and depth < len(LOOP_VARS) else [])
+
+
+_COEFS = (1, 1, 1, 1, -1, 2, -2)  # unit strides dominate, as they do in real code
+_OFFSETS = (0, 0, 0, 1, -1, 2, -2, 3, -3)
+_SHIFTS = (0, 0, 0, 1, -1, 2, -2)  # of a subscript copied from an earlier reference
+_STEPS = (1, 1, 1, 2, 3, -1, -2)
+_COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
+
+
+def _affine_subscript(draw: Draw, loop_vars: tuple[str, ...]) -> Affine:
+    """An affine subscript: mostly ``v + c``, sometimes two variables or ``N``."""
+    count = min(len(loop_vars), draw(st.sampled_from((1, 1, 1, 2, 0))))
+    names = draw(st.permutations(loop_vars))[:count]
+    terms = [(draw(st.sampled_from(_COEFS)), name) for name in names]
+    if draw(st.integers(0, 5)) == 0:
+        terms.append((draw(st.sampled_from((1, -1))), "N"))
+    return Affine(tuple(terms), draw(st.sampled_from(_OFFSETS)))
+
+
+def _nonaffine_subscript(draw: Draw, loop_vars: tuple[str, ...]) -> Opaque:
+    """A subscript an affine analysis cannot model exactly (``i % 3`` is quasi-affine)."""
+    v, w = draw(st.sampled_from(loop_vars)), draw(st.sampled_from(loop_vars))
+    index = _affine_subscript(draw, loop_vars)
+    text = draw(st.sampled_from((f"{v} * {v}", f"{v} * {w}", f"{v} % 3",
+                                 f"{INDEX_ARRAY}[{index}]")))
+    return Opaque(text, frozenset({v, w} if "*" in text else {v} if "%" in text else index.names))
+
+
+def _subscript(draw: Draw, budget: _Budget, loop_vars: tuple[str, ...]) -> Affine | Opaque:
+    if budget.nonaffine and loop_vars and draw(st.integers(0, 2)) == 0:
+        return _nonaffine_subscript(draw, loop_vars)
+    return _affine_subscript(draw, loop_vars)
+
+
+def _array_ref(draw: Draw, budget: _Budget, loop_vars: tuple[str, ...]) -> str:
+    """``A[i][j]`` or ``A[i, j]``; half the time a shifted copy of an earlier reference in
+    scope (``A[i - 1][j + 1]`` after ``A[i][j]``): the stuff of carried dependences."""
+    in_scope = [ref for ref in budget.refs if ref.names <= set(loop_vars + SIZES)]
+    if in_scope and draw(st.booleans()):
+        ref = draw(st.sampled_from(in_scope))
+        shifts = [draw(st.sampled_from(_SHIFTS)) for _ in ref.subscripts]
+        ref = replace(ref, subscripts=tuple(sub.shifted(delta)
+                                            for sub, delta in zip(ref.subscripts, shifts)))
+    else:
+        name = draw(st.sampled_from(DATA_ARRAYS[:1] + DATA_ARRAYS))  # A twice: more dependences
+        ref = _Ref(name, tuple(_subscript(draw, budget, loop_vars)
+                               for _ in range(budget.ranks[name])))
+    budget.refs.append(ref)
+    subs = list(map(str, ref.subscripts))
+    if len(subs) > 1 and draw(st.booleans()):
+        return f"{ref.name}[{', '.join(subs)}]"
+    return ref.name + "".join(f"[{sub}]" for sub in subs)
+
+
+def _operand(draw: Draw, budget: _Budget, loop_vars: tuple[str, ...]) -> str:
+    kind = draw(st.sampled_from(("array", "array", "array", "scalar", "value")))
+    if kind == "array":
+        return _array_ref(draw, budget, loop_vars)
+    if kind == "scalar":
+        return draw(st.sampled_from(SCALARS))
+    return draw(st.sampled_from(loop_vars + ("2.0",)))
+
+
+def _statement(draw: Draw, budget: _Budget, loop_vars: tuple[str, ...]) -> str:
+    """One assignment: ``target op rhs`` with a scalar or array target and 0-3 operands."""
+    budget.statements -= 1
+    if draw(st.integers(0, 3)) == 0:
+        target = draw(st.sampled_from(SCALARS))
+    else:
+        target = _array_ref(draw, budget, loop_vars)
+    operands = [_operand(draw, budget, loop_vars) for _ in range(draw(st.integers(0, 3)))]
+    joined = "".join(f"{draw(st.sampled_from((' + ', ' * ')))}{operand}"
+                     for operand in operands[1:])
+    rhs = operands[0] + joined if operands else "1.0"
+    return f"{target} {draw(st.sampled_from(('=', '=', '+=', '*=')))} {rhs}"
+
+
+def _condition(draw: Draw, budget: _Budget, loop_vars: tuple[str, ...]) -> str:
+    """``i > j``, ``i + 1 < N``, ...; in non-affine nests also ``X[i] > 0`` or ``i * j < N``."""
+    if budget.nonaffine and draw(st.integers(0, 2)) == 0:
+        v, w = draw(st.sampled_from(loop_vars)), draw(st.sampled_from(loop_vars))
+        return draw(st.sampled_from((f"{INDEX_ARRAY}[{v}] > 0", f"{v} * {w} < N",
+                                     f"{INDEX_ARRAY}[{v}] == {w}")))
+    lhs = Affine(((1, draw(st.sampled_from(loop_vars))),), draw(st.sampled_from((0, 0, 1, -1))))
+    other = draw(st.sampled_from(loop_vars + SIZES + ("",)))
+    rhs = Affine(((1, other),) if other else (), draw(st.sampled_from((0, 0, 1, -1, 2))))
+    return f"{lhs} {draw(st.sampled_from(_COMPARISONS))} {rhs}"
+
+
+def _lower(draw: Draw, outer: tuple[str, ...]) -> Affine:
+    """A lower bound: a constant or an outer variable plus a small constant."""
+    terms = ((1, draw(st.sampled_from(outer))),) if outer and draw(st.booleans()) else ()
+    return Affine(terms, draw(st.sampled_from((0, 0, 1, -1, 2))))
+
+
+def _upper(draw: Draw, outer: tuple[str, ...]) -> Affine:
+    """An upper bound: ``N``, ``M``, an outer variable (triangles) or ``N - i``, plus a
+    small constant."""
+    kinds = ("size", "size", "var", "size-var") if outer else ("size",)
+    kind = draw(st.sampled_from(kinds))
+    terms: list[tuple[int, str]] = []
+    if kind != "var":
+        terms.append((1, draw(st.sampled_from(SIZES))))
+    if kind != "size":
+        terms.append((1 if kind == "var" else -1, draw(st.sampled_from(outer))))
+    return Affine(tuple(terms), draw(st.sampled_from((0, 0, 1, -1))))
+
+
+def _bound(draw: Draw, make: Callable[[Draw, tuple[str, ...]], Affine],
+           outer: tuple[str, ...], fn: str) -> Bound:
+    first = make(draw, outer)
+    second = make(draw, outer) if draw(st.integers(0, 3)) == 0 else first
+    return Bound((first, second), fn) if second != first else Bound((first,))
+
+
+def _loop_header(draw: Draw, var: str, outer: tuple[str, ...]) -> str:
+    """``for var in range(...)``; a negative step runs from the upper bound down to the lower."""
+    step = draw(st.sampled_from(_STEPS))
+    low = _bound(draw, _lower, outer, "max")
+    high = _bound(draw, _upper, outer, "min")
+    start, stop = (low, high) if step > 0 else (high.shifted(-1), low.shifted(-1))
+    if step != 1:
+        return f"for {var} in range({start}, {stop}, {step}):"
+    if start == Bound((Affine(),)) and draw(st.booleans()):
+        return f"for {var} in range({stop}):"
+    return f"for {var} in range({start}, {stop}):"
+
+
+def _loop(draw: Draw, budget: _Budget, outer: tuple[str, ...], indent: str) -> list[str]:
+    budget.loops -= 1
+    var = LOOP_VARS[len(outer)]
+    header = indent + _loop_header(draw, var, outer)
+    return [header, *_body(draw, budget, outer + (var,), indent + "    ")]
+
+
+def _if(draw: Draw, budget: _Budget, loop_vars: tuple[str, ...], indent: str) -> list[str]:
+    lines = [f"{indent}if {_condition(draw, budget, loop_vars)}:",
+             f"{indent}    {_statement(draw, budget, loop_vars)}"]
+    if budget.statements and draw(st.booleans()):
+        lines += [f"{indent}else:", f"{indent}    {_statement(draw, budget, loop_vars)}"]
+    return lines
+
+
+def _item(draw: Draw, budget: _Budget, kind: str, loop_vars: tuple[str, ...],
+          indent: str) -> list[str]:
+    if kind == "loop":
+        return _loop(draw, budget, loop_vars, indent)
+    if kind == "if":
+        return _if(draw, budget, loop_vars, indent)
+    return [indent + _statement(draw, budget, loop_vars)]
+
+
+def _body(draw: Draw, budget: _Budget, loop_vars: tuple[str, ...], indent: str) -> list[str]:
+    """A loop body: 1-3 items (statements, ifs, inner loops) in any order.
+
+    The caller leaves at least one statement in the budget, so the first item always exists
+    and no loop is empty; statements before and after inner loops make imperfect nests, two
+    inner loops make siblings.
+    """
+    lines: list[str] = []
+    for _ in range(draw(st.integers(1, 3))):
+        kinds = budget.kinds(len(loop_vars))
+        if not kinds:
+            break
+        lines += _item(draw, budget, draw(st.sampled_from(kinds)), loop_vars, indent)
+    return lines
+
+
+def _function_body(draw: Draw, budget: _Budget) -> list[str]:
+    """An optional statement outside any loop, a loop nest, then optional siblings."""
+    lines: list[str] = []
+    if budget.statements > 1 and draw(st.integers(0, 3)) == 0:
+        lines.append("    " + _statement(draw, budget, ()))
+    lines += _loop(draw, budget, (), "    ")
+    while (kinds := budget.kinds(0)) and draw(st.booleans()):
+        lines += _item(draw, budget, draw(st.sampled_from(kinds)), (), "    ")
+    return lines
+
+
+@st.composite
+def nests(draw: Draw, nonaffine: bool = False) -> str:
+    """Source text of a random loop nest ``def f(A, B, C, N, M): ...``.
+
+    With ``nonaffine`` some subscripts are ``i * j``, ``i % 3`` or ``X[i]`` and some
+    conditions ``X[i] > 0``, where ``X`` is a read-only argument.
+    """
+    ranks = {name: draw(st.sampled_from((1, 1, 2, 2, 3))) for name in DATA_ARRAYS}
+    budget = _Budget(ranks=ranks, nonaffine=nonaffine, statements=draw(st.integers(1, 3)),
+                     loops=draw(st.sampled_from((1, 2, 2, 3, 3, 3))))
+    arrays = DATA_ARRAYS + ((INDEX_ARRAY,) if nonaffine else ())
+    lines = [f"def f({', '.join(arrays + SIZES)}):", *_function_body(draw, budget)]
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- interpreter
+
+
+@dataclass(frozen=True)
+class Access:
+    """One memory access of one statement instance."""
+
+    line: int  # the statement's line (an ``if`` line for reads in its condition)
+    loops: tuple[int, ...]  # header lines of the enclosing loops, outermost first
+    iteration: tuple[int, ...]  # the values of their variables
+    order: tuple[int, ...]  # value times the sign of the step: grows as execution goes on
+    location: Location
+    write: bool
+
+
+class _Loop(NamedTuple):
+    line: int
+    var: str
+    sign: int  # +1 counting up, -1 counting down
+
+
+def index_value(seed: int, name: str, index: tuple[int, ...]) -> int:
+    """What read-only array ``name`` holds at ``index`` in the run filled by ``seed``: an int
+    in 0..3, so that indirect subscripts collide often."""
+    return random.Random(f"{seed}:{name}:{index}").randint(0, 3)
+
+
+class _IndexArray:
+    """A read-only array filled by :func:`index_value`; reading it is an access."""
+
+    def __init__(self, name: str, seed: int, record: Callable[[Location, bool], None]) -> None:
+        self._name, self._seed, self._record = name, seed, record
+
+    def __getitem__(self, key: int | tuple[int, ...]) -> int:
+        index = key if isinstance(key, tuple) else (key,)
+        self._record((self._name, index), False)
+        return index_value(self._seed, self._name, index)
+
+
+def _root_name(node: ast.expr) -> str | None:
+    """The array a subscript chain indexes: ``A`` of ``A[i][j]``."""
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+class _Interpreter:
+    """Executes the language of :func:`nests` (for/range, if/else, (augmented) assignments).
+
+    Values are never computed: subscripts of affine nests do not depend on data, and the
+    only data subscripts may read are the read-only index arrays.
+    """
+
+    def __init__(self, func: ast.FunctionDef, sizes: Mapping[str, int], seed: int) -> None:
+        written = {_root_name(t) for t in _targets(func) if isinstance(t, ast.Subscript)}
+        arrays = {_root_name(n) for n in ast.walk(func) if isinstance(n, ast.Subscript)}
+        self._loop_vars = {n.target.id for n in ast.walk(func) if isinstance(n, ast.For)}
+        self._namespace: dict[str, Any] = {"__builtins__": {}, "min": min, "max": max, **sizes}
+        self._namespace.update({name: _IndexArray(name, seed, self._record)
+                                for name in arrays - written if name})
+        self._code: dict[ast.expr, CodeType] = {}
+        self._loops: list[_Loop] = []
+        self._line = 0
+        self.trace: list[Access] = []
+
+    def run(self, body: Sequence[ast.stmt]) -> None:
+        for node in body:
+            self._line = node.lineno
+            if isinstance(node, ast.For):
+                self._for(node)
+            elif isinstance(node, ast.If):
+                self.run(node.body if self._eval(node.test) else node.orelse)
+            elif isinstance(node, (ast.Assign, ast.AugAssign)):
+                self._statement(node)
+            else:
+                raise ValueError(f"line {node.lineno}: the oracle cannot run {ast.unparse(node)}")
+
+    def _for(self, node: ast.For) -> None:
+        call = node.iter
+        if not (isinstance(call, ast.Call) and ast.unparse(call.func) == "range"
+                and isinstance(node.target, ast.Name) and not node.orelse):
+            raise ValueError(f"line {node.lineno}: only `for v in range(...)` loops")
+        args = [self._eval(arg) for arg in call.args]
+        step = args[2] if len(args) == 3 else 1
+        self._loops.append(_Loop(node.lineno, node.target.id, 1 if step > 0 else -1))
+        for value in range(*args):
+            self._namespace[node.target.id] = value
+            self.run(node.body)
+        self._loops.pop()
+
+    def _statement(self, node: ast.Assign | ast.AugAssign) -> None:
+        """Reads first (the target's too for ``op=``), then the write."""
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if len(targets) != 1:
+            raise ValueError(f"line {node.lineno}: one target per assignment")
+        if isinstance(node, ast.AugAssign):
+            self._reads(node.target)
+        self._reads(node.value)
+        self._record(self._location(targets[0]), True)
+
+    def _reads(self, node: ast.AST) -> None:
+        if isinstance(node, (ast.Subscript, ast.Name)):
+            if self._is_memory(node):
+                self._record(self._location(node), False)
+            return
+        for child in ast.iter_child_nodes(node):
+            self._reads(child)
+
+    def _is_memory(self, node: ast.Subscript | ast.Name) -> bool:
+        """Array elements and scalars are memory; loop variables and sizes are not."""
+        return isinstance(node, ast.Subscript) or not (
+            node.id in self._loop_vars or node.id in self._namespace)
+
+    def _location(self, node: ast.expr) -> Location:
+        """``A[i][j]`` and ``A[i, j]`` name the same element; a bare name is a scalar."""
+        subscripts: list[int] = []
+        while isinstance(node, ast.Subscript):
+            parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            subscripts[:0] = [self._eval(part) for part in parts]
+            node = node.value
+        if not isinstance(node, ast.Name):
+            raise ValueError(f"line {self._line}: cannot locate {ast.unparse(node)}")
+        return node.id, tuple(subscripts)
+
+    def _eval(self, node: ast.expr) -> Any:
+        """Python's own meaning of an integer expression (``range`` arguments, subscripts)."""
+        if node not in self._code:
+            self._code[node] = compile(ast.Expression(body=node), "<nest>", "eval")
+        return eval(self._code[node], self._namespace)  # noqa: S307 - our own expressions
+
+    def _record(self, location: Location, write: bool) -> None:
+        iteration = tuple(self._namespace[loop.var] for loop in self._loops)
+        self.trace.append(Access(
+            line=self._line, loops=tuple(loop.line for loop in self._loops), iteration=iteration,
+            order=tuple(v * loop.sign for v, loop in zip(iteration, self._loops)),
+            location=location, write=write))
+
+
+def _targets(func: ast.FunctionDef) -> Iterator[ast.expr]:
+    for node in ast.walk(func):
+        if isinstance(node, ast.Assign):
+            yield from node.targets
+        elif isinstance(node, ast.AugAssign):
+            yield node.target
+
+
+def parse(source: str) -> ast.FunctionDef:
+    """The one function the source defines."""
+    (func,) = ast.parse(source).body
+    if not isinstance(func, ast.FunctionDef):
+        raise ValueError("the source must define one function")
+    return func
+
+
+def trace(source: str, sizes: Mapping[str, int], seed: int = 0) -> list[Access]:
+    """Every memory access of one run, in execution order; ``seed`` fills the index arrays."""
+    func = parse(source)
+    interpreter = _Interpreter(func, sizes, seed)
+    interpreter.run(func.body)
+    return interpreter.trace
+
+
+# --------------------------------------------------------------------------- dependences
+
+
+class Dep(NamedTuple):
+    """A dependence as the tests compare them: concrete direction vector, lines for ids."""
+
+    source: int  # line of the statement that executes first
+    sink: int
+    kind: str  # "RAW" | "WAR" | "WAW"
+    array: str
+    vector: tuple[str, ...]  # over the loops enclosing both statements, outermost first
+
+    def __str__(self) -> str:
+        return (f"line {self.source} -> line {self.sink} {self.kind} {self.array} "
+                f"({', '.join(self.vector)})")
+
+
+@dataclass(frozen=True)
+class Truth:
+    """What the oracle knows about one run."""
+
+    deps: frozenset[Dep]
+    carried: frozenset[int]  # header lines of the loops that carry a dependence
+    loops: tuple[int, ...]  # header lines of all loops, in source order
+    statements: tuple[int, ...]  # lines of all statements (and memory-reading conditions)
+
+    @property
+    def parallel(self) -> dict[int, bool]:
+        """Per loop line, whether it is a DOALL as written: it carries nothing."""
+        return {line: line not in self.carried for line in self.loops}
+
+
+class _Group(NamedTuple):
+    """The accesses to one location by one statement, of one kind."""
+
+    line: int
+    write: bool
+    loops: tuple[int, ...]
+
+
+_SIGN = {-1: ">", 0: "=", 1: "<"}
+_FLIP = {"<": ">", "=": "=", ">": "<"}
+_Points = frozenset[tuple[int, ...]]
+
+
+class _SignVectors:
+    """The set of ``sign(q - p)`` over ``p`` in P, ``q`` in Q, by recursion on the first
+    coordinate with a cache: the sets of tails repeat across rows, so scalars touched by
+    every iteration of a nest cost far less than all pairs."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[_Points, _Points], frozenset[tuple[str, ...]]] = {}
+
+    def __call__(self, p: _Points, q: _Points) -> frozenset[tuple[str, ...]]:
+        if (p, q) not in self._cache:
+            self._cache[p, q] = self._compute(p, q)
+        return self._cache[p, q]
+
+    def _compute(self, p: _Points, q: _Points) -> frozenset[tuple[str, ...]]:
+        if () in p:
+            return frozenset({()})
+        out: set[tuple[str, ...]] = set()
+        for head_p, tails_p in _split(p).items():
+            for head_q, tails_q in _split(q).items():
+                sign = _SIGN[(head_q > head_p) - (head_q < head_p)]
+                out.update((sign, *tail) for tail in self(tails_p, tails_q))
+        return frozenset(out)
+
+
+def _split(points: _Points) -> dict[int, _Points]:
+    heads: dict[int, set[tuple[int, ...]]] = defaultdict(set)
+    for point in points:
+        heads[point[0]].add(point[1:])
+    return {head: frozenset(tails) for head, tails in heads.items()}
+
+
+def _common(a: tuple[int, ...], b: tuple[int, ...]) -> int:
+    """How many loops (the same header, not just the same variable) enclose both."""
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+def _first(a: _Group, b: _Group) -> bool:
+    """Whether ``a`` runs first when all common loops are at the same iteration: program
+    order, and within one statement instance the reads before the write."""
+    return (a.line, a.write) < (b.line, b.write)
+
+
+def _pair_vectors(a: _Group, pa: set[tuple[int, ...]], b: _Group, pb: set[tuple[int, ...]],
+                  signs: _SignVectors) -> Iterator[tuple[_Group, _Group, tuple[str, ...]]]:
+    """(source, sink, vector) of every dependence between two groups of one location."""
+    n = _common(a.loops, b.loops)
+    vectors = signs(frozenset(x[:n] for x in pa), frozenset(x[:n] for x in pb))
+    for vector in vectors:
+        lead = next((sign for sign in vector if sign != "="), "=")
+        if a == b:  # one access of one statement: each pair of distinct instances once
+            if lead == "<":
+                yield a, b, vector
+        elif lead == "<" or (lead == "=" and _first(a, b)):
+            yield a, b, vector
+        else:
+            yield b, a, tuple(_FLIP[sign] for sign in vector)
+
+
+def _kind(source: _Group, sink: _Group) -> str:
+    return "WAW" if source.write and sink.write else "RAW" if source.write else "WAR"
+
+
+def dependences(accesses: Iterable[Access]) -> tuple[frozenset[Dep], frozenset[int]]:
+    """All dependences of a trace, and the lines of the loops that carry one."""
+    locations: dict[Location, dict[_Group, set[tuple[int, ...]]]] = defaultdict(
+        lambda: defaultdict(set))
+    for access in accesses:
+        locations[access.location][_Group(access.line, access.write, access.loops)].add(
+            access.order)
+    deps: set[Dep] = set()
+    carried: set[int] = set()
+    signs = _SignVectors()
+    for (array, _), groups in locations.items():
+        items = list(groups.items())
+        for x, (a, pa) in enumerate(items):
+            for b, pb in items[x:]:
+                if not (a.write or b.write):
+                    continue
+                for source, sink, vector in _pair_vectors(a, pa, b, pb, signs):
+                    deps.add(Dep(source.line, sink.line, _kind(source, sink), array, vector))
+                    if "<" in vector:
+                        carried.add(source.loops[vector.index("<")])
+    return frozenset(deps), frozenset(carried)
+
+
+def oracle(source: str, sizes: Mapping[str, int], seed: int = 0) -> Truth:
+    """The exact dependences of ``source`` run at ``sizes`` (index arrays filled by ``seed``)."""
+    func = parse(source)
+    deps, carried = dependences(trace(source, sizes, seed))
+    nodes = list(ast.walk(func))
+    return Truth(deps=deps, carried=carried,
+                 loops=tuple(sorted(n.lineno for n in nodes if isinstance(n, ast.For))),
+                 statements=tuple(sorted(n.lineno for n in nodes if _is_statement(n))))
+
+
+def _is_statement(node: ast.AST) -> bool:
+    """Assignments, and conditions that read memory (``if X[i] > 0:``): what has accesses."""
+    if isinstance(node, ast.If):
+        return any(isinstance(child, ast.Subscript) for child in ast.walk(node.test))
+    return isinstance(node, (ast.Assign, ast.AugAssign))

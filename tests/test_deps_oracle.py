@@ -1,0 +1,348 @@
+"""``loclab.analyze`` against the brute-force oracle of :mod:`tests.nestgen`.
+
+The oracle is tested first on its own (hand-derived answers, and real Python execution of
+the generated functions); then the analyzer must equal it at fixed sizes (EXACT), cover it
+with symbolic sizes (SAFE) and cover it on non-affine nests (CONSERVATIVE).  Dependences
+are compared as (source line, sink line, kind, array, concrete direction vector), loops by
+header line.  Examples are derandomized so that CI is reproducible.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from types import FrameType
+from typing import Any, NamedTuple
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import loclab
+from tests.nestgen import Access, Dep, Truth, index_value, nests, oracle, parse, trace
+
+PROPERTY = settings(deadline=None, derandomize=True, database=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+SIZE = st.integers(0, 7)
+SIZE_PAIRS = st.lists(st.tuples(SIZE, SIZE), min_size=1, max_size=2, unique=True)
+SEEDS = st.lists(st.integers(0, 2**16), min_size=2, max_size=3, unique=True)
+
+SLIDE_INTERCHANGE = """\
+def f(A, N, M):
+    for i in range(N):
+        for j in range(M):
+            A[j][i] = A[j][i] + 1
+"""
+SLIDE_INNER_CARRIED = """\
+def f(A, N, M):
+    for i in range(N):
+        for j in range(1, M):
+            A[j][i] = A[j - 1][i]
+"""
+SLIDE_OUTER_CARRIED = """\
+def f(A, N, M):
+    for i in range(1, N):
+        for j in range(M - 1):
+            A[i][j] = A[i - 1][j + 1]
+"""
+
+
+class Slide(NamedTuple):
+    """A loop example of the "Loop Parallelism I" slides with its one dependence."""
+
+    source: str
+    dep: Dep
+    parallel: dict[int, bool]  # per loop line
+    distance: tuple[int, ...]
+    carried_by: str | None
+
+
+SLIDES = [
+    Slide(SLIDE_INTERCHANGE, Dep(4, 4, "WAR", "A", ("=", "=")), {2: True, 3: True}, (0, 0), None),
+    Slide(SLIDE_INNER_CARRIED, Dep(4, 4, "RAW", "A", ("=", "<")), {2: True, 3: False}, (0, 1),
+          "L2"),
+    Slide(SLIDE_OUTER_CARRIED, Dep(4, 4, "RAW", "A", ("<", ">")), {2: False, 3: True}, (1, -1),
+          "L1"),
+]
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def listing(source: str) -> str:
+    """The source with line numbers: dependences name statements by line."""
+    return "\n".join(f"{n:3}| {text}" for n, text in enumerate(source.splitlines(), 1))
+
+
+def analyzer_deps(analysis: Any) -> frozenset[Dep]:
+    """The analyzer's dependences in the oracle's terms, each ``*`` expanded."""
+    line = {statement.id: statement.line for statement in analysis.statements}
+    return frozenset(Dep(line[d.source], line[d.sink], d.kind, d.array, tuple(vector))
+                     for d in analysis.dependences for vector in d.vectors())
+
+
+def analyzer_parallel(analysis: Any) -> dict[int, bool]:
+    return {loop.line: loop.parallel for loop in analysis.loops}
+
+
+def union(truths: Iterable[Truth]) -> Truth:
+    """What holds for SOME run: the dependences and carrying loops of all of them."""
+    truths = list(truths)
+    return Truth(deps=frozenset().union(*(t.deps for t in truths)),
+                 carried=frozenset().union(*(t.carried for t in truths)),
+                 loops=truths[0].loops, statements=truths[0].statements)
+
+
+def _bullets(title: str, items: Iterable[object]) -> list[str]:
+    items = sorted(map(str, items))
+    return [f"{title}:", *(f"    {item}" for item in items)] if items else []
+
+
+def problems(truth: Truth, analysis: Any, *, exact: bool) -> list[str]:
+    """How the analyzer departs from the oracle: any way at all when ``exact``, else only
+    where it is unsafe (a dependence missed, a loop called parallel that carries one)."""
+    got, parallel = analyzer_deps(analysis), analyzer_parallel(analysis)
+    out: list[str] = []
+    if sorted(parallel) != list(truth.loops):
+        out.append(f"loops at lines {sorted(parallel)}, expected {list(truth.loops)}")
+    lines = sorted(statement.line for statement in analysis.statements)
+    if lines != list(truth.statements):
+        out.append(f"statements at lines {lines}, expected {list(truth.statements)}")
+    out += _bullets("missed (oracle has, analyzer lacks)", truth.deps - got)
+    wrong = {line for line, verdict in parallel.items()
+             if line in truth.carried and verdict or exact and line not in truth.carried
+             and not verdict}
+    out += [f"loop at line {line}: analyzer parallel={parallel[line]}, "
+            f"oracle {truth.parallel.get(line)}" for line in sorted(wrong)]
+    if exact:
+        out += _bullets("spurious (analyzer has, oracle lacks)", got - truth.deps)
+        out += _bullets("marked inexact in an affine nest",
+                        (d.id for d in analysis.dependences if not d.exact))
+    return out
+
+
+def report(source: str, params: Mapping[str, int] | str, found: list[str],
+           analysis: Any) -> str:
+    """The failure message: everything the analyzer's author needs to reproduce and debug."""
+    raw = [f"{d.id} {d.source}->{d.sink} {d.kind} {d.array} {d.direction} "
+           f"distance={d.distance} carried_by={d.carried_by}" for d in analysis.dependences]
+    return "\n".join([f"params={params}", listing(source), *found,
+                      *_bullets("analyzer's dependences", raw)])
+
+
+def used(source: str, params: Mapping[str, int]) -> dict[str, int]:
+    """The sizes the body mentions: the analyzer rejects fixing an argument it never uses."""
+    names = {node.id for node in ast.walk(parse(source)) if isinstance(node, ast.Name)}
+    return {name: value for name, value in params.items() if name in names}
+
+
+def check(source: str, truth: Truth, params: Mapping[str, int] | None, *, exact: bool) -> Any:
+    """Analyze ``source`` (sizes fixed to ``params``, or symbolic) and compare; the analysis."""
+    analysis = loclab.analyze(source, params=used(source, params) if params is not None else None)
+    found = problems(truth, analysis, exact=exact)
+    assert not found, report(source, params if params is not None else "symbolic", found,
+                             analysis)
+    return analysis
+
+
+def sizes(n: int, m: int) -> dict[str, int]:
+    return {"N": n, "M": m}
+
+
+# --------------------------------------------------------------------------- the oracle alone
+
+
+@pytest.mark.parametrize("slide", SLIDES)
+def test_oracle_finds_the_slide_answers(slide: Slide) -> None:
+    truth = oracle(slide.source, sizes(4, 5))
+    assert truth.deps == {slide.dep}
+    assert truth.parallel == slide.parallel
+
+
+# source, sizes, every dependence (derived by hand in the comments)
+SEMANTICS = [
+    # counting down, the read of A[i + 1] follows its write: "<" although i + 1 > i
+    ("def f(A, N):\n"
+     "    for i in range(N - 1, -1, -1):\n"
+     "        A[i] = A[i + 1]\n",
+     {"N": 4}, {Dep(3, 3, "RAW", "A", ("<",))}),
+    # a descending inner loop: a larger j runs first
+    ("def f(A, N):\n"
+     "    for i in range(N):\n"
+     "        for j in range(N - 1, 0, -1):\n"
+     "            A[j] = A[j - 1]\n",
+     {"N": 3}, {Dep(4, 4, "WAR", "A", ("=", "<")), Dep(4, 4, "RAW", "A", ("<", ">")),
+                Dep(4, 4, "WAR", "A", ("<", "<")), Dep(4, 4, "WAW", "A", ("<", "="))}),
+    # a scalar is one location for the whole function; sibling loops share no loop
+    ("def f(A, B, N):\n"
+     "    for i in range(N):\n"
+     "        s = A[i]\n"
+     "    for i in range(N):\n"
+     "        B[i] = s\n",
+     {"N": 3}, {Dep(3, 3, "WAW", "s", ("<",)), Dep(3, 5, "RAW", "s", ())}),
+    # op= reads then writes its target; all pairs count, not only the nearest writer
+    ("def f(A, N):\n"
+     "    for i in range(N):\n"
+     "        t += A[i]\n",
+     {"N": 3}, {Dep(3, 3, "WAR", "t", ("=",)), Dep(3, 3, "WAR", "t", ("<",)),
+                Dep(3, 3, "RAW", "t", ("<",)), Dep(3, 3, "WAW", "t", ("<",))}),
+    # A[i, j] and A[j][i] name the same elements
+    ("def f(A, N):\n"
+     "    for i in range(N):\n"
+     "        for j in range(N):\n"
+     "            A[i, j] = A[j][i]\n",
+     {"N": 3}, {Dep(4, 4, "RAW", "A", ("<", ">")), Dep(4, 4, "WAR", "A", ("<", ">")),
+                Dep(4, 4, "WAR", "A", ("=", "="))}),
+    # step 2, a triangular min bound and if/else; directions compare values of j, not
+    # iteration counts (A[2] is written at i=0, j=2 and read at i=2, j=2: "=" on j)
+    ("def f(A, N):\n"
+     "    for i in range(0, N, 2):\n"
+     "        for j in range(i, min(N, i + 3)):\n"
+     "            if j > i:\n"
+     "                A[j] = 1.0\n"
+     "            else:\n"
+     "                A[j + 1] = A[j]\n",
+     {"N": 5}, {Dep(7, 5, "WAW", "A", ("=", "<")), Dep(5, 7, "RAW", "A", ("<", "="))}),
+]
+
+
+@pytest.mark.parametrize(("source", "params", "deps"), SEMANTICS)
+def test_oracle_follows_the_contract(source: str, params: dict[str, int],
+                                     deps: set[Dep]) -> None:
+    assert oracle(source, params).deps == deps
+
+
+def test_oracle_reads_index_arrays_in_subscripts_and_conditions() -> None:
+    source = ("def f(A, X, N):\n"
+              "    for i in range(N):\n"
+              "        if X[i] > 0:\n"
+              "            A[X[i]] += 1.0\n")
+    accesses = trace(source, {"N": 3}, seed=7)
+    assert {(a.line, a.location[0]) for a in accesses if not a.write} >= {(3, "X"), (4, "X")}
+    written = {a.location[1] for a in accesses if a.write}
+    assert written == {(index_value(7, "X", (i,)),) for i in range(3)
+                       if index_value(7, "X", (i,)) > 0}
+
+
+class _Recorder:
+    """A stand-in array for real execution: logs each element access with the line and
+    loop variables of the running generated function, as the oracle's trace has them."""
+
+    def __init__(self, name: str, rank: int, log: Callable[[str, tuple[int, ...], bool], None],
+                 contents: Callable[[tuple[int, ...]], Any], prefix: tuple[int, ...] = ()) -> None:
+        self._name, self._rank, self._log, self._contents = name, rank, log, contents
+        self._prefix = prefix
+
+    def _index(self, key: int | tuple[int, ...]) -> tuple[int, ...]:
+        return self._prefix + (key if isinstance(key, tuple) else (key,))
+
+    def __getitem__(self, key: int | tuple[int, ...]) -> Any:
+        index = self._index(key)
+        if len(index) < self._rank:  # A[i] of a 2-D A: a row, not an access
+            return _Recorder(self._name, self._rank, self._log, self._contents, index)
+        self._log(self._name, index, False)
+        return self._contents(index)
+
+    def __setitem__(self, key: int | tuple[int, ...], value: Any) -> None:
+        self._log(self._name, self._index(key), True)
+
+
+def _instances(accesses: Iterable[tuple[int, tuple[int, ...], Any]]) -> list[tuple[Any, ...]]:
+    """Accesses grouped per statement instance (line, iteration), in execution order: the
+    order inside one instance and repeated reads of one element do not matter."""
+    out: list[tuple[Any, ...]] = []
+    for line, iteration, access in accesses:
+        if not out or out[-1][:2] != (line, iteration):
+            out.append((line, iteration, set()))
+        out[-1][2].add(access)
+    return out
+
+
+def _execute(source: str, params: Mapping[str, int], seed: int,
+             oracle_trace: list[Access]) -> list[tuple[int, tuple[int, ...], Any]]:
+    """Array accesses of a real run of the generated function (scalars become arguments so
+    that a read before any write is legal; the line numbers do not move)."""
+    func = ast.parse(source).body[0]
+    assert isinstance(func, ast.FunctionDef)
+    loop_var = {n.lineno: n.target.id for n in ast.walk(func) if isinstance(n, ast.For)}
+    enclosing = {a.line: [loop_var[line] for line in a.loops] for a in oracle_trace}
+    ranks = {a.location[0]: len(a.location[1]) for a in oracle_trace if a.location[1]}
+    header, rest = source.split("\n", 1)
+    namespace: dict[str, Any] = {}
+    exec(compile(header.replace("):", ", s=0, t=0):") + "\n" + rest, "<nest>", "exec"),
+         namespace)  # noqa: S102 - our own generated code
+    code = namespace["f"].__code__
+    log: list[tuple[int, tuple[int, ...], Any]] = []
+
+    def record(name: str, index: tuple[int, ...], write: bool) -> None:
+        frame: FrameType | None = sys._getframe(1)
+        while frame is not None and frame.f_code is not code:
+            frame = frame.f_back
+        assert frame is not None
+        iteration = tuple(frame.f_locals[var] for var in enclosing[frame.f_lineno])
+        log.append((frame.f_lineno, iteration, ((name, index), write)))
+
+    def contents(name: str) -> Callable[[tuple[int, ...]], Any]:
+        return (lambda index: index_value(seed, name, index)) if name == "X" else (lambda _: 1.0)
+
+    args = {arg.arg: _Recorder(arg.arg, ranks.get(arg.arg, 1), record, contents(arg.arg))
+            for arg in func.args.args if arg.arg not in params}
+    namespace["f"](**args, **params)
+    return log
+
+
+@settings(PROPERTY, max_examples=150)
+@given(source=st.one_of(nests(), nests(nonaffine=True)), size=st.tuples(SIZE, SIZE),
+       seed=st.integers(0, 2**16))
+def test_oracle_runs_the_source_as_python_does(source: str, size: tuple[int, int],
+                                               seed: int) -> None:
+    """The interpreter against CPython: same array accesses, same instances, same order."""
+    accesses = trace(source, sizes(*size), seed)
+    ours = [(a.line, a.iteration, (a.location, a.write)) for a in accesses if a.location[1]]
+    theirs = _execute(source, sizes(*size), seed, accesses)
+    assert _instances(ours) == _instances(theirs), listing(source)
+
+
+# --------------------------------------------------------------------------- the analyzer
+
+
+@pytest.mark.parametrize("slide", SLIDES)
+@pytest.mark.parametrize("params", [None, sizes(4, 5)], ids=["symbolic", "fixed"])
+def test_slide_examples(slide: Slide, params: dict[str, int] | None) -> None:
+    analysis = check(slide.source, oracle(slide.source, sizes(4, 5)), params, exact=True)
+    (reported,) = analysis.dependences
+    assert (reported.direction, reported.distance, reported.carried_by) == (
+        slide.dep.vector, slide.distance, slide.carried_by)
+
+
+@settings(PROPERTY, max_examples=120)
+@given(source=nests(), size_pairs=SIZE_PAIRS)
+def test_exact_at_fixed_sizes(source: str, size_pairs: list[tuple[int, int]]) -> None:
+    """EXACT: with the sizes fixed, the analyzer's dependences and verdicts are the oracle's."""
+    for n, m in size_pairs:
+        check(source, oracle(source, sizes(n, m)), sizes(n, m), exact=True)
+
+
+@settings(PROPERTY, max_examples=80)
+@given(source=nests(), size_pairs=st.lists(st.tuples(SIZE, SIZE), min_size=2, max_size=4,
+                                           unique=True))
+def test_symbolic_sizes_are_safe(source: str, size_pairs: list[tuple[int, int]]) -> None:
+    """SAFE: symbolic analysis reports every dependence of every run; its parallel loops
+    carry nothing in any run."""
+    truth = union(oracle(source, sizes(n, m)) for n, m in size_pairs)
+    check(source, truth, None, exact=False)
+
+
+@settings(PROPERTY, max_examples=60)
+@given(source=nests(nonaffine=True), size_pairs=SIZE_PAIRS, seeds=SEEDS)
+def test_nonaffine_nests_are_conservative(source: str, size_pairs: list[tuple[int, int]],
+                                          seeds: list[int]) -> None:
+    """CONSERVATIVE: with i * j, i % 3, X[i] subscripts and X[i] > 0 conditions, whatever X
+    holds, the analyzer misses nothing, at fixed sizes and with symbolic ones."""
+    runs = {(n, m): union(oracle(source, sizes(n, m), seed) for seed in seeds)
+            for n, m in size_pairs}
+    for (n, m), truth in runs.items():
+        check(source, truth, sizes(n, m), exact=False)
+    check(source, union(runs.values()), None, exact=False)
