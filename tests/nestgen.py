@@ -333,6 +333,8 @@ class Access:
 
 
 class _Loop(NamedTuple):
+    """An enclosing loop while the interpreter runs its body."""
+
     line: int
     var: str
     sign: int  # +1 counting up, -1 counting down

@@ -80,7 +80,7 @@ def _distribute_loop(loop: Loop, dependences: list[Dependence], expandable: set[
     order = nx.lexicographical_topological_sort(
         condensed, key=lambda c: min(condensed.nodes[c]["members"]))
     groups = [sorted(condensed.nodes[c]["members"]) for c in order]
-    users = _users_per_group(loop, groups, expandable | local, dependences)
+    users = _users_per_group(loop, groups, expandable | local)
     out: list[Piece] = []
     for members in groups:
         statements = tuple(s for k in members for s in _statements(loop.body[k]))
@@ -101,17 +101,17 @@ def _distribute_loop(loop: Loop, dependences: list[Dependence], expandable: set[
     return out
 
 
-def _users_per_group(loop: Loop, groups: list[list[int]], expandable: set[str],
-                     dependences: list[Dependence]) -> dict[str, int]:
-    """How many new loops use each expandable variable (by name)."""
-    keys_to_name = {d.variable: d.array for d in dependences}
+def _users_per_group(loop: Loop, groups: list[list[int]], keys: set[str]) -> dict[str, int]:
+    """How many new loops use each expandable variable (by the name the user wrote)."""
     counts: dict[str, int] = {}
-    for key in expandable:
-        name = keys_to_name.get(key, key)
-        counts[name] = sum(
-            1 for members in groups
-            if any(a.variable.key == key for k in members
-                   for s in _statements(loop.body[k]) for a in s.accesses))
+    for key in keys:
+        users = [members for members in groups
+                 if any(a.variable.key == key for k in members
+                        for s in _statements(loop.body[k]) for a in s.accesses)]
+        if users:
+            name = next(a.variable.name for s in loop.statements() for a in s.accesses
+                        if a.variable.key == key)
+            counts[name] = max(counts.get(name, 0), len(users))
     return counts
 
 

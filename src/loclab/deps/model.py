@@ -72,7 +72,7 @@ class Model:
                 continue
             condition = substitute_condition(guard.condition, self.fixed)
             if not all(p.is_affine() for p in condition_polys(condition)):
-                self._note(f"condition {guard.text} is not affine: treated as possibly true")
+                self.note(f"condition {guard.text} is not affine: treated as possibly true")
                 continue
             text = render_condition(condition, self.namer(statement, role), isl=True)
             parts.append(f"not ({text})" if guard.negated else f"({text})")
@@ -84,7 +84,7 @@ class Model:
         stop = self.render(loop.stop, statement, role)
         for bound, text in ((loop.start, start), (loop.stop, stop)):
             if bound is not None and text is None:
-                self._note(f"loop {loop.var}: bound {bound} is not affine: treated as "
+                self.note(f"loop {loop.var}: bound {bound} is not affine: treated as "
                            "unbounded")
         parts: list[str] = []
         low, high = (">=", "<") if loop.step > 0 else ("<=", ">")
@@ -122,7 +122,7 @@ class Model:
         (s1, a1), (s2, a2) = first, second
         subs1, subs2 = self.subscripts[id(a1)], self.subscripts[id(a2)]
         if len(subs1) != len(subs2):
-            self._note(f"{a1.variable.name} is used with {len(subs1)} and {len(subs2)} "
+            self.note(f"{a1.variable.name} is used with {len(subs1)} and {len(subs2)} "
                        "subscripts: any two of its accesses may overlap")
             return []
         parts: list[str] = []
@@ -194,7 +194,7 @@ class Model:
         pieces = [_split_by_strides(p, loop_vars) if p is not None else None for p in column]
         chain = _stride_chain([p for p in pieces if p is not None])
         if chain is None or any(p is None for p in pieces):
-            self._note(f"could not delinearize the subscripts of {name}: that dimension is "
+            self.note(f"could not delinearize the subscripts of {name}: that dimension is "
                        "treated as unknown")
             return [[None] for _ in column]
         split = [[p.get(key, Poly.const(0)) for key in reversed(chain)]  # type: ignore[union-attr]
@@ -205,10 +205,10 @@ class Model:
             inner = list(reversed(dims))[:-1]  # dimensions that must stay within an extent
             for expr, extent in zip(inner, extents):
                 if not self._within(statement, expr, extent):
-                    self._note(f"could not prove 0 <= {expr} < {extent} in {access.text}: "
+                    self.note(f"could not prove 0 <= {expr} < {extent} in {access.text}: "
                                f"the flattened subscripts of {name} are treated as unknown")
                     return [[None] for _ in column]
-        self._note(f"{name}: flattened subscripts delinearized ({uses[0][1].text} as "
+        self.note(f"{name}: flattened subscripts delinearized ({uses[0][1].text} as "
                    f"{name}[{']['.join(str(d) for d in split[0])}])")
         return split  # type: ignore[return-value]
 
@@ -222,7 +222,7 @@ class Model:
                           f"{self.domain(statement, 'x')} and not (0 <= {text} < {bound}) }}")
         return bool(outside.is_empty())
 
-    def _note(self, text: str) -> None:
+    def note(self, text: str) -> None:
         if text not in self.notes:
             self.notes.append(text)
 

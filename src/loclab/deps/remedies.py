@@ -115,7 +115,7 @@ class Remedies:
         if not reads:
             return True  # only writes: each iteration can write its own copy
         flow = self._flow([(s, a) for s, a in self.model.accesses[key] if a.write], reads)
-        if not flow.get_may_no_source().is_empty():
+        if flow is None or not flow.get_may_no_source().is_empty():
             return False
         level = loop.depth
         ok = True
@@ -148,10 +148,13 @@ class Remedies:
         reads = [(s, a) for s, a in uses if not a.write]
         if not reads:
             return False
-        return bool(self._flow(writes, reads).get_may_dependence().is_empty())
+        flow = self._flow(writes, reads)
+        return flow is not None and bool(flow.get_may_dependence().is_empty())
 
     def _flow(self, writes: list[tuple[Statement, Access]],
-              reads: list[tuple[Statement, Access]]) -> "isl.UnionFlow":
+              reads: list[tuple[Statement, Access]]) -> "isl.UnionFlow | None":
+        """isl's value-based dataflow from ``writes`` to ``reads``; None where isl fails
+        (it does on some nests of strided loops), so that no remedy is claimed then."""
         import islpy as isl
 
         model = self.model
@@ -167,7 +170,12 @@ class Remedies:
         info = isl.UnionAccessInfo.from_sink(union(reads))
         info = info.set_must_source(union(must)).set_may_source(union(may))
         info = info.set_schedule_map(self.schedule())
-        return info.compute_flow()
+        try:
+            return info.compute_flow()
+        except isl.Error as err:
+            model.note(f"isl's dataflow analysis failed ({str(err).split(' in ')[0]}): "
+                       "privatization and copying are not offered")
+            return None
 
     def schedule(self) -> "isl.UnionMap":
         """The 2d+1 schedule: program positions interleaved with loop counters."""
