@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import loclab
+import loclab.errors
 from loclab.cli import main
 
 THREE_LOOPS = '''\
@@ -134,3 +135,13 @@ def test_analyze_help_does_not_import_the_analysis() -> None:
             "except SystemExit:\n    pass\n"
             "assert 'islpy' not in sys.modules and 'pycparser' not in sys.modules\n")
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+
+
+def test_a_size_fixed_for_a_file_applies_where_it_is_used(tmp_path: Path) -> None:
+    path = tmp_path / "two.py"
+    path.write_text("def f(A, N):\n    for i in range(N):\n        A[i] = 0\n\n"
+                    "def g(A, M):\n    for i in range(M):\n        A[i] = 0\n")
+    first, second = loclab.analyze_file(path, params={"N": 3})
+    assert first.params == {"N": 3} and second.params == {}
+    with pytest.raises(loclab.errors.UsageError, match="unknown size parameter Q"):
+        loclab.analyze_file(path, params={"Q": 3})

@@ -13,6 +13,7 @@ from typing import Any
 
 from loclab.deps.analysis import Analysis, analyze_nest
 from loclab.errors import UsageError
+from loclab.nest.ir import Nest
 
 
 def analyze(func_or_source: Callable[..., Any] | str, function: str | None = None, *,
@@ -22,7 +23,9 @@ def analyze(func_or_source: Callable[..., Any] | str, function: str | None = Non
     from loclab.nest import load_function, load_source
 
     if callable(func_or_source):
-        return analyze_nest(load_function(func_or_source), params)
+        nest = load_function(func_or_source)
+        _check_params([nest], params)
+        return analyze_nest(nest, params)
     if not isinstance(func_or_source, str):
         raise UsageError(f"analyze() takes a function or source text, not "
                          f"{type(func_or_source).__name__}")
@@ -31,6 +34,7 @@ def analyze(func_or_source: Callable[..., Any] | str, function: str | None = Non
     if len(nests) > 1:
         names = ", ".join(n.name for n in nests)
         raise UsageError(f"the source defines {names}: pass function=NAME")
+    _check_params(nests, params)
     return analyze_nest(nests[0], params)
 
 
@@ -39,7 +43,19 @@ def analyze_file(path: str | Path, function: str | None = None, *,
     """Analyze every function of a .py or .c file (or the one named ``function``)."""
     from loclab.nest import load_file
 
-    return [analyze_nest(nest, params) for nest in load_file(path, function)]
+    nests = load_file(path, function)
+    _check_params(nests, params)
+    return [analyze_nest(nest, params) for nest in nests]
+
+
+def _check_params(nests: list[Nest], params: Mapping[str, int] | None) -> None:
+    """A fixed size must be a size of some analyzed function (a typo is an error)."""
+    known = {p for nest in nests for p in nest.parameters}
+    unknown = sorted(set(params or {}) - known)
+    if unknown:
+        where = nests[0].name if len(nests) == 1 else "these functions"
+        raise UsageError(f"{where}: unknown size parameter {', '.join(unknown)} "
+                         f"(parameters: {', '.join(sorted(known)) or 'none'})")
 
 
 __all__ = ["Analysis", "analyze", "analyze_file"]

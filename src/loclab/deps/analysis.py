@@ -174,7 +174,7 @@ def analyze_nest(nest: Nest, params: Mapping[str, int] | None = None) -> Analysi
         names = {r.variable for r in found if r.kind == "privatize"}
         privatizable[id(loop)] = {d.variable for d in carried if d.array in names}
     pieces = distribute(nest, dependences, privatizable)
-    return Analysis(nest=nest, params=dict(params or {}), dependences=dependences,
+    return Analysis(nest=nest, params={k: int(v) for k, v in model.fixed_values().items()}, dependences=dependences,
                     loops=reports, statements=[StatementReport(s) for s in nest.statements],
                     interchange_options=interchanges(nest, dependences), pieces=pieces,
                     notes=model.notes)

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from functools import cached_property
 
-from loclab.errors import UsageError
 from loclab.nest.expr import Poly, Symbol, condition_polys, render_condition, \
     substitute_condition
 from loclab.nest.ir import Access, Loop, Nest, Statement, Variable
@@ -22,18 +21,17 @@ from loclab.nest.ir import Access, Loop, Nest, Statement, Variable
 class Model:
     def __init__(self, nest: Nest, params: Mapping[str, int] | None = None) -> None:
         self.nest = nest
-        params = dict(params or {})
-        unknown = sorted(set(params) - set(nest.parameters))
-        if unknown:
-            known = ", ".join(nest.parameters) or "none"
-            raise UsageError(f"{nest.name}: unknown size parameter {', '.join(unknown)} "
-                             f"(parameters: {known})")
-        self.fixed = {name: Poly.const(int(value)) for name, value in params.items()}
+        # sizes the nest never mentions are ignored (a file's functions share --param)
+        self.fixed = {name: Poly.const(int(value)) for name, value in (params or {}).items()
+                      if name in nest.parameters}
         self.notes: list[str] = list(nest.notes)
         self.symbolic = [p for p in nest.parameters if p not in self.fixed]
         self._param_names = {p: f"p{k}" for k, p in enumerate(self.symbolic)}
         self.subscripts: dict[int, tuple[Poly | None, ...]] = {}
         self._prepare_subscripts()
+
+    def fixed_values(self) -> dict[str, int]:
+        return {name: poly.constant_value() or 0 for name, poly in self.fixed.items()}
 
     # -- naming -----------------------------------------------------------------------------
     @property
