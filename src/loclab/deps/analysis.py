@@ -164,7 +164,7 @@ def _dependence_json(d: Dependence) -> dict[str, Any]:
 def analyze_nest(nest: Nest, params: Mapping[str, int] | None = None) -> Analysis:
     model = Model(nest, params)
     dependences = compute_dependences(model)
-    remedies = Remedies(model, dependences)
+    remedies = Remedies(model)
     reports: list[LoopReport] = []
     privatizable: dict[int, set[str]] = {}
     for loop in nest.loops:
@@ -174,7 +174,7 @@ def analyze_nest(nest: Nest, params: Mapping[str, int] | None = None) -> Analysi
         names = {r.variable for r in found if r.kind == "privatize"}
         privatizable[id(loop)] = {d.variable for d in carried if d.array in names}
     pieces = distribute(nest, dependences, privatizable)
-    return Analysis(nest=nest, params={k: int(v) for k, v in model.fixed_values().items()}, dependences=dependences,
+    return Analysis(nest=nest, params=dict(model.sizes), dependences=dependences,
                     loops=reports, statements=[StatementReport(s) for s in nest.statements],
                     interchange_options=interchanges(nest, dependences), pieces=pieces,
                     notes=model.notes)

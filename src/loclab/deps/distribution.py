@@ -67,7 +67,8 @@ def _distribute_loop(loop: Loop, dependences: list[Dependence], expandable: set[
                 graph.add_edge(unit_of[id(guard.test)], unit_of[id(statement)])
     relevant: list[Dependence] = []
     for dependence in dependences:
-        if id(dependence.source_statement) not in unit_of or id(dependence.sink_statement) not in unit_of:
+        source, sink = id(dependence.source_statement), id(dependence.sink_statement)
+        if source not in unit_of or sink not in unit_of:
             continue
         carried = dependence.carried_level
         if carried is not None and carried < level:
@@ -75,7 +76,7 @@ def _distribute_loop(loop: Loop, dependences: list[Dependence], expandable: set[
         if dependence.variable in expandable and carried == level:
             continue  # gone once the variable is expanded per iteration
         relevant.append(dependence)
-        graph.add_edge(unit_of[id(dependence.source_statement)], unit_of[id(dependence.sink_statement)])
+        graph.add_edge(unit_of[source], unit_of[sink])
     condensed = nx.condensation(graph)
     order = nx.lexicographical_topological_sort(
         condensed, key=lambda c: min(condensed.nodes[c]["members"]))
@@ -85,7 +86,8 @@ def _distribute_loop(loop: Loop, dependences: list[Dependence], expandable: set[
     for members in groups:
         statements = tuple(s for k in members for s in _statements(loop.body[k]))
         inside = {id(s) for s in statements}
-        own = [d for d in relevant if id(d.source_statement) in inside and id(d.sink_statement) in inside]
+        own = [d for d in relevant
+               if id(d.source_statement) in inside and id(d.sink_statement) in inside]
         parallel = not any(d.carried_level == level for d in own)
         inner = [l for k in members if isinstance(loop.body[k], Loop)
                  for l in _loops(loop.body[k])]

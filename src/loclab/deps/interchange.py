@@ -68,7 +68,8 @@ def _band_rows(band: tuple[Loop, ...], start: int, dependences: list[Dependence]
     inner = {id(s) for s in band[-1].statements()}
     rows: list[tuple[str, tuple[str, ...]]] = []
     for dependence in dependences:
-        if id(dependence.source_statement) not in inner or id(dependence.sink_statement) not in inner:
+        ends = {id(dependence.source_statement), id(dependence.sink_statement)}
+        if not ends <= inner:
             continue
         for vector in dependence.vectors():
             if all(v == "=" for v in vector[:start]):

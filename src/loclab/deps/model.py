@@ -22,16 +22,15 @@ class Model:
     def __init__(self, nest: Nest, params: Mapping[str, int] | None = None) -> None:
         self.nest = nest
         # sizes the nest never mentions are ignored (a file's functions share --param)
-        self.fixed = {name: Poly.const(int(value)) for name, value in (params or {}).items()
+        self.sizes = {name: int(value) for name, value in (params or {}).items()
                       if name in nest.parameters}
+        self.fixed = {name: Poly.const(value) for name, value in self.sizes.items()}
         self.notes: list[str] = list(nest.notes)
         self.symbolic = [p for p in nest.parameters if p not in self.fixed]
         self._param_names = {p: f"p{k}" for k, p in enumerate(self.symbolic)}
         self.subscripts: dict[int, tuple[Poly | None, ...]] = {}
+        self._domains: dict[tuple[int, str], str] = {}
         self._prepare_subscripts()
-
-    def fixed_values(self) -> dict[str, int]:
-        return {name: poly.constant_value() or 0 for name, poly in self.fixed.items()}
 
     # -- naming -----------------------------------------------------------------------------
     @property
@@ -61,7 +60,13 @@ class Model:
 
     # -- domains ----------------------------------------------------------------------------
     def domain(self, statement: Statement, role: str) -> str:
-        """Constraints (isl text) on the instances of a statement."""
+        """Constraints (isl text) on the instances of a statement (built once per role)."""
+        key = (statement.ordinal, role)
+        if key not in self._domains:
+            self._domains[key] = self._build_domain(statement, role)
+        return self._domains[key]
+
+    def _build_domain(self, statement: Statement, role: str) -> str:
         parts: list[str] = []
         for depth, loop in enumerate(statement.loops):
             parts += self._loop_constraints(loop, statement, role, f"{role}{depth}")

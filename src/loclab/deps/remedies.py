@@ -55,11 +55,10 @@ class Remedy:
 
 
 class Remedies:
-    """Finds remedies for the loops of one nest; caches isl dataflow per (variable, loop)."""
+    """Finds remedies for the loops of one nest."""
 
-    def __init__(self, model: Model, dependences: list[Dependence]) -> None:
+    def __init__(self, model: Model) -> None:
         self.model = model
-        self.dependences = dependences
 
     def for_loop(self, loop: Loop, carried: list[Dependence]
                  ) -> tuple[list[Remedy], list[Dependence]]:
@@ -117,29 +116,21 @@ class Remedies:
         flow = self._flow([(s, a) for s, a in self.model.accesses[key] if a.write], reads)
         if flow is None or not flow.get_may_no_source().is_empty():
             return False
-        level = loop.depth
-        ok = True
-
-        def check(dependence: "isl.Map") -> None:
-            nonlocal ok
-            source = int(dependence.get_tuple_name(isl.dim_type.in_)[1:])
-            statement = self.model.nest.statements[source]
-            if id(statement) not in {id(s) for s in loop.statements()}:
-                ok = False
-                return
-            n = dependence.dim(isl.dim_type.in_)
-            m = dependence.dim(isl.dim_type.out)
-            same = " and ".join(f"x{k} = y{k}" for k in range(level + 1))
-            xs = ", ".join(f"x{k}" for k in range(n))
-            ys = ", ".join(f"y{k}" for k in range(m))
-            other = isl.Map(f"{self.model.header}{{ S{source}[{xs}] -> "
-                            f"{dependence.get_tuple_name(isl.dim_type.out)}[{ys}] : "
+        inside = {s.ordinal for s in loop.statements()}
+        same = " and ".join(f"x{k} = y{k}" for k in range(loop.depth + 1))
+        maps = flow.get_may_dependence().get_map_list()
+        for dependence in (maps.get_at(k) for k in range(maps.n_map())):
+            source = dependence.get_tuple_name(isl.dim_type.in_)
+            sink = dependence.get_tuple_name(isl.dim_type.out)
+            if int(source[1:]) not in inside:
+                return False  # fed from before the loop
+            xs = ", ".join(f"x{k}" for k in range(dependence.dim(isl.dim_type.in_)))
+            ys = ", ".join(f"y{k}" for k in range(dependence.dim(isl.dim_type.out)))
+            other = isl.Map(f"{self.model.header}{{ {source}[{xs}] -> {sink}[{ys}] : "
                             f"not ({same}) }}")
             if not dependence.intersect(other).is_empty():
-                ok = False
-
-        flow.get_may_dependence().foreach_map(check)
-        return ok
+                return False  # fed from another iteration
+        return True
 
     def reads_values_from_before(self, loop: Loop, key: str) -> bool:
         """No read in the loop sees a value written inside the loop."""

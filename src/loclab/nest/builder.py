@@ -100,8 +100,8 @@ class NestBuilder:
         return Access(variable, write, tuple(fresh + list(subscripts)), text)
 
     # -- structure --------------------------------------------------------------------------
-    def open_loop(self, var: str, start: Poly | None, stop: Poly | None, step: int, line: int, column: int,
-                  header: str) -> Loop:
+    def open_loop(self, var: str, start: Poly | None, stop: Poly | None, step: int,
+                  line: int, column: int, header: str) -> Loop:
         if var in self.loop_vars:
             raise self.error(line, column, f"loop variable {var} is already the variable of "
                              f"the enclosing loop at line {self.loop_vars[var].line}")
