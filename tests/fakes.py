@@ -87,5 +87,5 @@ def toy_plan(case: Case, machine) -> Plan:
     copy = get_case("copy")
     return Plan(size="small", devices=["cpu"], machine=machine, numba_threads=None,
                 budget=Budget(seconds=0.01, min_runs=2, max_runs=4),
-                work=[(copy, "cpu", copy.dims("small", "cpu", machine)),
+                work=[(copy, "cpu", copy.dims("small", "cpu", machine)[0]),
                       (case, "cpu", {"n": 1001})])

@@ -56,7 +56,7 @@ def test_quiet_prints_nothing(capsys):
 
 
 @pytest.mark.parametrize("argv, fragment", [
-    (["run", "--case", "nope"], "invalid choice: 'nope' (choose from 'copy', 'transpose')"),
+    (["run", "--case", "nope"], "invalid choice: 'nope' (choose from 'copy', 'transpose', "),
     (["run", "--device", "tpu"], "invalid choice: 'tpu' (choose from 'cpu', 'gpu', 'all')"),
     (["run", "--size", "huge"], "invalid choice: 'huge' (choose from 'small', 'default', "
                                 "'large')"),
@@ -148,8 +148,8 @@ def broken_transpose(monkeypatch):
 def test_failed_validation_and_launch_make_the_exit_code_1(broken_transpose, capsys):
     assert main(SMALL_CPU) == 1
     out = capsys.readouterr().out
-    assert "FAILED transpose off-by-one (cpu): " in out
-    assert "FAILED transpose no-launch (cpu): kernel toy<32> failed to launch" in out
+    assert "FAILED transpose off-by-one (cpu, 1999x3001): " in out
+    assert "FAILED transpose no-launch (cpu, 1999x3001): kernel toy<32> failed to launch" in out
     assert "cpu-blocked" in out  # the other variants still ran
 
 

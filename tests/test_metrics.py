@@ -3,9 +3,9 @@ import pytest
 from loclab.bench.metrics import add_comparisons, derive_references, rates
 
 
-def row(case, variant, device, role, median, nbytes=8e9, flops=0, valid=True):
+def row(case, variant, device, role, median, nbytes=8e9, flops=0, valid=True, size=None):
     r = {"case": case, "variant": variant, "device": device, "role": role, "median_s": median,
-         "bytes": nbytes, "flops": flops, "valid": valid}
+         "bytes": nbytes, "flops": flops, "valid": valid, "size": size or {"n": 1000}}
     rates(r)
     return r
 
@@ -24,6 +24,19 @@ def test_rates_come_from_the_golden_work():
 def test_untimed_row_has_no_rates():
     r = row("t", "v", "cpu", "optimized", median=None)
     assert r["gbps"] is None and r["gflops"] is None
+
+
+def test_each_size_is_compared_with_its_own_naive_and_library_rows():
+    small, big = {"bins": 10}, {"bins": 1000}
+    rows = [row("h", "naive", "gpu", "naive", 1.0, size=small),
+            row("h", "lib", "gpu", "library", 3.0, size=small),
+            row("h", "naive", "gpu", "naive", 8.0, size=big),
+            row("h", "lib", "gpu", "library", 2.0, size=big),
+            row("h", "fast", "gpu", "optimized", 1.0, size=big)]
+    add_comparisons(rows, references())
+    assert rows[1]["speedup_vs_naive"] == pytest.approx(1 / 3)
+    assert rows[4]["speedup_vs_naive"] == pytest.approx(8.0)
+    assert rows[4]["vs_library"] == pytest.approx(2.0)
 
 
 def test_percent_of_copy_speedup_and_library_ratio():

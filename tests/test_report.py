@@ -3,7 +3,7 @@
 import pytest
 
 from loclab.report import write_report
-from loclab.report.text import failures, results_table
+from loclab.report.text import failures, results_table, skips
 
 
 def result(variant, device, role, median, valid=True, flops=0, case="transpose"):
@@ -46,8 +46,32 @@ def test_table_has_flops_column_only_when_some_row_computes(document):
 
 def test_failures_say_why(document):
     assert failures(document) == [
-        "transpose cpu-broken (cpu): max relative error 1 > 0",
-        "transpose gpu-crash (gpu): max relative error 1 > 0"]
+        "transpose cpu-broken (cpu, 100x200): max relative error 1 > 0",
+        "transpose gpu-crash (gpu, 100x200): max relative error 1 > 0"]
+
+
+def test_a_skipped_row_is_neither_a_failure_nor_hidden(document, tmp_path):
+    skipped = {**result("gpu-shared", "gpu", "optimized", None, valid=False),
+               "error": None, "skipped": "sub-histograms do not fit"}
+    document["results"].append(skipped)
+    assert len(failures(document)) == 2
+    assert skips(document) == ["transpose gpu-shared (gpu, 100x200): sub-histograms do not fit"]
+    table = results_table(document)
+    assert table.rows[-1][-1] == "skipped" and table.valid[-1]
+    markdown = (write_report(document, tmp_path / "r").parent / "README.md").read_text()
+    assert "## Not applicable at their size" in markdown
+
+
+def test_a_sweep_gets_a_time_chart_and_a_panel_per_size(document, tmp_path):
+    document["cases"]["histogram"] = {"lesson": "LLC thrashing", "description": "h",
+                                      "sweep": "bins"}
+    for bins, median in ((1000, 0.001), (10**6, 0.01)):
+        for variant, role in (("gpu-atomic", "naive"), ("gpu-multipass", "optimized")):
+            row = result(variant, "gpu", role, median, case="histogram")
+            document["results"].append({**row, "size": {"bins": bins, "n": 10**7}})
+    index = write_report(document, tmp_path / "r")
+    assert 'src="histogram-bins.png"' in index.read_text()
+    assert (tmp_path / "r" / "histogram-bins.png").stat().st_size > 0
 
 
 def test_report_directory(document, tmp_path):

@@ -180,3 +180,26 @@ def test_failed_staging_fails_every_variant_of_that_case_and_nothing_else(machin
                for row in rows.values())
     assert all(r["valid"] for r in document["results"] if r["case"] == "copy")
     assert [done for done, _, label in calls if "golden" not in label] == [0, 1, 2, 3, 4]
+
+
+def test_a_preset_may_sweep_sizes_and_a_variant_may_not_apply(machine):
+    from dataclasses import replace
+
+    from loclab.cases.base import Variant
+    from tests.fakes import _doubled
+
+    only_small = Variant("small-only", "cpu", "optimized", "applies below 1000",
+                         _doubled, skip=lambda dims, m: "n >= 1000" if dims["n"] >= 1000 else None)
+    case = replace(toy_case(GOOD, only_small), sweep="n",
+                   sizes={"small": {"cpu": [{"n": 101}, {"n": 1001}]}},
+                   tolerance=lambda inputs: inputs["a"].size * 0.0)
+    request = toy_plan(case, machine)
+    request = replace(request, work=request.work[:1] + [
+        (case, "cpu", dims) for dims in case.dims("small", "cpu", machine)])
+    document = execute(request)
+    rows = [(r["variant"], r["size"]["n"], r["valid"], r["skipped"])
+            for r in document["results"] if r["case"] == "toy"]
+    assert rows == [("good", 101, True, None), ("small-only", 101, True, None),
+                    ("good", 1001, True, None), ("small-only", 1001, False, "n >= 1000")]
+    assert document["failures"] == 0
+    assert document["cases"]["toy"]["sweep"] == "n"

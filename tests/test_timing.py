@@ -42,3 +42,10 @@ def test_perf_counter_clock_runs_the_function_each_time():
     calls = []
     seconds = PerfCounterClock().per_call(lambda: calls.append(1), 5)
     assert len(calls) == 5 and seconds >= 0
+
+
+def test_long_runs_after_validation_cost_no_extra_call():
+    clock = FakeClock(2.0)
+    samples, batch = measure(lambda: None, clock, Budget(seconds=0.0, min_runs=5),
+                             warmed_up=True)
+    assert len(samples) == 5 and batch == 1 and clock.calls == 5

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from loclab.cases import ROOF_CASE
+from loclab.cases.base import dims_text
 from loclab.hw import Machine
 
 Row = dict[str, Any]
@@ -49,12 +50,17 @@ def _ratio(reference: Row | None, row: Row) -> float | None:
     return reference["median_s"] / row["median_s"]
 
 
+def _group(row: Row) -> tuple[str, str, str]:
+    """Rows compared with each other: same case, device and size."""
+    return row["case"], row["device"], dims_text(row["size"])
+
+
 def add_comparisons(rows: list[Row], references: dict[str, float | None]) -> None:
     """Fraction of copy bandwidth and peak, speedup over naive, ratio to the library row."""
-    by_role: dict[tuple[str, str, str], Row] = {}
+    by_role: dict[tuple[str, str, str, str], Row] = {}
     for row in rows:
         if row["role"] in ("naive", "library") and row["valid"]:
-            by_role.setdefault((row["case"], row["device"], row["role"]), row)
+            by_role.setdefault((*_group(row), row["role"]), row)
     for row in rows:
         device = row["device"]
         copy = references[f"{device}_copy_gbps"]
@@ -64,7 +70,7 @@ def add_comparisons(rows: list[Row], references: dict[str, float | None]) -> Non
         compute_bound = bool(row["flops"] and copy and peak and (
             not row["bytes"] or row["flops"] / row["bytes"] >= peak / copy))
         row["pct_of_peak"] = _percent(row.get("gflops"), peak) if compute_bound else None
-        naive = by_role.get((row["case"], device, "naive"))
-        library = by_role.get((row["case"], device, "library"))
+        naive = by_role.get((*_group(row), "naive"))
+        library = by_role.get((*_group(row), "library"))
         row["speedup_vs_naive"] = _ratio(naive, row)
         row["vs_library"] = _ratio(library, row)

@@ -95,18 +95,34 @@ def _empty_row(case: Case, variant: Variant, dims: dict[str, int], timer: str) -
             "role": variant.role, "description": variant.description, "size": dict(dims),
             "params": {}, "median_s": None, "min_s": None, "max_s": None, "iqr_s": None,
             "runs": 0, "batch": 0, "timer": timer, "bytes": work.bytes, "flops": work.flops,
-            "gbps": None, "gflops": None, "valid": False, "max_rel_err": None, "error": None}
+            "gbps": None, "gflops": None, "valid": False, "max_rel_err": None, "error": None,
+            "skipped": None}
 
 
 def _describe(err: Exception) -> str:
     return str(err) if isinstance(err, LoclabError) else f"{type(err).__name__}: {err}"
 
 
+@dataclass(frozen=True)
+class Golden:
+    """The golden output at one size, and how far a variant's output may be from it."""
+
+    output: np.ndarray
+    tolerance: float
+
+
 def measure_variant(case: Case, variant: Variant, dims: dict[str, int], staged: dict[str, Any],
-                    golden: np.ndarray, backend: Any, machine: Machine, budget: Budget) -> Row:
-    """Validate (poisoned output, golden comparison), then time one variant. Never raises."""
+                    golden: Golden, backend: Any, machine: Machine, budget: Budget) -> Row:
+    """Validate (poisoned output, golden comparison), then time one variant. Never raises.
+
+    A variant that does not apply at this size (``Variant.skip``) is neither run nor counted
+    as a failure: its row says why.
+    """
     row = _empty_row(case, variant, dims, backend.clock.name)
     try:
+        row["skipped"] = variant.skip_reason(dims, machine)
+        if row["skipped"]:
+            return row
         shape, dtype = case.output(dims)
         out = backend.empty(shape, dtype)
         bound = variant.setup(staged, out, machine)
@@ -115,10 +131,10 @@ def measure_variant(case: Case, variant: Variant, dims: dict[str, int], staged: 
         result = bound.run()
         backend.synchronize()
         problem = output_problem(result, staged, backend.xp)
-        check = (compare(backend.to_host(result), golden, case.tolerance) if problem is None
-                 else Check(False, None, problem))
+        check = (compare(backend.to_host(result), golden.output, golden.tolerance)
+                 if problem is None else Check(False, None, problem))
         row.update(valid=check.valid, max_rel_err=check.max_rel_err, error=check.problem)
-        samples, batch = measure(bound.run, backend.clock, budget)
+        samples, batch = measure(bound.run, backend.clock, budget, warmed_up=True)
         backend.synchronize()
     except Exception as err:  # recorded on the row; the run goes on with the next variant
         row.update(valid=False, error=_describe(err))
@@ -156,7 +172,8 @@ def plan(cases: Sequence[str] | None = None, device: str = "all", size: str = "d
         raise UsageError("--threads sets CPU threads, but --device gpu runs nothing on the CPU")
     machine = detect_machine(with_gpu=device != "cpu")  # "all" records why there is no GPU
     numba_threads = configure_threads(threads) if "cpu" in devices else None
-    work = [(case, dev, case.dims(size, dev, machine)) for case in selected for dev in devices]
+    work = [(case, dev, dims) for case in selected for dev in devices
+            for dims in case.dims(size, dev, machine)]
     for case, dev, dims in work:
         _check_memory(case, dev, dims, size)
     return Plan(size=size, devices=devices, machine=machine, numba_threads=numba_threads,
@@ -179,7 +196,7 @@ def execute(request: Plan, progress: Progress | None = None) -> dict[str, Any]:
     for case, device, dims in request.work:
         report(started, total, f"{case.name}: inputs and golden output")
         inputs = case.make_inputs(dims, np.random.default_rng(_seed(case, dims)))
-        golden = case.golden(inputs)
+        golden = Golden(case.golden(inputs), case.tolerance_for(inputs))
         rows.extend(_run_on_device(case, dims, inputs, golden, backends[device],
                                    request.machine, request.budget, starting))
         del inputs, golden  # before the next case allocates its own
@@ -191,7 +208,8 @@ def execute(request: Plan, progress: Progress | None = None) -> dict[str, Any]:
     machine_json["cpu"]["numba_threads"] = request.numba_threads
     return build_document(machine=machine_json, references=references,
                           cases={case.name: {"lesson": case.lesson,
-                                             "description": case.description}
+                                             "description": case.description,
+                                             "sweep": case.sweep}
                                  for case, _, _ in request.work},
                           rows=rows, size=request.size, devices=request.devices)
 
@@ -207,7 +225,7 @@ def run(cases: Sequence[str] | None = None, device: str = "all", size: str = "de
 
 
 def _run_on_device(case: Case, dims: dict[str, int], inputs: dict[str, np.ndarray],
-                   golden: np.ndarray, backend: Any, machine: Machine, budget: Budget,
+                   golden: Golden, backend: Any, machine: Machine, budget: Budget,
                    starting: Callable[[str], None]) -> list[Row]:
     try:
         staged = {name: backend.stage(array) for name, array in inputs.items()}

@@ -72,13 +72,20 @@ BUDGETS = {
 }
 
 
-def measure(run: Callable[[], Any], clock: Clock, budget: Budget) -> tuple[list[float], int]:
-    """Warm up, then sample until the budget is spent. Returns (seconds per call, batch size)."""
-    first = clock.per_call(run, 1)  # warm-up: caches, clocks, lazy initialisation
-    estimate = min(first, clock.per_call(run, 1))
+def measure(run: Callable[[], Any], clock: Clock, budget: Budget,
+            warmed_up: bool = False) -> tuple[list[float], int]:
+    """Warm up (unless the caller just ran it, e.g. to validate), then sample until the budget
+    is spent. Returns (seconds per call, batch size).
+
+    The first timed call estimates the batch size; when calls are long enough to be timed one
+    by one it is also the first sample, so a variant that takes seconds runs no extra time.
+    """
+    if not warmed_up:
+        clock.per_call(run, 1)  # caches, clocks, lazy initialisation
+    estimate = clock.per_call(run, 1)
     batch = 1 if estimate >= budget.min_sample_s else min(
         math.ceil(budget.min_sample_s / max(estimate, 1e-9)), 1000)
-    samples: list[float] = []
+    samples: list[float] = [estimate] if batch == 1 else []
     deadline = time.perf_counter() + budget.seconds
     while len(samples) < budget.max_runs and (
             len(samples) < budget.min_runs or time.perf_counter() < deadline):

@@ -13,6 +13,9 @@ from loclab.cases.base import Case
 CASE_MODULES = {
     "copy": "loclab.cases.copy",
     "transpose": "loclab.cases.transpose",
+    "coalescing": "loclab.cases.coalescing",
+    "matvec": "loclab.cases.matvec",
+    "histogram": "loclab.cases.histogram",
 }
 ROOF_CASE = "copy"
 

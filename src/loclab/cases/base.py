@@ -7,7 +7,7 @@ variants; the harness (``loclab.bench``) does everything else the same way for e
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -22,8 +22,11 @@ SIZE_PRESETS = ("small", "default", "large")
 DEVICE_CHOICES = ("cpu", "gpu", "all")
 Dims = Mapping[str, int]
 # A size preset for one device: fixed dimensions, or a rule that reads the machine (``large``
-# must be at least four times the last-level cache of the machine it runs on).
-SizeRule = Dims | Callable[["Machine"], Dims]
+# must be at least four times the last-level cache of the machine it runs on). A preset may
+# name several sizes (a sweep over histogram sizes, matrix shapes): each is run in turn.
+SizeRule = Dims | Sequence[Dims] | Callable[["Machine"], Dims | Sequence[Dims]]
+# Why a variant does not apply at a size on a machine (sub-histograms that do not fit), or None.
+SkipRule = Callable[[Dims, "Machine"], str | None]
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,11 @@ class Variant:
     role: Role
     description: str
     setup: Setup
+    skip: SkipRule | None = None
+
+    def skip_reason(self, dims: Dims, machine: Machine) -> str | None:
+        """Why this variant does not run at ``dims`` (the row says so), or None."""
+        return self.skip(dims, machine) if self.skip else None
 
 
 @dataclass(frozen=True)
@@ -69,22 +77,37 @@ class Case:
     golden: Callable[[dict[str, np.ndarray]], np.ndarray]
     output: Callable[[Dims], tuple[tuple[int, ...], Any]]
     work: Callable[[Dims], Work]
-    tolerance: float
+    # Largest accepted normwise relative error: a number, or a rule reading the inputs (a sum
+    # of n float32 terms in any order is within n * 2**-24 of the exact sum).
+    tolerance: float | Callable[[dict[str, np.ndarray]], float]
     variants: tuple[Variant, ...]
     # Small awkward sizes (edges of tiles, vector widths, one row) every variant is tested at.
     test_dims: tuple[Dims, ...] = ()
+    # The dimension a report plots time against when a preset sweeps it (histogram: bins).
+    sweep: str | None = None
 
-    def dims(self, preset: str, device: Device, machine: Machine) -> dict[str, int]:
+    def dims(self, preset: str, device: Device, machine: Machine) -> list[dict[str, int]]:
+        """Every size the preset names on this device and machine, in run order."""
         rule = self.sizes[preset][device]
-        return dict(rule(machine) if callable(rule) else rule)
+        sizes = rule(machine) if callable(rule) else rule
+        return [dict(sizes)] if isinstance(sizes, Mapping) else [dict(s) for s in sizes]
+
+    def tolerance_for(self, inputs: dict[str, np.ndarray]) -> float:
+        return self.tolerance(inputs) if callable(self.tolerance) else self.tolerance
 
     def variants_on(self, device: Device) -> tuple[Variant, ...]:
         return tuple(v for v in self.variants if v.device == device)
 
 
+MATRIX_DIMS = ("rows", "cols")
+
+
 def dims_text(dims: Dims) -> str:
-    """'16384x16384': a size as tables and messages show it."""
-    return "x".join(str(v) for v in dims.values())
+    """A size as tables and messages show it: '16384x16384' for a matrix (rows x cols),
+    'bins=1000 n=100003' otherwise."""
+    if tuple(dims) == MATRIX_DIMS:
+        return "x".join(str(v) for v in dims.values())
+    return " ".join(f"{name}={value}" for name, value in dims.items())
 
 
 def lazy(module: str, name: str) -> Setup:
@@ -95,3 +118,17 @@ def lazy(module: str, name: str) -> Setup:
 
     setup.__qualname__ = f"lazy({module}.{name})"
     return setup
+
+
+FLOAT32_UNIT_ROUNDOFF = 2.0 ** -24
+
+
+def summation_tolerance(terms: int) -> float:
+    """Normwise tolerance for float32 sums of up to ``terms`` non-negative terms (each maybe a
+    rounded product), against a float64 golden rounded to float32.
+
+    Summing n terms in any order (atomics, trees, split sums) errs by at most (n - 1) u times
+    the sum, a rounded product adds u per term and the golden's final rounding u: (n + 1) u
+    to first order; the 5% covers the second-order terms while n u stays below 5%.
+    """
+    return 1.05 * (max(terms, 1) + 1) * FLOAT32_UNIT_ROUNDOFF

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from loclab.cases.base import dims_text
+
 ROLE_COLOURS = {"naive": "#d62728", "optimized": "#1f77b4", "library": "#7f7f7f",
                 "golden": "#2ca02c"}
 DEVICE_COLOURS = {"cpu": "#ff7f0e", "gpu": "#2ca02c"}
@@ -27,38 +29,89 @@ def _rate_bounds(row: dict[str, Any]) -> tuple[float, float]:
     return row["gbps"] - slow, fast - row["gbps"]
 
 
+def _panels(rows: list[dict[str, Any]]) -> list[tuple[str, dict[str, int]]]:
+    """(device, size) of each panel, in run order."""
+    seen: dict[tuple[str, str], tuple[str, dict[str, int]]] = {}
+    for row in rows:
+        seen.setdefault((row["device"], dims_text(row["size"])), (row["device"], row["size"]))
+    return list(seen.values())
+
+
 def case_chart(document: dict[str, Any], case: str, path: Path) -> None:
-    """GB/s of each variant of ``case``, one panel per device, the device's copy roof dashed."""
+    """GB/s of each variant of ``case``, a panel per device (column) and size (row), the
+    device's copy roof dashed."""
     plt = _pyplot()
     rows = [row for row in document["results"] if row["case"] == case]
-    devices = [d for d in ("cpu", "gpu") if any(row["device"] == d for row in rows)]
-    fig, axes = plt.subplots(1, len(devices), figsize=(5.5 * len(devices), 4), squeeze=False)
+    panels = _panels(rows)
+    devices = list(dict.fromkeys(device for device, _ in panels))
+    depth = max(sum(1 for d, _ in panels if d == device) for device in devices)
+    fig, axes = plt.subplots(depth, len(devices), figsize=(5.5 * len(devices), 4 * depth),
+                             squeeze=False)
+    for column, device in enumerate(devices):
+        sizes = [size for d, size in panels if d == device]
+        for line in range(depth):
+            ax = axes[line][column]
+            if line >= len(sizes):
+                ax.set_axis_off()
+                continue
+            mine = [row for row in rows if row["device"] == device and row["size"] == sizes[line]]
+            _bars(ax, mine, document["references"].get(f"{device}_copy_gbps"))
+            ax.set_title(f"{case} on the {device.upper()}, {dims_text(sizes[line])}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _bars(ax: Any, rows: list[dict[str, Any]], roof: float | None) -> None:
+    timed = [row for row in rows if row["gbps"]]
+    bars = ax.bar([row["variant"] for row in rows], [row["gbps"] or 0.0 for row in rows],
+                  color=[ROLE_COLOURS[row["role"]] for row in rows])
+    for bar, row in zip(bars, rows):
+        if not row["valid"]:
+            bar.set_hatch("//" if row.get("skipped") else "xx")
+            bar.set_edgecolor("gray" if row.get("skipped") else "red")
+            ax.annotate("n/a" if row.get("skipped") else "invalid",
+                        (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center",
+                        va="bottom", color="gray" if row.get("skipped") else "red", fontsize=8)
+    if timed:
+        low, high = zip(*(_rate_bounds(row) for row in timed))
+        ax.errorbar([row["variant"] for row in timed], [row["gbps"] for row in timed],
+                    yerr=[low, high], fmt="none", ecolor="black", capsize=3, linewidth=1)
+    if roof:
+        ax.axhline(roof, linestyle="--", color="black", linewidth=1)
+        ax.annotate(f"copy roof {roof:,.0f} GB/s", (0.01, roof), xycoords=("axes fraction",
+                    "data"), va="bottom", fontsize=8)
+    ax.set_ylabel("GB/s (golden bytes / median time)")
+    ax.tick_params(axis="x", rotation=30)
+    for label in ax.get_xticklabels():
+        label.set_horizontalalignment("right")
+
+
+def sweep_chart(document: dict[str, Any], case: str, dimension: str, path: Path) -> None:
+    """Median time of each variant against ``dimension`` (log-log), a panel per device, with
+    the slowest and fastest runs as error bars: where each variant's locality gives out."""
+    plt = _pyplot()
+    rows = [row for row in document["results"]
+            if row["case"] == case and row["median_s"] and dimension in row["size"]]
+    devices = list(dict.fromkeys(row["device"] for row in rows))
+    fig, axes = plt.subplots(1, len(devices), figsize=(6 * len(devices), 4.5), squeeze=False)
     for ax, device in zip(axes[0], devices):
         mine = [row for row in rows if row["device"] == device]
-        timed = [row for row in mine if row["gbps"]]
-        names = [row["variant"] for row in mine]
-        heights = [row["gbps"] or 0.0 for row in mine]
-        bars = ax.bar(names, heights, color=[ROLE_COLOURS[row["role"]] for row in mine])
-        for bar, row in zip(bars, mine):
-            if not row["valid"]:
-                bar.set_hatch("xx")
-                bar.set_edgecolor("red")
-                ax.annotate("invalid", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                            ha="center", va="bottom", color="red", fontsize=8)
-        if timed:
-            low, high = zip(*(_rate_bounds(row) for row in timed))
-            ax.errorbar([row["variant"] for row in timed], [row["gbps"] for row in timed],
-                        yerr=[low, high], fmt="none", ecolor="black", capsize=3, linewidth=1)
-        roof = document["references"].get(f"{device}_copy_gbps")
-        if roof:
-            ax.axhline(roof, linestyle="--", color="black", linewidth=1)
-            ax.annotate(f"copy roof {roof:,.0f} GB/s", (0.01, roof), xycoords=("axes fraction",
-                        "data"), va="bottom", fontsize=8)
-        ax.set_title(f"{case} on the {device.upper()}")
-        ax.set_ylabel("GB/s (golden bytes / median time)")
-        ax.tick_params(axis="x", rotation=30)
-        for label in ax.get_xticklabels():
-            label.set_horizontalalignment("right")
+        for variant in dict.fromkeys(row["variant"] for row in mine):
+            line = sorted((row for row in mine if row["variant"] == variant),
+                          key=lambda row: row["size"][dimension])
+            xs = [row["size"][dimension] for row in line]
+            ms = [row["median_s"] * 1e3 for row in line]
+            spread = [[m - row["min_s"] * 1e3 for m, row in zip(ms, line)],
+                      [row["max_s"] * 1e3 - m for m, row in zip(ms, line)]]
+            ax.errorbar(xs, ms, yerr=spread, marker="o", capsize=3, label=variant,
+                        linestyle="--" if line[0]["role"] == "library" else "-")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel(dimension)
+        ax.set_ylabel("median time (ms)")
+        ax.set_title(f"{case} on the {device.upper()}: time against {dimension}")
+        ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -127,6 +180,11 @@ def write_charts(document: dict[str, Any], directory: Path) -> list[tuple[str, s
         name = f"{case}.png"
         case_chart(document, case, directory / name)
         charts.append((f"{case}: GB/s per variant against the copy roof", name))
+        dimension = document.get("cases", {}).get(case, {}).get("sweep")
+        if dimension:
+            name = f"{case}-{dimension}.png"
+            sweep_chart(document, case, dimension, directory / name)
+            charts.append((f"{case}: time against {dimension}", name))
     roofline_chart(document, directory / "roofline.png")
     charts.append(("Roofline of all rows", "roofline.png"))
     return charts

@@ -6,7 +6,7 @@ import html
 from pathlib import Path
 from typing import Any
 
-from loclab.report.text import failures, machine_lines, results_table, roof_line
+from loclab.report.text import failures, machine_lines, results_table, roof_line, skips
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
@@ -36,6 +36,7 @@ def write_html(document: dict[str, Any], charts: list[tuple[str, str]], path: Pa
     machine = "".join(f"<dt>{esc(label)}</dt><dd>{esc(text)}</dd>"
                       for label, text in machine_lines(document["machine"]))
     failed = "".join(f"<li>{esc(line)}</li>" for line in failures(document))
+    skipped = "".join(f"<li>{esc(line)}</li>" for line in skips(document))
     images = "".join(f'<h2>{esc(title)}</h2><img src="{esc(name)}" alt="{esc(title)}">'
                      for title, name in charts)
     path.write_text(f"""<!doctype html>
@@ -47,6 +48,7 @@ def write_html(document: dict[str, Any], charts: list[tuple[str, str]], path: Pa
 medians (IQR beside them); every row was validated against the golden output.</p>
 <table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>
 {f'<h2>Failures</h2><ul class="failures">{failed}</ul>' if failed else ''}
+{f'<h2>Not applicable at their size</h2><ul>{skipped}</ul>' if skipped else ''}
 {images}
 </body></html>
 """)
@@ -66,6 +68,9 @@ def write_markdown(document: dict[str, Any], charts: list[tuple[str, str]], path
     failed = failures(document)
     if failed:
         lines += ["", "## Failures", ""] + [f"- {line}" for line in failed]
+    skipped = skips(document)
+    if skipped:
+        lines += ["", "## Not applicable at their size", ""] + [f"- {line}" for line in skipped]
     for title, name in charts:
         lines += ["", f"## {title}", "", f"![{title}]({name})"]
     path.write_text("\n".join(lines) + "\n")

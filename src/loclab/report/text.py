@@ -47,6 +47,12 @@ def spread(row: dict[str, Any]) -> str:
     return f"{100 * row['iqr_s'] / row['median_s']:.1f}%"
 
 
+def valid_cell(row: dict[str, Any]) -> str:
+    if row.get("skipped"):
+        return "skipped"
+    return "yes" if row["valid"] else "NO"
+
+
 def results_table(document: dict[str, Any]) -> Table:
     rows = document["results"]
     with_flops = any(row["flops"] for row in rows)
@@ -68,11 +74,11 @@ def results_table(document: dict[str, Any]) -> Table:
     columns += [
         ("vs naive", True, lambda r: ratio(r["speedup_vs_naive"])),
         ("vs lib", True, lambda r: ratio(r["vs_library"])),
-        ("valid", False, lambda r: "yes" if r["valid"] else "NO"),
+        ("valid", False, valid_cell),
     ]
     return Table(headers=[name for name, _, _ in columns],
                  rows=[[cell(row) for _, _, cell in columns] for row in rows],
-                 valid=[bool(row["valid"]) for row in rows],
+                 valid=[bool(row["valid"] or row.get("skipped")) for row in rows],
                  numeric=[right for _, right, _ in columns])
 
 
@@ -102,8 +108,18 @@ def gpu_note(document: dict[str, Any]) -> str | None:
 
 def failures(document: dict[str, Any]) -> list[str]:
     """One line per row that is not valid, saying why."""
-    return [f"{row['case']} {row['variant']} ({row['device']}): {row.get('error') or 'invalid'}"
-            for row in document["results"] if not row["valid"]]
+    return [f"{_row_name(row)}: {row.get('error') or 'invalid'}"
+            for row in document["results"] if not row["valid"] and not row.get("skipped")]
+
+
+def skips(document: dict[str, Any]) -> list[str]:
+    """One line per variant that did not apply at its size, saying why."""
+    return [f"{_row_name(row)}: {row['skipped']}"
+            for row in document["results"] if row.get("skipped")]
+
+
+def _row_name(row: dict[str, Any]) -> str:
+    return f"{row['case']} {row['variant']} ({row['device']}, {dims_text(row['size'])})"
 
 
 def binary_size(nbytes: int | None) -> str:

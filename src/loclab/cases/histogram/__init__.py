@@ -1,0 +1,171 @@
+"""A histogram-like computation, the lectures' last-level-cache lesson (case study 5.1).
+
+``for i in range(n): if inds[i] < bins: hist[inds[i]] += vals[i]`` is a generalized
+reduction: parallel with atomic updates. With random indices each update touches a random
+line of ``hist``; once ``hist`` outgrows the last-level cache (the L2 on a GPU), nearly every
+update misses, and the cache thrashes. The multi-pass remedy processes the histogram one
+cache-sized chunk at a time, re-reading the whole input per chunk; partitioning the input by
+chunk once (beyond the lectures) makes each pass read only its own elements.
+
+Sizes sweep the histogram against the detected cache: about 1/4 of a core's L2 (CPU) or a
+block's shared memory (GPU), where private sub-histograms fit; and 0.25x, 2x and 8x the
+last-level cache (CPU) or L2 (GPU). The input is always several times the histogram.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from loclab.cases.base import Case, Variant, Work, lazy, summation_tolerance
+from loclab.hw import Machine
+
+CPU = "loclab.cases.histogram.cpu"
+GPU = "loclab.cases.histogram.gpu"
+BIN_BYTES = 4  # float32
+# Indices are drawn from [0, bins + bins/64]: about 1.5% fall outside the histogram and must
+# be skipped, as the golden code's sanity test does.
+OUT_OF_RANGE_SHARE = 64
+CACHE_MULTIPLES = (0.25, 2.0, 8.0)
+
+
+def golden(inputs: dict[str, np.ndarray]) -> np.ndarray:
+    """The sequential loop's result, summed in float64 and rounded once to float32."""
+    inds, vals, bins = inputs["inds"], inputs["vals"], int(inputs["bins"][0])
+    kept = inds < bins
+    sums = np.bincount(inds[kept], weights=vals[kept], minlength=bins)
+    return sums.astype(np.float32)
+
+
+def terms_per_bin(inputs: dict[str, np.ndarray]) -> int:
+    """The most values any one bin sums: what bounds the rounding of any summation order."""
+    inds, bins = inputs["inds"], int(inputs["bins"][0])
+    return int(np.bincount(inds[inds < bins], minlength=1).max())
+
+
+def tolerance(inputs: dict[str, np.ndarray]) -> float:
+    return summation_tolerance(terms_per_bin(inputs))
+
+
+def make_inputs(dims: dict[str, int], rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """``inds`` uint32 uniform over the histogram and a little beyond, ``vals`` float32 in
+    (0, 1]; ``bins`` travels with them (one element) so that variants and golden agree."""
+    bins, n = dims["bins"], dims["n"]
+    inds = rng.integers(0, bins + bins // OUT_OF_RANGE_SHARE + 1, size=n, dtype=np.uint32)
+    vals = np.float32(1.0) - rng.random(n, dtype=np.float32)
+    return {"inds": inds, "vals": vals, "bins": np.array([bins], np.int64)}
+
+
+def output(dims: dict[str, int]) -> tuple[tuple[int, ...], type]:
+    return (dims["bins"],), np.float32
+
+
+def work(dims: dict[str, int]) -> Work:
+    """The golden loop reads each index and value once, writes the histogram once, and adds
+    once per element."""
+    return Work(bytes=8 * dims["n"] + BIN_BYTES * dims["bins"], flops=dims["n"])
+
+
+def _sweep(private_bytes: int, cache_bytes: int, n_min: int) -> list[dict[str, int]]:
+    """Histograms of ``private_bytes`` and 0.25x, 2x, 8x ``cache_bytes``; the input (8 bytes
+    per element) at least four times the largest histogram."""
+    sizes = [private_bytes] + [int(m * cache_bytes) for m in CACHE_MULTIPLES]
+    bins = [max(1, size // BIN_BYTES) for size in sizes]
+    n = max(n_min, 2 * max(bins))
+    return [{"bins": b, "n": n} for b in bins]
+
+
+def _cpu_sweep(n_min: int):
+    def rule(machine: Machine) -> list[dict[str, int]]:
+        return _sweep(machine.cpu.l2_bytes // 4, machine.cpu.llc_bytes, n_min)
+    return rule
+
+
+def _gpu_sweep(n_min: int):
+    def rule(machine: Machine) -> list[dict[str, int]]:
+        gpu = machine.gpu
+        if gpu is None:
+            return []
+        return _sweep(gpu.shared_mem_per_block, gpu.l2_bytes, n_min)
+    return rule
+
+
+SIZES = {
+    "small": {"cpu": [{"bins": 1000, "n": 100_003}, {"bins": 100_003, "n": 1_000_003},
+                      {"bins": 1_000_003, "n": 2_000_003}],
+              "gpu": [{"bins": 1000, "n": 1_000_003}, {"bins": 1_000_003, "n": 4_000_037},
+                      {"bins": 20_000_003, "n": 40_000_003}]},
+    "default": {"cpu": _cpu_sweep(2**27), "gpu": _gpu_sweep(2**29)},
+    "large": {"cpu": _cpu_sweep(2**28), "gpu": _gpu_sweep(2**30)},
+}
+
+# Awkward sizes: one bin, bins not a multiple of any chunk or block, fewer elements than
+# threads, and many terms per bin (a tight test of the tolerance).
+TEST_DIMS = tuple({"bins": b, "n": n} for b, n in (
+    (1, 1), (1, 1000), (7, 3), (1000, 1), (33, 100_003), (1000, 65_537), (4099, 70_001),
+    (100_003, 300_007), (12_289, 50_000)))
+
+
+def _privatized_skip(dims: dict[str, int], machine: Machine) -> str | None:
+    from loclab.cases.histogram.cpu import privatized_fits
+
+    return privatized_fits(dims["bins"], machine)
+
+
+def _shared_skip(dims: dict[str, int], machine: Machine) -> str | None:
+    from loclab.cases.histogram.gpu import shared_fits
+
+    return shared_fits(dims["bins"], machine)
+
+
+CASE = Case(
+    name="histogram",
+    lesson="last-level-cache thrashing; multi-pass chunking; privatization",
+    description="hist[inds[i]] += vals[i] for inds[i] < bins (uint32 indices, float32 values)",
+    sizes=SIZES,
+    make_inputs=make_inputs,
+    golden=golden,
+    output=output,
+    work=work,
+    tolerance=tolerance,
+    test_dims=TEST_DIMS,
+    sweep="bins",
+    variants=(
+        Variant("cpu-atomic", "cpu", "naive",
+                "prange over the input, atomic float add (LLVM atomicrmw fadd)",
+                lazy(CPU, "atomic")),
+        Variant("cpu-multipass", "cpu", "optimized",
+                "the lectures' multi-pass: one pass over the whole input per LLC-sized chunk "
+                "of the histogram (chunk = fraction x LLC)",
+                lazy(CPU, "multipass")),
+        Variant("cpu-privatized", "cpu", "optimized",
+                "a private sub-histogram per thread (no atomics), then a parallel merge; "
+                "only where all of them fit in the LLC",
+                lazy(CPU, "privatized"), skip=_privatized_skip),
+        Variant("numpy", "cpu", "library",
+                "numpy.bincount(inds[kept], weights=vals[kept], minlength=bins) as float32, "
+                "kept = inds < bins (sums in float64)",
+                lazy(CPU, "library")),
+        Variant("gpu-atomic", "gpu", "naive",
+                "one element per thread, atomicAdd into the histogram in global memory",
+                lazy(GPU, "atomic")),
+        Variant("gpu-multipass", "gpu", "optimized",
+                "one pass over the whole input per L2-sized chunk of the histogram "
+                "(chunk = fraction x L2)",
+                lazy(GPU, "multipass")),
+        Variant("gpu-partitioned", "gpu", "optimized",
+                "partition the input by chunk once (block-local counting sort), then one "
+                "pass per chunk over its own elements only",
+                lazy(GPU, "partitioned")),
+        Variant("gpu-shared", "gpu", "optimized",
+                "a sub-histogram per block in shared memory, merged with global atomics; "
+                "only where the histogram fits a block's shared memory",
+                lazy(GPU, "shared"), skip=_shared_skip),
+        Variant("cupy.bincount", "gpu", "library",
+                "cupy.bincount(inds[kept], weights=vals[kept], minlength=bins) as float32, "
+                "kept = inds < bins (sums in float64)",
+                lazy(GPU, "bincount")),
+        Variant("cupy.add.at", "gpu", "library",
+                "cupy.add.at(hist, inds[inds < bins], vals[inds < bins])",
+                lazy(GPU, "add_at")),
+    ),
+)

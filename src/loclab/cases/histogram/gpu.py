@@ -1,0 +1,197 @@
+"""GPU variants of the histogram: CUDA C in kernels.cu, launched through CuPy."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from loclab.cases.base import Bound
+from loclab.gpu.kernels import KernelSource, Launch, blocks
+from loclab.hw import Machine
+
+THREADS = 256
+ITEMS = 4  # elements per thread per step of the atomic kernels: loads in flight
+
+
+# gpu-partitioned: tiles of PARTITION_THREADS x PARTITION_ITEMS elements, at most MAX_PARTS
+# chunks (the chunk grows beyond the fraction of L2 when the histogram would need more).
+PARTITION_THREADS, PARTITION_ITEMS, MAX_PARTS = 256, 16, 256
+PARTITION_TILE = PARTITION_THREADS * PARTITION_ITEMS
+PARTITION_TEMPLATE = f"<{PARTITION_THREADS},{PARTITION_ITEMS},{MAX_PARTS}>"
+# Half of L2 per chunk: the other half holds the streamed input and the other partition of
+# L2 that Hopper's far-side accesses fill.
+L2_FRACTION = 0.5
+# Enough blocks to fill every SM several times over; grid-stride loops do the rest.
+BLOCKS_PER_SM = 16
+
+KERNELS = KernelSource(Path(__file__).with_name("kernels.cu"), (
+    f"histogram_atomic<{ITEMS}>",
+    f"histogram_segment<{ITEMS}>",
+    "histogram_shared",
+    f"partition_count{PARTITION_TEMPLATE}",
+    f"partition_scatter{PARTITION_TEMPLATE}",
+))
+
+
+def _zeroed(hist: Any) -> None:
+    hist.data.memset_async(0, hist.nbytes)
+
+
+def _grid(machine: Machine, n: int, per_block: int = THREADS * ITEMS) -> int:
+    """``per_block`` elements per block up to a few waves of blocks per SM (the grid-stride
+    loops cover the rest)."""
+    return min(blocks(n, per_block), machine.gpu.sms * BLOCKS_PER_SM)
+
+
+def chunk_bins(bins: int, machine: Machine, fraction: float, max_parts: int | None = None) -> int:
+    """Bins per pass: ``fraction`` of the L2, or more where that would exceed ``max_parts``."""
+    chunk = max(1, int(fraction * machine.gpu.l2_bytes) // 4)
+    if max_parts is not None:
+        chunk = max(chunk, -(-bins // max_parts))
+    return chunk
+
+
+def _atomic_pass(inputs: dict, out: Any, machine: Machine, lo: int, hi: int) -> Launch:
+    inds, vals = inputs["inds"], inputs["vals"]
+    return Launch(KERNELS, f"histogram_atomic<{ITEMS}>", grid=(_grid(machine, inds.size),),
+                  block=(THREADS,), args=(inds, vals, out, np.int64(inds.size), np.uint32(lo),
+                                          np.uint32(hi)), result=out)
+
+
+def _in_sequence(out: Any, launches: list[Launch]) -> Any:
+    def run() -> Any:
+        _zeroed(out)
+        for launch in launches:
+            launch()
+        return out
+    return run
+
+
+def atomic(inputs: dict, out: Any, machine: Machine) -> Bound:
+    launch = _atomic_pass(inputs, out, machine, 0, out.size)
+    return Bound(_in_sequence(out, [launch]), {"block": [THREADS], "items": ITEMS,
+                                                "grid": list(launch.grid)})
+
+
+def multipass(inputs: dict, out: Any, machine: Machine, fraction: float = L2_FRACTION) -> Bound:
+    bins = out.size
+    chunk = chunk_bins(bins, machine, fraction)
+    launches = [_atomic_pass(inputs, out, machine, lo, min(lo + chunk, bins))
+                for lo in range(0, bins, chunk)]
+    return Bound(_in_sequence(out, launches),
+                 {"chunk_bins": chunk, "l2_fraction": fraction, "passes": len(launches)})
+
+
+@dataclass(frozen=True)
+class Partition:
+    """The input grouped by chunk of the histogram: ``run()`` fills ``part_inds`` and
+    ``part_vals`` so that chunk k's elements lie in [offsets[k * tiles], offsets[(k+1) tiles])."""
+
+    run: Callable[[], None]
+    offsets: Any
+    part_inds: Any
+    part_vals: Any
+    tiles: int
+
+
+def partition(inputs: dict, machine: Machine, bins: int, chunk: int) -> Partition:
+    """Count per (chunk, tile), scan, scatter: the input grouped by chunk in one read and one
+    write (after a read of the indices to count)."""
+    import cupy
+
+    inds, vals, n = inputs["inds"], inputs["vals"], inputs["inds"].size
+    parts, tiles = -(-bins // chunk), blocks(n, PARTITION_TILE)
+    counts = cupy.zeros(parts * tiles + 1, cupy.int64)  # counts[0] stays 0
+    offsets = cupy.empty_like(counts)
+    part_inds = cupy.empty(n, cupy.uint32)
+    part_vals = cupy.empty(n, cupy.float32)
+    grid = (min(tiles, machine.gpu.sms * BLOCKS_PER_SM),)
+    sizes = (np.int64(n), np.uint32(bins), np.uint32(chunk), np.int32(parts), np.int32(tiles))
+    count = Launch(KERNELS, f"partition_count{PARTITION_TEMPLATE}", grid=grid,
+                   block=(PARTITION_THREADS,), args=(inds, *sizes, counts), result=counts)
+    scatter = Launch(KERNELS, f"partition_scatter{PARTITION_TEMPLATE}", grid=grid,
+                     block=(PARTITION_THREADS,),
+                     args=(inds, vals, *sizes, offsets, part_inds, part_vals), result=part_inds)
+
+    def run() -> None:
+        count()
+        cupy.cumsum(counts, out=offsets)
+        scatter()
+
+    return Partition(run, offsets, part_inds, part_vals, tiles)
+
+
+def partitioned(inputs: dict, out: Any, machine: Machine,
+                fraction: float = L2_FRACTION) -> Bound:
+    """The input partitioned by L2-sized chunk once; then one pass per chunk over its own
+    elements only."""
+    bins, n = out.size, inputs["inds"].size
+    chunk = chunk_bins(bins, machine, fraction, MAX_PARTS)
+    grouped = partition(inputs, machine, bins, chunk)
+    parts = -(-bins // chunk)
+    segment_grid = (_grid(machine, -(-n // parts)),)  # each part holds about n / parts
+    passes = [Launch(KERNELS, f"histogram_segment<{ITEMS}>", grid=segment_grid,
+                     block=(THREADS,), args=(grouped.part_inds, grouped.part_vals, out,
+                                             grouped.offsets, np.int64(k * grouped.tiles),
+                                             np.int64((k + 1) * grouped.tiles)),
+                     result=out)
+              for k in range(parts)]
+
+    def run() -> Any:
+        _zeroed(out)
+        grouped.run()
+        for launch in passes:
+            launch()
+        return out
+
+    return Bound(run, {"chunk_bins": chunk, "l2_fraction": fraction, "passes": parts,
+                       "tile": PARTITION_TILE})
+
+
+def shared_fits(bins: int, machine: Machine) -> str | None:
+    """A sub-histogram per block must fit the block's (default) shared memory."""
+    limit = machine.gpu.shared_mem_per_block // 4 if machine.gpu else 0
+    if bins > limit:
+        return f"{bins} bins exceed a block's shared memory ({limit} float bins)"
+    return None
+
+
+def shared(inputs: dict, out: Any, machine: Machine) -> Bound:
+    inds, vals, bins = inputs["inds"], inputs["vals"], out.size
+    launch = Launch(KERNELS, "histogram_shared", grid=(_grid(machine, inds.size, THREADS),),
+                    block=(THREADS,), args=(inds, vals, out, np.int64(inds.size),
+                                            np.uint32(bins)),
+                    result=out, shared_mem=bins * 4)
+    return Bound(_in_sequence(out, [launch]),
+                 {"block": [THREADS], "grid": list(launch.grid), "shared_bytes": bins * 4})
+
+
+def bincount(inputs: dict, out: Any, machine: Machine) -> Bound:
+    import cupy
+
+    inds, vals, bins = inputs["inds"], inputs["vals"], out.size
+
+    def run() -> Any:
+        kept = inds < bins  # bincount would grow to the largest index, however far out
+        return cupy.bincount(inds[kept], weights=vals[kept],
+                             minlength=bins).astype(cupy.float32)
+
+    return Bound(run)
+
+
+def add_at(inputs: dict, out: Any, machine: Machine) -> Bound:
+    import cupy
+
+    inds, vals, bins = inputs["inds"], inputs["vals"], out.size
+
+    def run() -> Any:
+        kept = inds < bins
+        _zeroed(out)
+        cupy.add.at(out, inds[kept], vals[kept])
+        return out
+
+    return Bound(run)

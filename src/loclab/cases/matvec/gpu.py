@@ -1,0 +1,207 @@
+"""GPU variants of the matrix-vector product: CUDA C in kernels.cu, launched through CuPy.
+
+``gpu-optimized`` picks its kernel from the shape with :func:`choose_strategy`, a pure
+function (tested without a GPU): rows long enough or many enough to keep every SM streaming
+get a group of lanes per row; a few long rows are split into chunks over many blocks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from loclab.cases.base import Bound
+from loclab.errors import LaunchError
+from loclab.gpu.kernels import KernelSource, Launch, blocks
+from loclab.hw import Machine
+
+THREADS = 256  # every kernel's block size (kernels.cu's GROUPED_THREADS too)
+WARP = 32
+MAX_GRID_X = 2**31 - 1
+MAX_SIDE = 2**31 - 2**16  # kernels.cu indexes with ints that may run past a side by a block
+GROUPS = (1, 2, 4, 8, 16, 32)  # lanes per row of matvec_grouped
+VECTORS = (1, 4)  # floats per load: scalar, or float4 when rows start 16-byte aligned
+# Measured on an H100 at the default sizes (1 GiB matrices), in % of copy bandwidth: a warp per
+# 16384-column row with 1, 2, 4, 8 loads in flight per lane ran at 98.9, 98.3, 97.5, 100.0;
+# splitting 64 rows of 4M columns into blocks of 4 float4 per thread and 1, 2, 4 rows at 103.1,
+# 103.2, 101.1 (8 float4 and 1 row: 102.8); 4M rows of 64 columns with 16 lanes per row at 98,
+# with a warp per row at 72.
+OPTIMIZED_UNROLL = 8  # loads in flight per lane when a warp walks a long row
+SPLIT_PER_THREAD, SPLIT_ROWS = 4, 2  # vectors each thread loads per row, rows per block
+# A row kernel needs about this many lanes per SM streaming its rows (half of an SM's 2048
+# threads) to keep memory busy; with fewer rows, gpu-optimized splits the rows instead.
+LANES_PER_SM = 1024
+
+ROW_PER_THREAD = f"matvec_row_per_thread<{THREADS}>"
+BLOCK_THREAD0 = f"matvec_block_thread0<{THREADS}>"
+BLOCK_REDUCE = f"matvec_block_reduce<{THREADS}>"
+SUM_PARTIALS = f"matvec_sum_partials<{THREADS}>"
+
+
+def grouped_kernel(group: int, vector: int, unroll: int) -> str:
+    return f"matvec_grouped<{group},{vector},{unroll}>"
+
+
+def split_kernel(vector: int) -> str:
+    return f"matvec_split_partials<{THREADS},{vector},{SPLIT_PER_THREAD},{SPLIT_ROWS}>"
+
+
+KERNELS = KernelSource(Path(__file__).with_name("kernels.cu"), (
+    ROW_PER_THREAD,
+    BLOCK_THREAD0,
+    BLOCK_REDUCE,
+    *(grouped_kernel(group, vector, 1) for group in GROUPS for vector in VECTORS),
+    *(grouped_kernel(WARP, vector, OPTIMIZED_UNROLL) for vector in VECTORS),
+    *(split_kernel(vector) for vector in VECTORS),
+    SUM_PARTIALS,
+))
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """How gpu-optimized computes a shape: ``rows`` (``group`` lanes per row, ``unroll`` loads
+    in flight per lane) or ``split`` (blocks of ``split_chunk(vector)`` columns of
+    ``SPLIT_ROWS`` rows, then a sum of each row's partials); ``vector`` floats per load."""
+
+    kind: Literal["rows", "split"]
+    vector: int
+    group: int = WARP
+    unroll: int = 1
+
+
+def lanes_per_row(cols: int, vector: int) -> int:
+    """The smallest power of two of lanes that gives each lane at most one load of a row, at
+    most a warp: 64 columns in float4 make 16 loads, so 16 lanes and two rows per warp."""
+    loads = max(1, -(-cols // vector))
+    return min(WARP, 1 << (loads - 1).bit_length())
+
+
+def split_chunk(vector: int) -> int:
+    """Columns one block of matvec_split_partials covers."""
+    return THREADS * vector * SPLIT_PER_THREAD
+
+
+def choose_strategy(rows: int, cols: int, sms: int, vector: int) -> Strategy:
+    """Split the rows when too few lanes would stream them to fill ``sms`` SMs and a row is
+    longer than one chunk (short-wide); otherwise a group of lanes per row, a warp with
+    several loads in flight for long rows (square), fewer lanes for short ones (tall-skinny)."""
+    group = lanes_per_row(cols, vector)
+    if rows * group < sms * LANES_PER_SM and cols > split_chunk(vector):
+        return Strategy("split", vector)
+    return Strategy("rows", vector, group, OPTIMIZED_UNROLL if group == WARP else 1)
+
+
+def vectorizable(a: Any, x: Any) -> bool:
+    """float4 loads need every row of ``a`` and ``x`` to start on a 16-byte boundary."""
+    return a.shape[1] % 4 == 0 and a.data.ptr % 16 == 0 and x.data.ptr % 16 == 0
+
+
+def _shape(a: Any) -> tuple[int, int]:
+    rows, cols = a.shape
+    if max(rows, cols) >= MAX_SIDE:
+        raise LaunchError(f"matvec kernels index with 32-bit ints: {rows} x {cols} is too large")
+    return rows, cols
+
+
+def _launch(name: str, inputs: dict, out: Any, grid: int) -> Launch:
+    """One of the kernels that take (a, x, y, rows, cols), with THREADS-thread blocks."""
+    a = inputs["a"]
+    rows, cols = _shape(a)
+    return Launch(KERNELS, name, grid=(min(grid, MAX_GRID_X),), block=(THREADS,),
+                  args=(a, inputs["x"], out, np.int32(rows), np.int32(cols)), result=out)
+
+
+def _grouped(inputs: dict, out: Any, group: int, vector: int, unroll: int) -> Launch:
+    rows = inputs["a"].shape[0]
+    return _launch(grouped_kernel(group, vector, unroll), inputs, out,
+                   blocks(rows, THREADS // group))
+
+
+def _in_order(*launches: Launch) -> Callable[[], Any]:
+    """One run that launches each kernel in turn (one stream: each sees the last one's output)
+    and returns the last one's result."""
+
+    def run() -> Any:
+        for launch in launches:
+            result = launch()
+        return result
+
+    return run
+
+
+def _split(inputs: dict, out: Any, vector: int) -> Bound:
+    """Partial sums of chunks into a rows x chunks temporary (allocated here, not in the timed
+    run), then one sum per row."""
+    import cupy
+
+    a = inputs["a"]
+    rows, cols = _shape(a)
+    chunk = split_chunk(vector)
+    chunks = blocks(cols, chunk)
+    partial = cupy.empty((rows, chunks), cupy.float32)
+    first = Launch(KERNELS, split_kernel(vector),
+                   grid=(min(blocks(rows, SPLIT_ROWS) * chunks, MAX_GRID_X),), block=(THREADS,),
+                   args=(a, inputs["x"], partial, np.int32(rows), np.int32(cols),
+                         np.int32(chunks)),
+                   result=partial)
+    second = Launch(KERNELS, SUM_PARTIALS, grid=(min(rows, MAX_GRID_X),), block=(THREADS,),
+                    args=(partial, out, np.int32(rows), np.int32(chunks)), result=out)
+    return Bound(_in_order(first, second),
+                 {"strategy": "split", "vector": vector, "chunk": chunk, "chunks": chunks,
+                  "rows_per_block": SPLIT_ROWS, "block": [THREADS]})
+
+
+def bind(inputs: dict, out: Any, strategy: Strategy) -> Bound:
+    """gpu-optimized with a given strategy (tests force each one on awkward shapes)."""
+    if strategy.kind == "split":
+        return _split(inputs, out, strategy.vector)
+    launch = _grouped(inputs, out, strategy.group, strategy.vector, strategy.unroll)
+    return Bound(launch, {"strategy": "rows", "lanes_per_row": strategy.group,
+                          "vector": strategy.vector, "unroll": strategy.unroll,
+                          "block": [THREADS]})
+
+
+def row_per_thread(inputs: dict, out: Any, machine: Machine) -> Bound:
+    launch = _launch(ROW_PER_THREAD, inputs, out, blocks(inputs["a"].shape[0], THREADS))
+    return Bound(launch, {"block": [THREADS]})
+
+
+def block_thread0(inputs: dict, out: Any, machine: Machine) -> Bound:
+    return Bound(_launch(BLOCK_THREAD0, inputs, out, inputs["a"].shape[0]), {"block": [THREADS]})
+
+
+def block_reduce(inputs: dict, out: Any, machine: Machine) -> Bound:
+    return Bound(_launch(BLOCK_REDUCE, inputs, out, inputs["a"].shape[0]), {"block": [THREADS]})
+
+
+def warp_per_row(inputs: dict, out: Any, machine: Machine) -> Bound:
+    vector = 4 if vectorizable(inputs["a"], inputs["x"]) else 1
+    return Bound(_grouped(inputs, out, WARP, vector, 1),
+                 {"block": [THREADS], "lanes_per_row": WARP, "vector": vector})
+
+
+def optimized(inputs: dict, out: Any, machine: Machine) -> Bound:
+    a = inputs["a"]
+    rows, cols = a.shape
+    vector = 4 if vectorizable(a, inputs["x"]) else 1
+    return bind(inputs, out, choose_strategy(rows, cols, machine.gpu.sms, vector))
+
+
+def library(inputs: dict, out: Any, machine: Machine) -> Bound:
+    from cupy import cublas
+
+    a, x = inputs["a"], inputs["x"]
+
+    def run() -> Any:
+        # cuBLAS SGEMV, y = 1 * a @ x + 0 * y (beta = 0: the poisoned y is not read). A
+        # C-contiguous rows x cols matrix is a column-major cols x rows one, so CuPy calls
+        # sgemv with op T on it (op N for a single row or column, which is both). SGEMV runs
+        # fp32 FMAs on the CUDA cores: TF32 applies only to tensor-core GEMMs, never to GEMV.
+        cublas.gemv("N", 1.0, a, x, 0.0, out)
+        return out
+
+    return Bound(run, {"routine": "cublasSgemv"})

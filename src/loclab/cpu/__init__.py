@@ -1,0 +1,1 @@
+"""Numba glue for CPU variants: what numba lacks and several cases need (atomics)."""

@@ -1,0 +1,193 @@
+"""The histogram case beyond the generic per-variant tests: the golden loop's semantics
+(indices >= bins skipped), multi-pass chunking at any chunk size, the tolerance, the CPU
+atomic add, sizes that follow the caches, and GPU passes forced to many small chunks."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from loclab.bench.validate import compare
+from loclab.cases import get_case
+from loclab.cases.base import summation_tolerance
+
+CASE = get_case("histogram")
+
+
+def golden_loop(inds, vals, bins):
+    """The lectures' goldenSeq, literally (float64 sums)."""
+    hist = [0.0] * bins
+    for ind, val in zip(inds.tolist(), vals.tolist()):
+        if ind < bins:
+            hist[ind] += val
+    return np.array(hist, np.float32)
+
+
+def inputs_for(inds, vals, bins):
+    return {"inds": np.asarray(inds, np.uint32), "vals": np.asarray(vals, np.float32),
+            "bins": np.array([bins], np.int64)}
+
+
+def test_golden_is_the_lectures_loop_and_skips_indices_at_or_above_bins():
+    rng = np.random.default_rng(3)
+    inds = rng.integers(0, 40, 5000, dtype=np.uint32)
+    inds[:10] = [30, 31, 2**32 - 1, 29, 0, 30, 1000, 29, 31, 30]
+    inputs = inputs_for(inds, rng.random(5000, dtype=np.float32) + 0.5, 30)
+    np.testing.assert_allclose(CASE.golden(inputs), golden_loop(inds, inputs["vals"], 30),
+                               rtol=1e-6)
+
+
+def test_generated_inputs_include_indices_to_skip():
+    inputs = CASE.make_inputs({"bins": 1000, "n": 100_000}, np.random.default_rng(0))
+    beyond = np.count_nonzero(inputs["inds"] >= 1000)
+    assert 0 < beyond < 5000 and inputs["vals"].min() > 0
+
+
+@pytest.mark.parametrize("variant", [v.name for v in CASE.variants_on("cpu")])
+def test_every_cpu_variant_skips_indices_at_or_above_bins(variant, machine):
+    inds = np.array([5, 6, 7, 8, 9, 2**32 - 1, 4, 7, 100], np.uint32)
+    inputs = inputs_for(inds, np.arange(1, 10, dtype=np.float32), 7)
+    out = np.full(7, np.nan, np.float32)
+    setup = next(v for v in CASE.variants if v.name == variant).setup
+    result = setup(inputs, out, machine).run()
+    np.testing.assert_array_equal(result, [0, 0, 0, 0, 7, 1, 2])
+
+
+@settings(max_examples=30, deadline=None)
+@given(bins=st.integers(1, 300), n=st.integers(0, 3000), chunk=st.integers(1, 400),
+       seed=st.integers(0, 2**16))
+def test_multipass_at_any_chunk_size(bins, n, chunk, seed):
+    from loclab.cases.histogram.cpu import histogram_multipass
+
+    rng = np.random.default_rng(seed)
+    inputs = inputs_for(rng.integers(0, bins + 3, n), rng.random(n, dtype=np.float32), bins)
+    out = np.full(bins, np.nan, np.float32)
+    histogram_multipass(inputs["inds"], inputs["vals"], out, chunk)
+    check = compare(out, CASE.golden(inputs), CASE.tolerance_for(inputs))
+    assert check.valid, check.problem
+
+
+def test_tolerance_grows_with_the_terms_per_bin_and_still_catches_a_dropped_term():
+    dims = {"bins": 1000, "n": 65_537}
+    inputs = CASE.make_inputs(dims, np.random.default_rng(1))
+    terms = int(np.bincount(inputs["inds"][inputs["inds"] < 1000]).max())
+    assert CASE.tolerance_for(inputs) == summation_tolerance(terms)
+    wrong = CASE.golden(inputs)
+    first = int(np.flatnonzero(inputs["inds"] < 1000)[0])
+    wrong[inputs["inds"][first]] -= inputs["vals"][first]
+    assert not compare(wrong, CASE.golden(inputs), CASE.tolerance_for(inputs)).valid
+
+
+def test_cpu_atomic_add_loses_no_update_under_contention():
+    from numba import njit, prange
+
+    from loclab.cpu.atomics import atomic_add
+
+    @njit(parallel=True)
+    def hammer(target, index, times):
+        for _ in prange(times):
+            atomic_add(target, index, 1)
+
+    floats, ints = np.zeros(3, np.float32), np.zeros(3, np.int64)
+    hammer(floats, 1, 1_000_000)
+    hammer(ints, 2, 1_000_000)
+    assert floats.tolist() == [0, 1_000_000, 0] and ints.tolist() == [0, 0, 1_000_000]
+
+
+def test_atomic_add_rejects_what_it_cannot_do():
+    from numba import njit
+    from numba.core.errors import TypingError
+
+    from loclab.cpu.atomics import atomic_add
+
+    @njit
+    def on_2d(target):
+        atomic_add(target, 0, 1.0)
+
+    with pytest.raises(TypingError):
+        on_2d(np.zeros((2, 2), np.float32))
+
+
+def test_default_sizes_sweep_the_caches(machine):
+    sizes = CASE.dims("default", "cpu", machine)
+    bins = [dims["bins"] * 4 for dims in sizes]
+    assert bins == [machine.cpu.l2_bytes // 4] + [int(m * machine.cpu.llc_bytes)
+                                                  for m in (0.25, 2, 8)]
+    assert len({dims["n"] for dims in sizes}) == 1
+    assert all(8 * dims["n"] >= 4 * 4 * dims["bins"] for dims in sizes)
+
+
+def test_privatized_applies_only_where_the_sub_histograms_fit_the_llc(machine):
+    import numba
+
+    from loclab.cases.histogram.cpu import privatized_fits
+
+    llc = machine.cpu.llc_bytes
+    fitting = llc // (4 * numba.get_num_threads())
+    assert privatized_fits(fitting, machine) is None
+    assert "exceed the LLC" in privatized_fits(fitting + 1, machine)
+
+
+def test_multipass_chunk_is_a_fraction_of_the_llc(machine):
+    from loclab.cases.histogram.cpu import multipass
+
+    bins = machine.cpu.llc_bytes  # 4x the LLC in bytes
+    out = np.empty(bins, np.float32)
+    inputs = inputs_for([0], [1.0], bins)
+    params = multipass(inputs, out, machine, fraction=0.5).params
+    assert params["chunk_bins"] == machine.cpu.llc_bytes // 8 and params["passes"] == 8
+
+
+# --- on a GPU -------------------------------------------------------------------------------
+
+def run_gpu(setup, dims, machine, **options):
+    import cupy
+
+    inputs = CASE.make_inputs(dims, np.random.default_rng(7))
+    staged = {name: cupy.asarray(array) for name, array in inputs.items()}
+    out = cupy.full(dims["bins"], cupy.nan, cupy.float32)
+    bound = setup(staged, out, machine, **options)
+    result = cupy.asnumpy(bound.run())
+    return compare(result, CASE.golden(inputs), CASE.tolerance_for(inputs)), bound.params
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("bins, n", [(1, 10), (4099, 70_001), (100_003, 1_000_003)])
+@pytest.mark.parametrize("name", ["multipass", "partitioned"])
+def test_gpu_passes_at_chunks_that_do_not_divide_the_histogram(name, bins, n, machine):
+    from loclab.cases.histogram import gpu
+
+    tiny_l2 = replace(machine, gpu=replace(machine.gpu, l2_bytes=4 * 1000))
+    check, params = run_gpu(getattr(gpu, name), {"bins": bins, "n": n}, tiny_l2,
+                            fraction=0.3)
+    assert check.valid, check.problem
+    expected_parts = -(-bins // 300)
+    if name == "partitioned":
+        expected_parts = min(expected_parts, gpu.MAX_PARTS)
+    assert params["passes"] == expected_parts
+
+
+@pytest.mark.gpu
+def test_gpu_shared_at_its_limit(machine):
+    from loclab.cases.histogram import gpu
+
+    bins = machine.gpu.shared_mem_per_block // 4
+    assert gpu.shared_fits(bins, machine) is None and gpu.shared_fits(bins + 1, machine)
+    check, _ = run_gpu(gpu.shared, {"bins": bins, "n": 1_000_003}, machine)
+    assert check.valid, check.problem
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant", [v.name for v in CASE.variants_on("gpu")])
+def test_every_gpu_variant_skips_indices_at_or_above_bins(variant, machine):
+    import cupy
+
+    inds = np.array([5, 6, 7, 8, 9, 2**32 - 1, 4, 7, 100], np.uint32)
+    inputs = inputs_for(inds, np.arange(1, 10, dtype=np.float32), 7)
+    staged = {name: cupy.asarray(array) for name, array in inputs.items()}
+    out = cupy.full(7, cupy.nan, cupy.float32)
+    setup = next(v for v in CASE.variants if v.name == variant).setup
+    result = cupy.asnumpy(setup(staged, out, machine).run())
+    np.testing.assert_array_equal(result, [0, 0, 0, 0, 7, 1, 2])
