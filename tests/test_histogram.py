@@ -126,8 +126,8 @@ def test_privatized_applies_only_where_the_sub_histograms_fit_the_llc(machine):
 
     llc = machine.cpu.llc_bytes
     fitting = llc // (4 * numba.get_num_threads())
-    assert privatized_fits(fitting, machine) is None
-    assert "exceed the LLC" in privatized_fits(fitting + 1, machine)
+    assert privatized_fits({"bins": fitting}, machine) is None
+    assert "exceed the LLC" in privatized_fits({"bins": fitting + 1}, machine)
 
 
 def test_multipass_chunk_is_a_fraction_of_the_llc(machine):
@@ -174,7 +174,8 @@ def test_gpu_shared_at_its_limit(machine):
     from loclab.cases.histogram import gpu
 
     bins = machine.gpu.shared_mem_per_block // 4
-    assert gpu.shared_fits(bins, machine) is None and gpu.shared_fits(bins + 1, machine)
+    assert gpu.shared_fits({"bins": bins}, machine) is None
+    assert gpu.shared_fits({"bins": bins + 1}, machine)
     check, _ = run_gpu(gpu.shared, {"bins": bins, "n": 1_000_003}, machine)
     assert check.valid, check.problem
 

@@ -110,14 +110,24 @@ def dims_text(dims: Dims) -> str:
     return " ".join(f"{name}={value}" for name, value in dims.items())
 
 
-def lazy(module: str, name: str) -> Setup:
-    """A setup function imported on first call, so that listing cases imports no numba/CuPy."""
+def lazy(module: str, name: str) -> Callable[..., Any]:
+    """``module.name``, imported on first call, so that listing cases imports no numba/CuPy
+    (a variant's setup, or its skip rule)."""
 
-    def setup(inputs: dict[str, Any], out: Any, machine: Machine) -> Bound:
-        return getattr(importlib.import_module(module), name)(inputs, out, machine)
+    def call(*args: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args)
 
-    setup.__qualname__ = f"lazy({module}.{name})"
-    return setup
+    call.__qualname__ = f"lazy({module}.{name})"
+    return call
+
+
+def uniform_nonzero(rng: np.random.Generator, shape: int | tuple[int, ...]) -> np.ndarray:
+    """float32 uniform in (0, 1]: 1 - U[0, 1), in place (no second copy of a large input).
+    Never zero, so an output that misses a term cannot match golden by luck."""
+    values = rng.random(shape, dtype="float32")
+    values *= -1  # exact, so -u + 1 is 1 - u rounded once
+    values += 1
+    return values
 
 
 FLOAT32_UNIT_ROUNDOFF = 2.0 ** -24

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from loclab.cases.base import Case, Variant, Work, lazy, summation_tolerance
+from loclab.cases.base import Case, Variant, Work, lazy, summation_tolerance, uniform_nonzero
 from loclab.hw import Machine
 
 CPU = "loclab.cases.histogram.cpu"
@@ -51,7 +51,7 @@ def make_inputs(dims: dict[str, int], rng: np.random.Generator) -> dict[str, np.
     (0, 1]; ``bins`` travels with them (one element) so that variants and golden agree."""
     bins, n = dims["bins"], dims["n"]
     inds = rng.integers(0, bins + bins // OUT_OF_RANGE_SHARE + 1, size=n, dtype=np.uint32)
-    vals = np.float32(1.0) - rng.random(n, dtype=np.float32)
+    vals = uniform_nonzero(rng, n)
     return {"inds": inds, "vals": vals, "bins": np.array([bins], np.int64)}
 
 
@@ -105,18 +105,6 @@ TEST_DIMS = tuple({"bins": b, "n": n} for b, n in (
     (100_003, 300_007), (12_289, 50_000)))
 
 
-def _privatized_skip(dims: dict[str, int], machine: Machine) -> str | None:
-    from loclab.cases.histogram.cpu import privatized_fits
-
-    return privatized_fits(dims["bins"], machine)
-
-
-def _shared_skip(dims: dict[str, int], machine: Machine) -> str | None:
-    from loclab.cases.histogram.gpu import shared_fits
-
-    return shared_fits(dims["bins"], machine)
-
-
 CASE = Case(
     name="histogram",
     lesson="last-level-cache thrashing; multi-pass chunking; privatization",
@@ -140,7 +128,7 @@ CASE = Case(
         Variant("cpu-privatized", "cpu", "optimized",
                 "a private sub-histogram per thread (no atomics), then a parallel merge; "
                 "only where all of them fit in the LLC",
-                lazy(CPU, "privatized"), skip=_privatized_skip),
+                lazy(CPU, "privatized"), skip=lazy(CPU, "privatized_fits")),
         Variant("numpy", "cpu", "library",
                 "numpy.bincount(inds[kept], weights=vals[kept], minlength=bins) as float32, "
                 "kept = inds < bins (sums in float64)",
@@ -159,7 +147,7 @@ CASE = Case(
         Variant("gpu-shared", "gpu", "optimized",
                 "a sub-histogram per block in shared memory, merged with global atomics; "
                 "only where the histogram fits a block's shared memory",
-                lazy(GPU, "shared"), skip=_shared_skip),
+                lazy(GPU, "shared"), skip=lazy(GPU, "shared_fits")),
         Variant("cupy.bincount", "gpu", "library",
                 "cupy.bincount(inds[kept], weights=vals[kept], minlength=bins) as float32, "
                 "kept = inds < bins (sums in float64)",

@@ -33,15 +33,10 @@ def accumulate_atomic(inds, vals, hist, low, high):
             atomic_add(hist, ind, vals[i])
 
 
-def histogram_atomic(inds: np.ndarray, vals: np.ndarray, hist: np.ndarray) -> np.ndarray:
-    zero(hist)
-    accumulate_atomic(inds, vals, hist, 0, hist.size)
-    return hist
-
-
 def histogram_multipass(inds: np.ndarray, vals: np.ndarray, hist: np.ndarray,
                         chunk: int) -> np.ndarray:
-    """The lectures' ``multiStep``: the passes run in sequence, each in parallel."""
+    """The lectures' ``multiStep``: the passes run in sequence, each in parallel (one pass
+    over the whole histogram is the direct parallelization, cpu-atomic)."""
     zero(hist)
     for low in range(0, hist.size, chunk):
         accumulate_atomic(inds, vals, hist, low, min(low + chunk, hist.size))
@@ -74,9 +69,9 @@ def multipass_chunk(machine: Machine, fraction: float = LLC_FRACTION) -> int:
     return max(1, int(fraction * machine.cpu.llc_bytes) // 4)
 
 
-def privatized_fits(bins: int, machine: Machine) -> str | None:
-    """Private sub-histograms pay off while all of them stay in the LLC."""
-    threads = numba.get_num_threads()
+def privatized_fits(dims: dict[str, int], machine: Machine) -> str | None:
+    """Private sub-histograms pay off while all of them stay in the LLC (else: why not)."""
+    bins, threads = dims["bins"], numba.get_num_threads()
     need = threads * bins * 4
     if need > machine.cpu.llc_bytes:
         return (f"{threads} sub-histograms of {bins} bins ({need / 2**20:.0f} MiB) exceed the "
@@ -85,7 +80,7 @@ def privatized_fits(bins: int, machine: Machine) -> str | None:
 
 
 def atomic(inputs: dict, out: np.ndarray, machine: Machine) -> Bound:
-    return Bound(partial(histogram_atomic, inputs["inds"], inputs["vals"], out))
+    return Bound(partial(histogram_multipass, inputs["inds"], inputs["vals"], out, out.size))
 
 
 def multipass(inputs: dict, out: np.ndarray, machine: Machine,

@@ -152,8 +152,10 @@ def partitioned(inputs: dict, out: Any, machine: Machine,
                        "tile": PARTITION_TILE})
 
 
-def shared_fits(bins: int, machine: Machine) -> str | None:
-    """A sub-histogram per block must fit the block's (default) shared memory."""
+def shared_fits(dims: dict[str, int], machine: Machine) -> str | None:
+    """A sub-histogram per block must fit the block's (default) shared memory (else: why
+    not)."""
+    bins = dims["bins"]
     limit = machine.gpu.shared_mem_per_block // 4 if machine.gpu else 0
     if bins > limit:
         return f"{bins} bins exceed a block's shared memory ({limit} float bins)"

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from loclab.cases.base import Case, Variant, Work, lazy, summation_tolerance
+from loclab.cases.base import Case, Variant, Work, lazy, summation_tolerance, uniform_nonzero
 from loclab.hw import Machine
 
 CPU = "loclab.cases.matvec.cpu"
@@ -54,14 +54,9 @@ def tolerance(inputs: dict[str, np.ndarray]) -> float:
     return summation_tolerance(inputs["a"].shape[1])
 
 
-def _uniform(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
-    """float32 uniform in (0, 1]: 1 - U[0, 1), in place (no second copy of a large ``a``)."""
-    values = rng.random(shape, dtype=np.float32)
-    return np.subtract(1, values, out=values)
-
-
 def make_inputs(dims: dict[str, int], rng: np.random.Generator) -> dict[str, np.ndarray]:
-    return {"a": _uniform(rng, (dims["rows"], dims["cols"])), "x": _uniform(rng, (dims["cols"],))}
+    return {"a": uniform_nonzero(rng, (dims["rows"], dims["cols"])),
+            "x": uniform_nonzero(rng, (dims["cols"],))}
 
 
 def shapes(side: int) -> list[dict[str, int]]:
