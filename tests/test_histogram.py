@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from loclab.bench.validate import compare
 from loclab.cases import get_case
 from loclab.cases.base import summation_tolerance
+from loclab.hw.gpu import GpuInfo
 
 CASE = get_case("histogram")
 
@@ -192,3 +193,61 @@ def test_every_gpu_variant_skips_indices_at_or_above_bins(variant, machine):
     setup = next(v for v in CASE.variants if v.name == variant).setup
     result = cupy.asnumpy(setup(staged, out, machine).run())
     np.testing.assert_array_equal(result, [0, 0, 0, 0, 7, 1, 2])
+
+
+# An H200 as CUDA describes it (the bucket layout depends on nothing else).
+H200 = GpuInfo(name="H200", compute_capability="9.0", sms=132, memory_bytes=0,
+               l2_bytes=60 * 2**20, shared_mem_per_block=48 * 1024,
+               shared_mem_per_block_optin=227 * 1024, shared_mem_per_sm=228 * 1024,
+               registers_per_sm=65536, max_threads_per_sm=2048, max_threads_per_block=1024,
+               clock_mhz=1980, memory_clock_mhz=3201, memory_bus_bits=6144,
+               fp32_lanes_per_sm=128)
+
+
+@pytest.mark.parametrize("bins", [1, 7, 131, 132, 133, 10_000, 31_457_280, 125_829_120])
+def test_buckets_cover_the_histogram_and_fit_shared_memory(bins, machine):
+    from loclab.cases.histogram import gpu
+
+    buckets, width = gpu.bucket_layout(bins, replace(machine, gpu=H200))
+    assert (buckets - 1) * width < bins <= buckets * width  # every bin, no empty bucket
+    assert width * 4 <= H200.shared_mem_per_block_optin
+    assert buckets <= H200.sms * -(-bins // (H200.shared_mem_per_block_optin // 4 * H200.sms))
+    assert buckets >= min(bins, H200.sms) // 2  # one per SM at least, up to rounding
+
+
+def test_bucketed_applies_while_the_scatter_tile_has_room_for_the_buckets(machine):
+    from loclab.cases.histogram import gpu
+
+    h200 = replace(machine, gpu=H200)
+    assert gpu.bucket_layout(2 * H200.l2_bytes // 4, h200) == (660, 47_663)
+    assert gpu.bucketed_fits({"bins": 8 * H200.l2_bytes // 4}, h200) is None
+    assert "buckets" in gpu.bucketed_fits({"bins": 2**31}, h200)
+    assert "no GPU" in gpu.bucketed_fits({"bins": 10}, replace(machine, gpu=None))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("bins, n", [(1, 10), (4099, 70_001), (100_003, 1_000_003)])
+def test_gpu_bucketed_at_buckets_that_do_not_divide_the_histogram(bins, n, machine):
+    from loclab.cases.histogram import gpu
+
+    check, params = run_gpu(gpu.bucketed, {"bins": bins, "n": n}, machine, bucket_bytes=400)
+    assert check.valid, check.problem
+    assert params["bucket_bins"] <= 100
+    assert (params["buckets"] - 1) * params["bucket_bins"] < bins
+
+
+@pytest.mark.gpu
+def test_gpu_bucketed_when_every_element_falls_in_one_bucket(machine):
+    import cupy
+
+    from loclab.cases.histogram import gpu
+
+    n, bins = 3_000_017, 1_000_003
+    inds = np.full(n, 12_345, np.uint32)
+    inds[::7] = 2**32 - 1
+    inputs = inputs_for(inds, np.ones(n, np.float32), bins)
+    staged = {name: cupy.asarray(array) for name, array in inputs.items()}
+    out = cupy.full(bins, cupy.nan, cupy.float32)
+    result = cupy.asnumpy(gpu.bucketed(staged, out, machine).run())
+    check = compare(result, CASE.golden(inputs), CASE.tolerance_for(inputs))
+    assert check.valid, check.problem

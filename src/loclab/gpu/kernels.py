@@ -15,6 +15,8 @@ from typing import Any
 from loclab.errors import LaunchError
 
 NVRTC_OPTIONS = ("-std=c++17",)
+# Dynamic shared memory a kernel may have without opting in.
+DEFAULT_DYNAMIC_SHARED = 48 * 1024
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,19 @@ class Launch:
         self.result = result
         self.shared_mem = shared_mem
         self._kernel = _module(source).get_function(name)
+        if shared_mem > DEFAULT_DYNAMIC_SHARED:
+            self._opt_in(shared_mem)
+
+    def _opt_in(self, shared_mem: int) -> None:
+        """Beyond 48 KiB a kernel must opt in to dynamic shared memory; the attribute belongs
+        to the kernel, so it only ever grows (another launch of it may need more)."""
+        if shared_mem <= self._kernel.max_dynamic_shared_size_bytes:
+            return
+        try:
+            self._kernel.max_dynamic_shared_size_bytes = shared_mem
+        except Exception as err:  # CUDADriverError: more than the device allows
+            raise LaunchError(f"kernel {self.name} cannot have {shared_mem} bytes of dynamic "
+                              f"shared memory: {err}") from None
 
     @property
     def shape(self) -> str:

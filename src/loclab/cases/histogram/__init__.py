@@ -5,7 +5,11 @@ reduction: parallel with atomic updates. With random indices each update touches
 line of ``hist``; once ``hist`` outgrows the last-level cache (the L2 on a GPU), nearly every
 update misses, and the cache thrashes. The multi-pass remedy processes the histogram one
 cache-sized chunk at a time, re-reading the whole input per chunk; partitioning the input by
-chunk once (beyond the lectures) makes each pass read only its own elements.
+chunk once (beyond the lectures) makes each pass read only its own elements. On a GPU the
+updates of every L2-chunk variant still go through L2 atomics, whose rate bounds them; sorting
+the input into buckets small enough for one block's shared memory (beyond the lectures too)
+turns every update into a shared-memory atomic at the price of one more write and read of the
+input.
 
 Sizes sweep the histogram against the detected cache: about 1/4 of a core's L2 (CPU) or a
 block's shared memory (GPU), where private sub-histograms fit; and 0.25x, 2x and 8x the
@@ -144,6 +148,10 @@ CASE = Case(
                 "partition the input by chunk once (block-local counting sort), then one "
                 "pass per chunk over its own elements only",
                 lazy(GPU, "partitioned")),
+        Variant("gpu-bucketed", "gpu", "optimized",
+                "counting sort of the input into buckets of bins that fit one block's shared "
+                "memory, then one block per bucket: shared-memory atomics only",
+                lazy(GPU, "bucketed"), skip=lazy(GPU, "bucketed_fits")),
         Variant("gpu-shared", "gpu", "optimized",
                 "a sub-histogram per block in shared memory, merged with global atomics; "
                 "only where the histogram fits a block's shared memory",

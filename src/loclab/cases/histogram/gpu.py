@@ -28,12 +28,27 @@ L2_FRACTION = 0.5
 # Enough blocks to fill every SM several times over; grid-stride loops do the rest.
 BLOCKS_PER_SM = 16
 
+# gpu-bucketed: tiles of 16,384 elements sorted by bucket in shared memory (long runs per
+# bucket for the writes); the per-bucket histograms with 1,024 threads, 8 loads in flight each.
+COUNT_THREADS, COUNT_ITEMS = 512, 8
+SCATTER_THREADS, SCATTER_ITEMS = 1024, 16
+SCATTER_TILE_BYTES = SCATTER_THREADS * SCATTER_ITEMS * 8  # an index and a value per element
+BUCKET_THREADS, BUCKET_ITEMS = 1024, 8
+BUCKET_COUNT = f"bucket_count<{COUNT_THREADS},{COUNT_ITEMS}>"
+BUCKET_SCATTER = f"bucket_scatter<{SCATTER_THREADS},{SCATTER_ITEMS}>"
+BUCKET_HISTOGRAM = f"bucket_histogram<{BUCKET_THREADS},{BUCKET_ITEMS}>"
+# Shared memory the CUDA runtime keeps for itself in each block.
+RESERVED_SHARED = 1024
+
 KERNELS = KernelSource(Path(__file__).with_name("kernels.cu"), (
     f"histogram_atomic<{ITEMS}>",
     f"histogram_segment<{ITEMS}>",
     "histogram_shared",
     f"partition_count{PARTITION_TEMPLATE}",
     f"partition_scatter{PARTITION_TEMPLATE}",
+    BUCKET_COUNT,
+    BUCKET_SCATTER,
+    BUCKET_HISTOGRAM,
 ))
 
 
@@ -170,6 +185,77 @@ def shared(inputs: dict, out: Any, machine: Machine) -> Bound:
                     result=out, shared_mem=bins * 4)
     return Bound(_in_sequence(out, [launch]),
                  {"block": [THREADS], "grid": list(launch.grid), "shared_bytes": bins * 4})
+
+
+def bucket_layout(bins: int, machine: Machine, bucket_bytes: int | None = None) -> tuple[int, int]:
+    """(buckets, bins per bucket). A bucket's histogram fills at most ``bucket_bytes`` of shared
+    memory (default: all that one block may have on an SM), and there are at least as many
+    buckets as SMs, in whole multiples of the SM count, so that every SM gets the same work."""
+    gpu = machine.gpu
+    if bucket_bytes is None:
+        bucket_bytes = min(gpu.shared_mem_per_block_optin, gpu.shared_mem_per_sm - RESERVED_SHARED)
+    most = max(1, bucket_bytes // 4)
+    width = -(-bins // (gpu.sms * -(-bins // (most * gpu.sms))))
+    return -(-bins // width), width
+
+
+def max_buckets(machine: Machine) -> int:
+    """Buckets a scatter tile can count and place: 12 bytes of shared memory per bucket
+    beside the tile (a count, then a position; an output offset)."""
+    room = machine.gpu.shared_mem_per_block_optin - SCATTER_TILE_BYTES - RESERVED_SHARED
+    return max(0, room // 12)
+
+
+def bucketed_fits(dims: dict[str, int], machine: Machine) -> str | None:
+    """The scatter's tile and per-bucket tables must fit one block's shared memory."""
+    if machine.gpu is None:
+        return "no GPU"
+    buckets, _ = bucket_layout(dims["bins"], machine)
+    if buckets > max_buckets(machine):
+        return (f"{dims['bins']} bins need {buckets} buckets; a scatter tile has room for "
+                f"{max_buckets(machine)}")
+    return None
+
+
+def bucketed(inputs: dict, out: Any, machine: Machine, bucket_bytes: int | None = None) -> Bound:
+    """A counting sort of the input by bucket (bins small enough for one block's shared
+    memory), then one block per bucket: every update is a shared-memory atomic, and each bin
+    of the histogram is written once, by the block that owns it."""
+    import cupy
+
+    inds, vals, bins, n = inputs["inds"], inputs["vals"], out.size, inputs["inds"].size
+    buckets, width = bucket_layout(bins, machine, bucket_bytes)
+    totals = cupy.zeros(buckets, cupy.uint64)
+    offsets = cupy.zeros(buckets + 1, cupy.uint64)  # offsets[0] stays 0
+    cursor = cupy.empty(buckets, cupy.uint64)
+    sorted_inds = cupy.empty(n, cupy.uint32)
+    sorted_vals = cupy.empty(n, cupy.float32)
+    sizes = (np.uint32(bins), np.uint32(width), np.int32(buckets))
+    count = Launch(KERNELS, BUCKET_COUNT, grid=(machine.gpu.sms * 4,), block=(COUNT_THREADS,),
+                   args=(inds, np.int64(n), *sizes, totals), result=totals,
+                   shared_mem=buckets * 4)
+    scatter_shared = SCATTER_TILE_BYTES + buckets * 12
+    per_sm = max(1, machine.gpu.shared_mem_per_sm // (scatter_shared + RESERVED_SHARED))
+    scatter = Launch(KERNELS, BUCKET_SCATTER,
+                     grid=(min(blocks(n, SCATTER_TILE_BYTES // 8), machine.gpu.sms * per_sm),),
+                     block=(SCATTER_THREADS,),
+                     args=(inds, vals, np.int64(n), *sizes, cursor, sorted_inds, sorted_vals),
+                     result=sorted_inds, shared_mem=scatter_shared)
+    histogram = Launch(KERNELS, BUCKET_HISTOGRAM, grid=(buckets,), block=(BUCKET_THREADS,),
+                       args=(sorted_inds, sorted_vals, offsets, np.int32(buckets), np.uint32(bins),
+                             np.uint32(width), out),
+                       result=out, shared_mem=width * 4)
+
+    def run() -> Any:
+        totals.fill(0)
+        count()
+        cupy.cumsum(totals, out=offsets[1:])
+        cursor[...] = offsets[:-1]
+        scatter()
+        return histogram()
+
+    return Bound(run, {"buckets": buckets, "bucket_bins": width,
+                       "tile": SCATTER_TILE_BYTES // 8})
 
 
 def bincount(inputs: dict, out: Any, machine: Machine) -> Bound:

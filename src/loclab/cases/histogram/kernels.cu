@@ -164,3 +164,171 @@ __global__ void histogram_shared(const u32* __restrict__ inds, const float* __re
     }
 }
 
+
+// gpu-sorted: the input grouped into buckets of bins small enough for one block's shared
+// memory, then one block per bucket. Three kernels: count per bucket, scatter, histogram.
+
+// Exclusive prefix sum of counts[0, len) in shared memory, in place; returns the total. Each
+// thread scans a contiguous run of entries; warps combine their runs with shuffles.
+// warp_sums holds THREADS / 32 + 1 ints. Every thread of the block must call it.
+template <int THREADS>
+__device__ int block_exclusive_scan(int* counts, int len, int* warp_sums) {
+    const int per = (len + THREADS - 1) / THREADS;
+    const int first = min((int)threadIdx.x * per, len), last = min(first + per, len);
+    int own = 0;
+    for (int b = first; b < last; ++b) own += counts[b];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    int inclusive = own;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        const int up = __shfl_up_sync(0xffffffffu, inclusive, d);
+        if (lane >= d) inclusive += up;
+    }
+    if (lane == 31) warp_sums[warp] = inclusive;
+    __syncthreads();
+    if (warp == 0) {
+        const int mine = lane < THREADS / 32 ? warp_sums[lane] : 0;
+        int before = mine;
+#pragma unroll
+        for (int d = 1; d < 32; d <<= 1) {
+            const int up = __shfl_up_sync(0xffffffffu, before, d);
+            if (lane >= d) before += up;
+        }
+        if (lane < THREADS / 32) warp_sums[lane] = before - mine;
+        if (lane == 31) warp_sums[THREADS / 32] = before;
+    }
+    __syncthreads();
+    int running = warp_sums[warp] + inclusive - own;
+    for (int b = first; b < last; ++b) {
+        const int count = counts[b];
+        counts[b] = running;
+        running += count;
+    }
+    const int total = warp_sums[THREADS / 32];
+    __syncthreads();
+    return total;
+}
+
+// gpu-sorted, step 1 of 3: elements per bucket (bucket = index / bucket_bins), tallied in
+// shared memory per block, then added into totals (zeroed by the host).
+template <int THREADS, int ITEMS>
+__global__ void __launch_bounds__(THREADS)
+bucket_count(const u32* __restrict__ inds, i64 n, u32 bins, u32 bucket_bins, int buckets,
+             unsigned long long* __restrict__ totals) {
+    extern __shared__ int tally[];
+    for (int b = threadIdx.x; b < buckets; b += THREADS) tally[b] = 0;
+    __syncthreads();
+    const i64 step = (i64)gridDim.x * THREADS * ITEMS;
+    for (i64 base = (i64)blockIdx.x * THREADS * ITEMS + threadIdx.x; base < n; base += step) {
+        u32 ind[ITEMS];
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) {
+            const i64 i = base + (i64)k * THREADS;
+            ind[k] = i < n ? inds[i] : bins;
+        }
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) {
+            if (ind[k] < bins) atomicAdd(&tally[ind[k] / bucket_bins], 1);
+        }
+    }
+    __syncthreads();
+    for (int b = threadIdx.x; b < buckets; b += THREADS) {
+        if (tally[b]) atomicAdd(&totals[b], (unsigned long long)tally[b]);
+    }
+}
+
+// gpu-sorted, step 2 of 3 (after a scan of the totals into cursor): each tile of
+// THREADS * ITEMS elements is sorted by bucket in shared memory (a counting sort), takes a
+// range of each bucket's output with one global atomic per bucket, and writes its buckets out
+// as contiguous runs, so that consecutive lanes store to consecutive addresses.
+// Dynamic shared memory: THREADS * ITEMS * 8 + buckets * 12 bytes.
+template <int THREADS, int ITEMS>
+__global__ void __launch_bounds__(THREADS)
+bucket_scatter(const u32* __restrict__ inds, const float* __restrict__ vals, i64 n, u32 bins,
+               u32 bucket_bins, int buckets, unsigned long long* __restrict__ cursor,
+               u32* __restrict__ sorted_inds, float* __restrict__ sorted_vals) {
+    constexpr int TILE = THREADS * ITEMS;
+    extern __shared__ unsigned long long pool[];
+    i64* to_tile = (i64*)pool;                       // per bucket: output position - tile position
+    u32* tile_inds = (u32*)(to_tile + buckets);
+    float* tile_vals = (float*)(tile_inds + TILE);
+    int* start = (int*)(tile_vals + TILE);           // per bucket: count, then first tile position
+    __shared__ int warp_sums[THREADS / 32 + 1];
+    const i64 tiles = (n + TILE - 1) / TILE;
+    for (i64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        for (int b = threadIdx.x; b < buckets; b += THREADS) start[b] = 0;
+        __syncthreads();
+        u32 ind[ITEMS];
+        float val[ITEMS];
+        int rank[ITEMS];
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) {
+            const i64 i = tile * TILE + k * THREADS + threadIdx.x;
+            ind[k] = i < n ? inds[i] : bins;
+        }
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) {
+            const i64 i = tile * TILE + k * THREADS + threadIdx.x;
+            val[k] = ind[k] < bins ? vals[i] : 0.0f;
+        }
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) {
+            if (ind[k] < bins) rank[k] = atomicAdd(&start[ind[k] / bucket_bins], 1);
+        }
+        __syncthreads();
+        for (int b = threadIdx.x; b < buckets; b += THREADS) {
+            if (start[b]) to_tile[b] = (i64)atomicAdd(&cursor[b], (unsigned long long)start[b]);
+        }
+        const int kept = block_exclusive_scan<THREADS>(start, buckets, warp_sums);
+        for (int b = threadIdx.x; b < buckets; b += THREADS) to_tile[b] -= start[b];
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) {
+            if (ind[k] < bins) {
+                const int j = start[ind[k] / bucket_bins] + rank[k];
+                tile_inds[j] = ind[k];
+                tile_vals[j] = val[k];
+            }
+        }
+        __syncthreads();
+        for (int j = threadIdx.x; j < kept; j += THREADS) {
+            const u32 key = tile_inds[j];
+            const i64 to = to_tile[key / bucket_bins] + j;
+            sorted_inds[to] = key;
+            sorted_vals[to] = tile_vals[j];
+        }
+        __syncthreads();
+    }
+}
+
+// gpu-sorted, step 3 of 3: one block per bucket sums the bucket's elements,
+// [offsets[bucket], offsets[bucket + 1]), into a shared-memory histogram of its bucket_bins
+// bins and writes them out: each bin of hist is written by exactly one block, no global
+// atomics. Dynamic shared memory: bucket_bins * 4 bytes.
+template <int THREADS, int ITEMS>
+__global__ void __launch_bounds__(THREADS)
+bucket_histogram(const u32* __restrict__ sorted_inds, const float* __restrict__ sorted_vals,
+                 const unsigned long long* __restrict__ offsets, int buckets, u32 bins,
+                 u32 bucket_bins, float* __restrict__ hist) {
+    extern __shared__ float sub[];
+    for (int bucket = blockIdx.x; bucket < buckets; bucket += gridDim.x) {
+        const u32 lo = (u32)bucket * bucket_bins, width = min(bucket_bins, bins - lo);
+        for (u32 b = threadIdx.x; b < width; b += THREADS) sub[b] = 0.0f;
+        __syncthreads();
+        const i64 first = (i64)offsets[bucket], last = (i64)offsets[bucket + 1];
+        for (i64 base = first + threadIdx.x; base < last; base += (i64)THREADS * ITEMS) {
+            u32 ind[ITEMS];
+            float val[ITEMS];
+#pragma unroll
+            for (int k = 0; k < ITEMS; ++k) {
+                const i64 i = base + (i64)k * THREADS;
+                ind[k] = i < last ? sorted_inds[i] : lo;
+                val[k] = i < last ? sorted_vals[i] : 0.0f;
+            }
+#pragma unroll
+            for (int k = 0; k < ITEMS; ++k) atomicAdd(&sub[ind[k] - lo], val[k]);
+        }
+        __syncthreads();
+        for (u32 b = threadIdx.x; b < width; b += THREADS) hist[lo + b] = sub[b];
+        __syncthreads();
+    }
+}
