@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from loclab.bench.timing import Budget
@@ -9,6 +11,15 @@ from loclab.hw import Machine, detect_machine
 
 # Enough samples to exercise the statistics, short enough for CI.
 QUICK = Budget(seconds=0.01, min_runs=2, max_runs=4)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def no_user_tuning_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Runs in tests never read (or write) the user's tuning cache."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LOCLAB_TUNING_CACHE",
+                     str(tmp_path_factory.mktemp("tuning") / "tuning.json"))
+        yield
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -1,12 +1,17 @@
-"""A toy case with deliberately broken variants, to test that the harness catches them."""
+"""A toy case with deliberately broken variants, to test that the harness catches them; and
+a tunable one whose configurations differ in speed, correctness and whether they build."""
 
 from __future__ import annotations
+
+import math
+import time
+from dataclasses import replace
 
 import numpy as np
 
 from loclab.bench.runner import Plan
 from loclab.bench.timing import Budget
-from loclab.cases.base import Bound, Case, Variant, Work
+from loclab.cases.base import SIZE_PRESETS, Bound, Case, Space, Variant, Work
 from loclab.errors import LaunchError
 
 
@@ -89,3 +94,38 @@ def toy_plan(case: Case, machine) -> Plan:
                 budget=Budget(seconds=0.01, min_runs=2, max_runs=4),
                 work=[(copy, "cpu", copy.dims("small", "cpu", machine)[0]),
                       (case, "cpu", {"n": 1001})])
+
+
+# The tunable toy: every step of tile away from 8 or of unroll away from 2 costs this much.
+TILE_STEP_S = 1e-3
+TILES = Space(values={"tile": [1, 2, 4, 8, 16], "unroll": [1, 2, 4]},
+              default={"tile": 2, "unroll": 1},
+              restriction=lambda config, dims, machine: (
+                  f"{config['tile'] * config['unroll']} threads per block > 32"
+                  if config["tile"] * config["unroll"] > 32 else None))
+
+
+def tiles_case(built: list[dict[str, int]] | None = None) -> Case:
+    """``toy`` with a variant ``tiled`` to tune: fastest (and correct) at tile 8, unroll 2;
+    tile 16 is faster still but wrong, tile 1 with unroll 4 fails to compile, tile x unroll
+    beyond 32 is rejected by the restriction. ``built`` records every configuration set up."""
+
+    def setup(inputs, out, machine, tile=2, unroll=1):
+        if built is not None:
+            built.append({"tile": tile, "unroll": unroll})
+        if tile == 1 and unroll == 4:
+            raise LaunchError("tiled<1, 4>: compilation failed: too many registers")
+        wrong = tile == 16
+        delay = 0.0 if wrong else TILE_STEP_S * (
+            1 + abs(math.log2(tile) - 3) + abs(math.log2(unroll) - 1))
+
+        def run():
+            time.sleep(delay)
+            np.multiply(inputs["a"], 3 if wrong else 2, out=out)
+            return out
+        return Bound(run, {"tile": tile, "unroll": unroll})
+
+    tiled = Variant("tiled", "cpu", "optimized", "tiles to tune", setup,
+                    space=lambda machine: TILES)
+    return replace(toy_case(GOOD, tiled, name="tiles"),
+                   sizes={preset: {"cpu": {"n": 1001}} for preset in SIZE_PRESETS})

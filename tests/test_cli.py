@@ -233,3 +233,4 @@ def test_console_script_help_is_quick_and_light():
     done = subprocess.run([sys.executable, "-m", "loclab", "--help"], capture_output=True,
                           text=True)
     assert done.returncode == 0 and "run" in done.stdout and "devices" in done.stdout
+    assert "tune" in done.stdout

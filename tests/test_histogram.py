@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from loclab.bench.validate import compare
 from loclab.cases import get_case
 from loclab.cases.base import summation_tolerance
-from loclab.hw.gpu import GpuInfo
+from tests.gpus import H200
 
 CASE = get_case("histogram")
 
@@ -193,15 +193,6 @@ def test_every_gpu_variant_skips_indices_at_or_above_bins(variant, machine):
     setup = next(v for v in CASE.variants if v.name == variant).setup
     result = cupy.asnumpy(setup(staged, out, machine).run())
     np.testing.assert_array_equal(result, [0, 0, 0, 0, 7, 1, 2])
-
-
-# An H200 as CUDA describes it (the bucket layout depends on nothing else).
-H200 = GpuInfo(name="H200", compute_capability="9.0", sms=132, memory_bytes=0,
-               l2_bytes=60 * 2**20, shared_mem_per_block=48 * 1024,
-               shared_mem_per_block_optin=227 * 1024, shared_mem_per_sm=228 * 1024,
-               registers_per_sm=65536, max_threads_per_sm=2048, max_threads_per_block=1024,
-               clock_mhz=1980, memory_clock_mhz=3201, memory_bus_bits=6144,
-               fp32_lanes_per_sm=128)
 
 
 @pytest.mark.parametrize("bins", [1, 7, 131, 132, 133, 10_000, 31_457_280, 125_829_120])

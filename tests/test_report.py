@@ -3,7 +3,7 @@
 import pytest
 
 from loclab.report import write_report
-from loclab.report.text import failures, results_table, skips
+from loclab.report.text import failures, results_table, reuse_lines, skips
 
 
 def result(variant, device, role, median, valid=True, flops=0, case="transpose"):
@@ -84,3 +84,16 @@ def test_report_directory(document, tmp_path):
     assert "## Failures" in markdown
     for png in ("copy.png", "transpose.png", "roofline.png"):
         assert (tmp_path / "r" / png).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_reuse_in_theory_is_shown_next_to_the_measured_rate(document, tmp_path):
+    stated = {**result("gpu-tiled", "gpu", "optimized", 0.004, flops=1e12, case="mmm"),
+              "size": {"m": 10, "n": 20, "k": 30}, "pct_of_peak": 3.3,
+              "params": {"reuse": "32 products per element staged in shared memory"}}
+    wrong = {**stated, "variant": "gpu-wrong", "valid": False}
+    document["results"] += [stated, wrong]
+    assert reuse_lines(document) == [
+        "mmm gpu-tiled (gpu, 10x20x30): reuse 32 products per element staged in shared "
+        "memory; measured 250,000 GFlop/s (3.3% of peak)"]
+    markdown = (write_report(document, tmp_path / "r").parent / "README.md").read_text()
+    assert "## Data reuse in theory, next to the measured rate" in markdown

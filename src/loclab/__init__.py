@@ -2,7 +2,9 @@
 
 The API mirrors the command line: ``loclab.run(...)`` returns the document that
 ``loclab run --json`` writes; ``loclab.devices()`` what ``loclab devices --json`` prints;
-``loclab.analyze(func_or_source)`` the dependence analysis ``loclab analyze`` explains.
+``loclab.tune(case, ...)`` what ``loclab tune --json`` writes (storing the best configurations
+in the tuning cache); ``loclab.analyze(func_or_source)`` the dependence analysis
+``loclab analyze`` explains.
 Heavy modules (numba, CuPy, matplotlib) load only when used.
 """
 
@@ -18,6 +20,13 @@ def run(*args: Any, **kwargs: Any) -> dict[str, Any]:
     from loclab.bench.runner import run as _run
 
     return _run(*args, **kwargs)
+
+
+def tune(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    """Autotune a case's variants; see :func:`loclab.bench.tuning.session.tune`."""
+    from loclab.bench.tuning.session import tune as _tune
+
+    return _tune(*args, **kwargs)
 
 
 def devices(*args: Any, **kwargs: Any) -> dict[str, Any]:
@@ -41,4 +50,4 @@ def analyze_file(*args: Any, **kwargs: Any) -> Any:
     return _analyze_file(*args, **kwargs)
 
 
-__all__ = ["__version__", "analyze", "analyze_file", "devices", "run"]
+__all__ = ["__version__", "analyze", "analyze_file", "devices", "run", "tune"]

@@ -9,11 +9,12 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 from loclab import __version__
+from loclab.bench.tuning import STRATEGY_NAMES
 from loclab.cases import case_names
 from loclab.cases.base import DEVICE_CHOICES, SIZE_PRESETS
 from loclab.errors import LoclabError, UsageError
@@ -33,6 +34,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
     return value
 
 
@@ -70,7 +81,44 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--report", type=Path, metavar="DIR",
                      help="write an HTML and Markdown report with charts")
     run.add_argument("--quiet", action="store_true", help="no progress bar and no table")
+    run.add_argument("--no-tuned", dest="tuned", action="store_false",
+                     help="ignore the tuning cache: run every variant untuned")
+    run.add_argument("--tuning-cache", type=Path, metavar="FILE",
+                     help="the tuning cache 'loclab tune' wrote (default: $LOCLAB_TUNING_CACHE "
+                          "or ~/.cache/loclab/tuning.json)")
     run.set_defaults(handler=_run)
+
+    tune = commands.add_parser(
+        "tune", help="autotune a case's variants and cache the best configurations",
+        description="Search the parameters (tile sizes, threads) of a case's tunable variants: "
+        "every configuration the restrictions allow is built, validated against golden and "
+        "timed; the fastest valid one is stored in the tuning cache, which 'loclab run' uses.")
+    tune.add_argument("case", choices=case_names(), metavar="CASE",
+                      help=f"case study to tune ({', '.join(case_names())})")
+    tune.add_argument("--variant", action="append", metavar="NAME",
+                      help="variant to tune, repeatable (default: every tunable one)")
+    tune.add_argument("--device", choices=DEVICE_CHOICES, default="all",
+                      help="where to tune (default: all found)")
+    tune.add_argument("--size", choices=SIZE_PRESETS, default="default",
+                      help="size preset: every size it names is tuned")
+    tune.add_argument("--strategy", choices=STRATEGY_NAMES, default="local",
+                      help="exhaustive (every configuration), random (seeded samples) or local "
+                           "(steepest descent from the best of the default and a few samples; "
+                           "the default)")
+    tune.add_argument("--budget", type=_positive_int, metavar="N",
+                      help="build at most N configurations per variant and size (default: "
+                           "all for exhaustive, 20 for random, to a local optimum for local)")
+    tune.add_argument("--seconds", type=_positive_float, metavar="S",
+                      help="start no new configuration after S seconds per variant and size")
+    tune.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    tune.add_argument("--threads", type=_positive_int, help="CPU threads (default: all cores)")
+    tune.add_argument("--tuning-cache", type=Path, metavar="FILE",
+                      help="where to store the best configurations (default: "
+                           "$LOCLAB_TUNING_CACHE or ~/.cache/loclab/tuning.json)")
+    tune.add_argument("--json", type=Path, metavar="FILE",
+                      help="write every configuration evaluated as JSON")
+    tune.add_argument("--quiet", action="store_true", help="no progress bar and no table")
+    tune.set_defaults(handler=_tune)
 
     devices = commands.add_parser("devices", help="show the detected CPU and GPU",
                                   description="Show the CPU and GPU loclab detects, and the "
@@ -123,12 +171,10 @@ def _console(stderr: bool = False) -> Any:
     return Console(stderr=stderr, highlight=False)
 
 
-def _execute_with_progress(request: Any) -> dict[str, Any]:
-    """Run a plan under a transient progress bar on stderr."""
+def _with_progress(work: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+    """Call ``work(progress)`` under a transient progress bar on stderr."""
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                                TimeElapsedColumn)
-
-    from loclab.bench.runner import execute
 
     with Progress(TextColumn("{task.description:<32}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=_console(stderr=True), transient=True) as bar:
@@ -137,7 +183,7 @@ def _execute_with_progress(request: Any) -> dict[str, Any]:
         def progress(done: int, total: int, label: str) -> None:
             bar.update(task, completed=done, total=total, description=label)
 
-        return execute(request, progress)
+        return work(progress)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -147,7 +193,8 @@ def _run(args: argparse.Namespace) -> int:
         _check_writable(args.json, "--json", directory=False)
     if args.report:
         _check_writable(args.report, "--report", directory=True)
-    request = plan(cases=args.case, device=args.device, size=args.size, threads=args.threads)
+    request = plan(cases=args.case, device=args.device, size=args.size, threads=args.threads,
+                   tuned=args.tuned, tuning_cache=args.tuning_cache)
     if args.quiet:
         from loclab.report.text import failures
 
@@ -157,23 +204,29 @@ def _run(args: argparse.Namespace) -> int:
     else:
         from loclab.report.console import print_results
 
-        document = _execute_with_progress(request)
+        document = _with_progress(lambda progress: execute(request, progress))
         print_results(document, _console())
     return max(_write_outputs(document, args), 1 if document["failures"] else 0)
 
 
-def _write_outputs(document: dict[str, Any], args: argparse.Namespace) -> int:
-    """Write the JSON, then the report; a failure to write one does not stop the other."""
+def _write_json(document: dict[str, Any], args: argparse.Namespace) -> int:
+    """Write ``--json`` if asked; a failure is one line on stderr and its exit code."""
     from loclab.bench.results import write_json
-    from loclab.report import write_report
 
-    code = 0
     if args.json:
         try:
             write_json(document, args.json)
         except LoclabError as err:
-            print(f"loclab run: error: {err}", file=sys.stderr)
-            code = err.exit_code
+            print(f"loclab {args.command}: error: {err}", file=sys.stderr)
+            return err.exit_code
+    return 0
+
+
+def _write_outputs(document: dict[str, Any], args: argparse.Namespace) -> int:
+    """Write the JSON, then the report; a failure to write one does not stop the other."""
+    from loclab.report import write_report
+
+    code = _write_json(document, args)
     if args.report:
         try:
             index = write_report(document, args.report)
@@ -183,6 +236,31 @@ def _write_outputs(document: dict[str, Any], args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"report: {index}")
     return code
+
+
+def _tune(args: argparse.Namespace) -> int:
+    from loclab.bench.tuning.cache import default_path
+    from loclab.bench.tuning.session import execute_tuning, plan_tuning
+    from loclab.report.console import print_tunings, size_text
+
+    cache = args.tuning_cache or default_path()
+    _check_writable(cache, "--tuning-cache" if args.tuning_cache else "tuning cache",
+                    directory=False)
+    if args.json:
+        _check_writable(args.json, "--json", directory=False)
+    request = plan_tuning(args.case, args.variant, device=args.device, size=args.size,
+                          strategy=args.strategy, limit=args.budget, seconds=args.seconds,
+                          seed=args.seed, threads=args.threads, cache_path=cache)
+    if args.quiet:
+        document = execute_tuning(request)
+    else:
+        document = _with_progress(lambda progress: execute_tuning(request, progress))
+        print_tunings(document, _console())
+    for record in document["tunings"]:
+        if record["error"]:
+            print(f"loclab tune: FAILED {record['case']} {record['variant']} "
+                  f"{size_text(record)}: {record['error']}", file=sys.stderr)
+    return max(_write_json(document, args), 1 if document["failures"] else 0)
 
 
 def _devices(args: argparse.Namespace) -> int:

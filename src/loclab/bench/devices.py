@@ -19,7 +19,8 @@ def devices(measure: bool = True, threads: int | None = None) -> dict[str, Any]:
         machine = detect_machine().to_json()
         machine["cpu"]["numba_threads"] = configure_threads(threads)
         return {"machine": machine, "references": None, "copies": []}
-    document = run(cases=[ROOF_CASE], device="all", size="default", threads=threads)
+    document = run(cases=[ROOF_CASE], device="all", size="default", threads=threads,
+                   tuned=False)
     return {"machine": document["machine"], "references": document["references"],
             "copies": [{key: row[key] for key in ("variant", "device", "gbps", "valid", "error")}
                        for row in document["results"]]}

@@ -3,27 +3,30 @@
 For each case, inputs come from a seeded RNG and the golden output is computed once per size;
 each variant then gets a poisoned output buffer, runs once to be validated, and is timed
 until the budget is spent. A failure (wrong output, launch error, anything raised) is recorded
-on that variant's row and the run goes on.
+on that variant's row and the run goes on. A variant that ``loclab tune`` tuned for this
+device and size runs with the cached configuration (``loclab.bench.tuning.cache``).
 """
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from loclab.bench.backend import make_backend, output_problem
+from loclab.bench.backend import make_backend
+from loclab.bench.measure import Attempt, Golden, attempt, describe, inputs_and_golden
 from loclab.bench.metrics import Row, add_comparisons, derive_references, rates
 from loclab.bench.results import build_document
-from loclab.bench.stats import summarize
-from loclab.bench.timing import BUDGETS, Budget, measure
-from loclab.bench.validate import Check, compare, poison
+from loclab.bench.timing import BUDGETS, Budget
+from loclab.bench.tuning.cache import Entry, TuningCache, device_name
+from loclab.bench.tuning.cache import load as load_tuning_cache
+from loclab.bench.tuning.space import text as config_text
 from loclab.cases import ROOF_CASE, case_names, get_case
 from loclab.cases.base import DEVICE_CHOICES, SIZE_PRESETS, Case, Variant, dims_text
-from loclab.errors import GpuUnavailableError, LoclabError, UsageError
+from loclab.errors import GpuUnavailableError, UsageError
 from loclab.gpu import gpu_unavailable_reason
 from loclab.hw import Machine, detect_machine
 from loclab.hw.cpu import read_meminfo
@@ -35,7 +38,7 @@ HOST_BYTES_PER_WORK_BYTE = 2.0
 GPU_BYTES_PER_WORK_BYTE = 1.5
 
 
-def _choose(kind: str, value: str, choices: Sequence[str]) -> str:
+def choose(kind: str, value: str, choices: Sequence[str]) -> str:
     if value not in choices:
         raise UsageError(f"unknown {kind} {value!r}; choose from {', '.join(choices)}")
     return value
@@ -43,13 +46,13 @@ def _choose(kind: str, value: str, choices: Sequence[str]) -> str:
 
 def resolve_cases(names: Sequence[str] | None) -> list[Case]:
     """The requested cases, the roof (copy) first whether asked for or not."""
-    wanted = [_choose("case", name, case_names()) for name in (names or case_names())]
+    wanted = [choose("case", name, case_names()) for name in (names or case_names())]
     ordered = [ROOF_CASE] + [name for name in dict.fromkeys(wanted) if name != ROOF_CASE]
     return [get_case(name) for name in ordered]
 
 
 def resolve_devices(device: str) -> list[str]:
-    _choose("device", device, DEVICE_CHOICES)
+    choose("device", device, DEVICE_CHOICES)
     reason = gpu_unavailable_reason() if device in ("gpu", "all") else None
     if device == "gpu" and reason:
         raise GpuUnavailableError(f"--device gpu: no GPU: {reason}")
@@ -69,7 +72,7 @@ def configure_threads(threads: int | None) -> int:
     return numba.get_num_threads()
 
 
-def _check_memory(case: Case, device: str, dims: dict[str, int], size: str) -> None:
+def check_memory(case: Case, device: str, dims: dict[str, int], size: str) -> None:
     """Refuse a size that cannot fit, in one line, before allocating anything."""
     work = case.work(dims).bytes
     needs = [("memory", work * HOST_BYTES_PER_WORK_BYTE, read_meminfo("MemAvailable"))]
@@ -85,10 +88,6 @@ def _check_memory(case: Case, device: str, dims: dict[str, int], size: str) -> N
                              f"{free / 2**30:.1f} GiB is free")
 
 
-def _seed(case: Case, dims: dict[str, int]) -> int:
-    return zlib.crc32(f"{case.name}:{sorted(dims.items())}".encode())
-
-
 def _empty_row(case: Case, variant: Variant, dims: dict[str, int], timer: str) -> Row:
     work = case.work(dims)
     return {"case": case.name, "variant": variant.name, "device": variant.device,
@@ -96,54 +95,57 @@ def _empty_row(case: Case, variant: Variant, dims: dict[str, int], timer: str) -
             "params": {}, "median_s": None, "min_s": None, "max_s": None, "iqr_s": None,
             "runs": 0, "batch": 0, "timer": timer, "bytes": work.bytes, "flops": work.flops,
             "gbps": None, "gflops": None, "valid": False, "max_rel_err": None, "error": None,
-            "skipped": None}
-
-
-def _describe(err: Exception) -> str:
-    return str(err) if isinstance(err, LoclabError) else f"{type(err).__name__}: {err}"
-
-
-@dataclass(frozen=True)
-class Golden:
-    """The golden output at one size, and how far a variant's output may be from it."""
-
-    output: np.ndarray
-    tolerance: float
+            "skipped": None, "tuned": None}
 
 
 def measure_variant(case: Case, variant: Variant, dims: dict[str, int], staged: dict[str, Any],
-                    golden: Golden, backend: Any, machine: Machine, budget: Budget) -> Row:
+                    golden: Golden, backend: Any, machine: Machine, budget: Budget,
+                    tuned: Entry | None = None) -> Row:
     """Validate (poisoned output, golden comparison), then time one variant. Never raises.
 
     A variant that does not apply at this size (``Variant.skip``) is neither run nor counted
-    as a failure: its row says why.
+    as a failure: its row says why. ``tuned``, a tuning cache entry, gives the configuration to
+    set the variant up with; if it no longer validates the row says so and fails, rather than
+    falling back on another configuration.
     """
     row = _empty_row(case, variant, dims, backend.clock.name)
+    config = tuned["params"] if tuned else None
+    if tuned:
+        row["tuned"] = {"params": config, "date": tuned.get("date")}
+    problem = None
     try:
         row["skipped"] = variant.skip_reason(dims, machine)
-        if row["skipped"]:
-            return row
-        shape, dtype = case.output(dims)
-        out = backend.empty(shape, dtype)
-        bound = variant.setup(staged, out, machine)
-        row["params"] = bound.params
-        poison(out)
-        result = bound.run()
-        backend.synchronize()
-        problem = output_problem(result, staged, backend.xp)
-        check = (compare(backend.to_host(result), golden.output, golden.tolerance)
-                 if problem is None else Check(False, None, problem))
-        row.update(valid=check.valid, max_rel_err=check.max_rel_err, error=check.problem)
-        samples, batch = measure(bound.run, backend.clock, budget, warmed_up=True)
-        backend.synchronize()
-    except Exception as err:  # recorded on the row; the run goes on with the next variant
-        row.update(valid=False, error=_describe(err))
+        rejected = (variant.space(machine).restriction(config, dims, machine)
+                    if config is not None and variant.space else None)
+        problem = rejected and f"rejected on this machine: {rejected}"
+    except Exception as err:  # a bug in a skip rule or a space: recorded, the run goes on
+        problem = describe(err)
+    if row["skipped"]:
         return row
-    summary = summarize(samples)
-    row.update(median_s=summary.median, min_s=summary.min, max_s=summary.max,
-               iqr_s=summary.iqr, runs=summary.runs, batch=batch)
-    rates(row)
+    if problem:
+        row["error"] = problem
+    else:
+        _record(row, attempt(case, variant, dims, staged, golden, backend, machine, budget,
+                             config))
+    if tuned and not row["valid"]:
+        row["error"] = (f"the tuned configuration {config_text(config)} (tuning cache, "
+                        f"{tuned.get('date')}) failed: {row['error']}")
     return row
+
+
+def _record(row: Row, result: Attempt) -> None:
+    """What one attempt gave, on its row: the check, what raised, the timings and rates."""
+    row["params"] = result.params
+    if result.check:
+        check = result.check
+        row.update(valid=check.valid, max_rel_err=check.max_rel_err, error=check.problem)
+    if result.error:
+        row.update(valid=False, error=result.error)
+    if result.summary:
+        summary = result.summary
+        row.update(median_s=summary.median, min_s=summary.min, max_s=summary.max,
+                   iqr_s=summary.iqr, runs=summary.runs, batch=result.batch)
+        rates(row)
 
 
 @dataclass(frozen=True)
@@ -156,16 +158,31 @@ class Plan:
     numba_threads: int | None
     budget: Budget
     work: list[tuple[Case, str, dict[str, int]]]  # (case, device, dims) in run order
+    tuning: TuningCache | None = None  # configurations ``loclab tune`` found; None: untuned
 
     @property
     def variant_count(self) -> int:
         return sum(len(case.variants_on(device)) for case, device, _ in self.work)
 
+    def tuned(self, case: Case, device: str, dims: dict[str, int]) -> dict[str, Entry]:
+        """The cached configurations of the tunable variants at this size, by variant name."""
+        if self.tuning is None:
+            return {}
+        key = device_name(device, self.machine, self.numba_threads)
+        found = {variant.name: self.tuning.lookup(key, case.name, variant.name, dims)
+                 for variant in case.variants_on(device) if variant.space}
+        return {name: entry for name, entry in found.items() if entry}
+
 
 def plan(cases: Sequence[str] | None = None, device: str = "all", size: str = "default",
-         threads: int | None = None, budget: Budget | None = None) -> Plan:
-    """Check a request (raising UsageError with one line on bad input) before anything runs."""
-    _choose("size", size, SIZE_PRESETS)
+         threads: int | None = None, budget: Budget | None = None, tuned: bool = True,
+         tuning_cache: Path | None = None) -> Plan:
+    """Check a request (raising UsageError with one line on bad input) before anything runs.
+
+    ``tuned``: set tunable variants up with the configuration ``loclab tune`` stored for this
+    device and size in ``tuning_cache`` (default: ``loclab.bench.tuning.cache.default_path``).
+    """
+    choose("size", size, SIZE_PRESETS)
     selected = resolve_cases(cases)
     devices = resolve_devices(device)
     if threads is not None and "cpu" not in devices:
@@ -175,9 +192,10 @@ def plan(cases: Sequence[str] | None = None, device: str = "all", size: str = "d
     work = [(case, dev, dims) for case in selected for dev in devices
             for dims in case.dims(size, dev, machine)]
     for case, dev, dims in work:
-        _check_memory(case, dev, dims, size)
+        check_memory(case, dev, dims, size)
     return Plan(size=size, devices=devices, machine=machine, numba_threads=numba_threads,
-                budget=budget or BUDGETS[size], work=work)
+                budget=budget or BUDGETS[size], work=work,
+                tuning=load_tuning_cache(tuning_cache) if tuned else None)
 
 
 def execute(request: Plan, progress: Progress | None = None) -> dict[str, Any]:
@@ -195,10 +213,10 @@ def execute(request: Plan, progress: Progress | None = None) -> dict[str, Any]:
     backends = {dev: make_backend(dev) for dev in request.devices}
     for case, device, dims in request.work:
         report(started, total, f"{case.name}: inputs and golden output")
-        inputs = case.make_inputs(dims, np.random.default_rng(_seed(case, dims)))
-        golden = Golden(case.golden(inputs), case.tolerance_for(inputs))
+        inputs, golden = inputs_and_golden(case, dims)
         rows.extend(_run_on_device(case, dims, inputs, golden, backends[device],
-                                   request.machine, request.budget, starting))
+                                   request.machine, request.budget, starting,
+                                   request.tuned(case, device, dims)))
         del inputs, golden  # before the next case allocates its own
     report(total, total, "done")
 
@@ -216,22 +234,23 @@ def execute(request: Plan, progress: Progress | None = None) -> dict[str, Any]:
 
 def run(cases: Sequence[str] | None = None, device: str = "all", size: str = "default",
         threads: int | None = None, budget: Budget | None = None,
-        progress: Progress | None = None) -> dict[str, Any]:
+        progress: Progress | None = None, tuned: bool = True,
+        tuning_cache: Path | None = None) -> dict[str, Any]:
     """Check, then run case studies; return the results document.
 
     ``progress(done, total, label)`` is called before each variant and once at the end.
     """
-    return execute(plan(cases, device, size, threads, budget), progress)
+    return execute(plan(cases, device, size, threads, budget, tuned, tuning_cache), progress)
 
 
 def _run_on_device(case: Case, dims: dict[str, int], inputs: dict[str, np.ndarray],
                    golden: Golden, backend: Any, machine: Machine, budget: Budget,
-                   starting: Callable[[str], None]) -> list[Row]:
+                   starting: Callable[[str], None], tuned: dict[str, Entry]) -> list[Row]:
     try:
         staged = {name: backend.stage(array) for name, array in inputs.items()}
         staging_error = None
     except Exception as err:  # e.g. out of device memory: every variant here fails alike
-        staged, staging_error = {}, f"staging inputs failed: {_describe(err)}"
+        staged, staging_error = {}, f"staging inputs failed: {describe(err)}"
     rows = []
     for variant in case.variants_on(backend.device):
         starting(f"{case.name} {variant.name}")
@@ -240,7 +259,7 @@ def _run_on_device(case: Case, dims: dict[str, int], inputs: dict[str, np.ndarra
                          "error": staging_error})
         else:
             rows.append(measure_variant(case, variant, dims, staged, golden, backend, machine,
-                                        budget))
+                                        budget, tuned.get(variant.name)))
     del staged
     try:
         backend.release()

@@ -16,6 +16,7 @@ CASE_MODULES = {
     "coalescing": "loclab.cases.coalescing",
     "matvec": "loclab.cases.matvec",
     "histogram": "loclab.cases.histogram",
+    "mmm": "loclab.cases.mmm",
 }
 ROOF_CASE = "copy"
 

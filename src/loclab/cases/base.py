@@ -49,8 +49,26 @@ class Bound:
     params: dict[str, Any] = field(default_factory=dict)
 
 
-# setup(staged inputs, preallocated output, machine) -> Bound
-Setup = Callable[[dict[str, Any], Any, "Machine"], Bound]
+# setup(staged inputs, preallocated output, machine, **tuned parameters) -> Bound
+Setup = Callable[..., Bound]
+# A configuration of a tunable variant: keyword arguments of its setup (tile sizes, threads).
+Config = Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class Space:
+    """The tunable parameters of a variant, for ``loclab tune``.
+
+    ``values`` lists the candidate values of each keyword of the variant's setup, in order, so
+    that a local search can step to the neighbouring value; ``default`` is the configuration
+    the variant uses untuned. ``restriction(config, dims, machine)`` says why a configuration
+    cannot run there (too much shared memory, too many threads per block or registers), or
+    None; the tuner never builds a configuration it rejects.
+    """
+
+    values: Mapping[str, Sequence[int]]
+    default: Config
+    restriction: Callable[[Config, Dims, "Machine"], str | None] = lambda config, dims, m: None
 
 
 @dataclass(frozen=True)
@@ -61,6 +79,8 @@ class Variant:
     description: str
     setup: Setup
     skip: SkipRule | None = None
+    # The parameters ``loclab tune`` may search, for this machine (usually through lazy()).
+    space: Callable[["Machine"], Space] | None = None
 
     def skip_reason(self, dims: Dims, machine: Machine) -> str | None:
         """Why this variant does not run at ``dims`` (the row says so), or None."""
@@ -100,12 +120,13 @@ class Case:
 
 
 MATRIX_DIMS = ("rows", "cols")
+PRODUCT_DIMS = ("m", "n", "k")  # C (m x n) = A (m x k) . B (k x n)
 
 
 def dims_text(dims: Dims) -> str:
     """A size as tables and messages show it: '16384x16384' for a matrix (rows x cols),
-    'bins=1000 n=100003' otherwise."""
-    if tuple(dims) == MATRIX_DIMS:
+    '4096x4096x4096' for a product (m x n x k), 'bins=1000 n=100003' otherwise."""
+    if tuple(dims) in (MATRIX_DIMS, PRODUCT_DIMS):
         return "x".join(str(v) for v in dims.values())
     return " ".join(f"{name}={value}" for name, value in dims.items())
 
@@ -114,8 +135,8 @@ def lazy(module: str, name: str) -> Callable[..., Any]:
     """``module.name``, imported on first call, so that listing cases imports no numba/CuPy
     (a variant's setup, or its skip rule)."""
 
-    def call(*args: Any) -> Any:
-        return getattr(importlib.import_module(module), name)(*args)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
 
     call.__qualname__ = f"lazy({module}.{name})"
     return call

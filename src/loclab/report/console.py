@@ -13,7 +13,8 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from loclab.cases.base import dims_text
-from loclab.report.text import failures, gpu_note, results_table, roof_line, skips
+from loclab.report.text import (failures, gpu_note, number, results_table, reuse_lines,
+                                 roof_line, skips)
 
 
 def _section_title(document: dict[str, Any], case: str, device: str, size: str) -> Text:
@@ -42,7 +43,77 @@ def print_results(document: dict[str, Any], console: Console) -> None:
     note = gpu_note(document)
     if note:
         console.print(Text(note, style="yellow"))
+    for line in reuse_lines(document):
+        console.print(Text.assemble(("in theory ", "dim"), line))
     for line in skips(document):
         console.print(Text.assemble(("not applicable ", "dim"), line))
     for line in failures(document):
         console.print(Text.assemble(("FAILED ", "bold red"), line))
+    print_tuned_rows(document, console)
+
+
+def print_tuned_rows(document: dict[str, Any], console: Console) -> None:
+    """Which rows ran with a configuration from the tuning cache (the table does not say)."""
+    from loclab.bench.tuning.space import text
+
+    for row in document["results"]:
+        if row["tuned"]:
+            console.print(Text.assemble(("tuned ", "dim"), f"{row['case']} {row['variant']} "
+                                        f"{dims_text(row['size'])}: "
+                                        f"{text(row['tuned']['params'])} "
+                                        f"(tuning cache, {row['tuned']['date']})"))
+
+
+def size_text(record: dict[str, Any]) -> str:
+    return f"({record['device']}, {dims_text(record['size'])})"
+
+
+TRIAL_ORDER = {"valid": 0, "invalid": 1, "error": 2, "rejected": 3}
+
+
+def print_tunings(document: dict[str, Any], console: Console) -> None:
+    """A table per search: valid configurations fastest first, then those that failed, and
+    a count of those the restrictions rejected (never built); the best beside the default, and
+    where it was stored."""
+    from loclab.bench.tuning.space import text
+
+    for record in document["tunings"]:
+        title = Text.assemble((f"{record['case']} {record['variant']}", "bold"),
+                              f" {size_text(record)} {record['strategy']}, "
+                              f"{record['evaluated']} built")
+        if record["skipped"]:
+            console.print(Text.assemble(title, (f"  not applicable: {record['skipped']}",
+                                                "dim")))
+            continue
+        rate, per = ("GFlop/s", record["flops"]) if record["flops"] else ("GB/s",
+                                                                          record["bytes"])
+        table = RichTable(title=title, title_justify="left", box=box.SIMPLE_HEAD,
+                          padding=(0, 1), pad_edge=False, collapse_padding=True)
+        for header in ("params", "median ms", rate, "status"):
+            table.add_column(header, justify="right" if header in ("median ms", rate)
+                             else "left")
+        best, default = record["best"], record["default"]
+        built = [trial for trial in record["trials"] if trial["status"] != "rejected"]
+        rejected = [trial for trial in record["trials"] if trial["status"] == "rejected"]
+        for trial in sorted(built, key=lambda t: (TRIAL_ORDER[t["status"]],
+                                                  t["median_s"] or 0.0)):
+            median = trial["median_s"]
+            marks = [mark for mark, chosen in (("best", best), ("default", default))
+                     if chosen and chosen["config"] == trial["config"]]
+            status = trial["status"] + (f": {trial['reason']}" if trial["reason"] else "")
+            table.add_row(Text(text(trial["config"]) + "".join(f" ({m})" for m in marks)),
+                          number(median * 1e3 if median else None),
+                          number(per / median / 1e9 if median else None), Text(status),
+                          style="bold green" if "best" in marks else
+                          None if trial["status"] == "valid" else "red")
+        console.print(table)
+        if rejected:
+            console.print(Text(f"{len(rejected)} configurations rejected by the restrictions "
+                               f"(never built), e.g. {text(rejected[0]['config'])}: "
+                               f"{rejected[0]['reason']}", style="dim"))
+        if best:
+            speedup = (f", {record['speedup']:.2f}x the default ({text(default['config'])}: "
+                       f"{number(default['median_s'] * 1e3)} ms)" if record["speedup"] else "")
+            console.print(Text(f"best {text(best['config'])}: "
+                               f"{number(best['median_s'] * 1e3)} ms{speedup}; stored in "
+                               f"{document['cache']}"))

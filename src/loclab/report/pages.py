@@ -6,7 +6,8 @@ import html
 from pathlib import Path
 from typing import Any
 
-from loclab.report.text import failures, machine_lines, results_table, roof_line, skips
+from loclab.report.text import (failures, machine_lines, results_table, reuse_lines, roof_line,
+                                 skips)
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
@@ -17,6 +18,9 @@ tr.invalid td { color: #b00; font-weight: bold; }
 .failures li { color: #b00; }
 img { max-width: 100%; margin: 1em 0; }
 """
+
+
+REUSE_TITLE = "Data reuse in theory, next to the measured rate"
 
 
 def _title(document: dict[str, Any]) -> str:
@@ -37,6 +41,7 @@ def write_html(document: dict[str, Any], charts: list[tuple[str, str]], path: Pa
                       for label, text in machine_lines(document["machine"]))
     failed = "".join(f"<li>{esc(line)}</li>" for line in failures(document))
     skipped = "".join(f"<li>{esc(line)}</li>" for line in skips(document))
+    reuse = "".join(f"<li>{esc(line)}</li>" for line in reuse_lines(document))
     images = "".join(f'<h2>{esc(title)}</h2><img src="{esc(name)}" alt="{esc(title)}">'
                      for title, name in charts)
     path.write_text(f"""<!doctype html>
@@ -48,6 +53,7 @@ def write_html(document: dict[str, Any], charts: list[tuple[str, str]], path: Pa
 medians (IQR beside them); every row was validated against the golden output.</p>
 <table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>
 {f'<h2>Failures</h2><ul class="failures">{failed}</ul>' if failed else ''}
+{f'<h2>{REUSE_TITLE}</h2><ul>{reuse}</ul>' if reuse else ''}
 {f'<h2>Not applicable at their size</h2><ul>{skipped}</ul>' if skipped else ''}
 {images}
 </body></html>
@@ -68,6 +74,9 @@ def write_markdown(document: dict[str, Any], charts: list[tuple[str, str]], path
     failed = failures(document)
     if failed:
         lines += ["", "## Failures", ""] + [f"- {line}" for line in failed]
+    reuse = reuse_lines(document)
+    if reuse:
+        lines += ["", f"## {REUSE_TITLE}", ""] + [f"- {line}" for line in reuse]
     skipped = skips(document)
     if skipped:
         lines += ["", "## Not applicable at their size", ""] + [f"- {line}" for line in skipped]

@@ -112,6 +112,20 @@ def failures(document: dict[str, Any]) -> list[str]:
             for row in document["results"] if not row["valid"] and not row.get("skipped")]
 
 
+def reuse_lines(document: dict[str, Any]) -> list[str]:
+    """Each valid variant that states its data reuse in theory (``params["reuse"]``: how many
+    products one loaded element serves, per level), next to the rate it measured: where each
+    factor of the ladder comes from."""
+    lines = []
+    for row in document["results"]:
+        reuse = (row.get("params") or {}).get("reuse")
+        if reuse and row["valid"] and row.get("gflops"):
+            peak = row.get("pct_of_peak")
+            lines.append(f"{_row_name(row)}: reuse {reuse}; measured {number(row['gflops'])} "
+                         f"GFlop/s" + (f" ({percent(peak)} of peak)" if peak else ""))
+    return lines
+
+
 def skips(document: dict[str, Any]) -> list[str]:
     """One line per variant that did not apply at its size, saying why."""
     return [f"{_row_name(row)}: {row['skipped']}"

@@ -1,0 +1,93 @@
+"""One configuration of one variant: build, validate against golden, time.
+
+``loclab run`` and ``loclab tune`` both go through :func:`attempt`, so a tuned configuration is
+checked and timed exactly as the run that later uses it: inputs from the same seeded RNG, an
+output poisoned before the validating run, the same clock.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from loclab.bench.backend import output_problem
+from loclab.bench.stats import Summary, summarize
+from loclab.bench.timing import Budget, measure
+from loclab.bench.validate import Check, compare, poison
+from loclab.cases.base import Case, Config, Dims, Variant
+from loclab.errors import LoclabError
+from loclab.hw import Machine
+
+
+@dataclass(frozen=True)
+class Golden:
+    """The golden output at one size, and how far a variant's output may be from it."""
+
+    output: np.ndarray
+    tolerance: float
+
+
+def inputs_and_golden(case: Case, dims: Dims) -> tuple[dict[str, np.ndarray], Golden]:
+    """The inputs at ``dims`` (the same for every run and tuning of the case at that size) and
+    their golden output."""
+    seed = zlib.crc32(f"{case.name}:{sorted(dims.items())}".encode())
+    inputs = case.make_inputs(dims, np.random.default_rng(seed))
+    return inputs, Golden(case.golden(inputs), case.tolerance_for(inputs))
+
+
+def describe(err: Exception) -> str:
+    """An exception in one line: a LoclabError says it all, anything else names its type."""
+    return str(err) if isinstance(err, LoclabError) else f"{type(err).__name__}: {err}"
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """What building, validating and timing one configuration gave.
+
+    ``check`` is None when something raised before the output was compared; ``error`` is what
+    raised (a compile or launch error, anything), ``summary`` None when it was not timed.
+    """
+
+    params: dict[str, Any] = field(default_factory=dict)
+    check: Check | None = None
+    error: str | None = None
+    summary: Summary | None = None
+    batch: int = 0
+
+    @property
+    def valid(self) -> bool:
+        return self.error is None and self.check is not None and self.check.valid
+
+
+def attempt(case: Case, variant: Variant, dims: Dims, staged: dict[str, Any], golden: Golden,
+            backend: Any, machine: Machine, budget: Budget, config: Config | None = None,
+            time_invalid: bool = True) -> Attempt:
+    """Set up ``variant`` with ``config`` (its setup's keywords), run it once into a poisoned
+    output, compare with golden, then time it. Never raises.
+
+    ``time_invalid``: time an output that differs from golden too (``loclab run`` shows how
+    fast a wrong variant is); the tuner does not spend time on configurations it cannot keep.
+    """
+    params: dict[str, Any] = {}
+    check = None
+    try:
+        shape, dtype = case.output(dims)
+        out = backend.empty(shape, dtype)
+        bound = variant.setup(staged, out, machine, **(config or {}))
+        params = bound.params
+        poison(out)
+        result = bound.run()
+        backend.synchronize()
+        problem = output_problem(result, staged, backend.xp)
+        check = (compare(backend.to_host(result), golden.output, golden.tolerance)
+                 if problem is None else Check(False, None, problem))
+        if not check.valid and not time_invalid:
+            return Attempt(params, check)
+        samples, batch = measure(bound.run, backend.clock, budget, warmed_up=True)
+        backend.synchronize()
+    except Exception as err:  # recorded; the caller goes on with the next variant or config
+        return Attempt(params, check, describe(err))
+    return Attempt(params, check, None, summarize(samples), batch)

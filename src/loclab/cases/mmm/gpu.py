@@ -1,0 +1,231 @@
+"""GPU variants of the matrix product: CUDA C in kernels.cu, launched through CuPy.
+
+Tunable variants take their tile sizes as keyword arguments (their ``Space`` lists the
+candidates); each configuration is its own template instantiation, compiled on first use
+(CuPy caches the binary on disk). The module-level ``KERNELS`` lists the defaults, which the
+nvcc check compiles without a GPU.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from loclab.cases.base import Bound, Config, Dims, Space
+from loclab.errors import LaunchError
+from loclab.gpu.kernels import KernelSource, Launch, blocks
+from loclab.hw import Machine
+
+SOURCE = Path(__file__).with_name("kernels.cu")
+NAIVE_BLOCK = (32, 8)
+STATIC_SHARED = 48 * 1024  # the most a kernel's static __shared__ arrays may hold
+MAX_REGISTERS = 255  # per thread
+WARP = 32
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def naive_kernel() -> str:
+    return f"mmm_naive<{NAIVE_BLOCK[0]},{NAIVE_BLOCK[1]}>"
+
+
+def block_tiled_kernel(tile: int) -> str:
+    return f"mmm_block_tiled<{tile}>"
+
+
+def register_tiled_kernel(tile: int, r: int) -> str:
+    return f"mmm_register_tiled<{tile},{r}>"
+
+
+def optimized_kernel(bm: int, bn: int, bk: int, wm: int, wn: int, tm: int, tn: int,
+                     blocks_per_sm: int, vec: bool) -> str:
+    return f"mmm_optimized<{bm},{bn},{bk},{wm},{wn},{tm},{tn},{_flag(vec)},{blocks_per_sm}>"
+
+
+BLOCK_TILED_DEFAULT = {"tile": 32}
+# Measured on an H200 at 4096^3 (ms): the slides' T = 16, R = 4 5.49; T = 32, R = 4 4.93, the
+# best of the space (cuBLAS 2.70). gpu-optimized: 3.12 (86% of cuBLAS) with the default below,
+# the best of 111 sampled configurations at 4096^3 and 8192^3 together (87% at 8192^3).
+REGISTER_TILED_DEFAULT = {"tile": 32, "r": 4}
+OPTIMIZED_DEFAULT = {"bm": 128, "bn": 256, "bk": 8, "tm": 16, "tn": 8, "lanes_m": 8,
+                     "blocks_per_sm": 1}
+
+KERNELS = KernelSource(SOURCE, (
+    naive_kernel(),
+    block_tiled_kernel(**BLOCK_TILED_DEFAULT),
+    register_tiled_kernel(**REGISTER_TILED_DEFAULT),
+    *(optimized_kernel(128, 256, 8, 128, 32, 16, 8, 1, vec) for vec in (True, False)),
+))
+
+
+def _launch(name: str, grid: tuple[int, ...], block: tuple[int, ...], inputs: dict,
+            out: Any) -> Launch:
+    """A launch of one instantiation: from the defaults' module if listed there, else from a
+    module of its own (a tuned configuration)."""
+    source = KERNELS if name in KERNELS.name_expressions else KernelSource(SOURCE, (name,))
+    a, b = inputs["a"], inputs["b"]
+    m, k = a.shape
+    n = b.shape[1]
+    return Launch(source, name, grid=grid, block=block,
+                  args=(a, b, out, np.int32(m), np.int32(n), np.int32(k)), result=out)
+
+
+def _shape(inputs: dict) -> tuple[int, int, int]:
+    (m, k), n = inputs["a"].shape, inputs["b"].shape[1]
+    return m, n, k
+
+
+def _rejected(reason: str | None) -> None:
+    if reason:
+        raise LaunchError(reason)
+
+
+def naive(inputs: dict, out: Any, machine: Machine) -> Bound:
+    m, n, _ = _shape(inputs)
+    bx, by = NAIVE_BLOCK
+    launch = _launch(naive_kernel(), (blocks(n, bx), blocks(m, by)), NAIVE_BLOCK, inputs, out)
+    return Bound(launch, {"block": list(NAIVE_BLOCK),
+                          "reuse": "O(1): each product loads both operands"})
+
+
+# --- block tiling ----------------------------------------------------------------------------
+
+def _threads_fit(threads: int, machine: Machine) -> str | None:
+    if threads > machine.gpu.max_threads_per_block:
+        return f"{threads} threads per block exceed {machine.gpu.max_threads_per_block}"
+    return None
+
+
+def block_tiled_restriction(config: Config, dims: Dims, machine: Machine) -> str | None:
+    return _threads_fit(config["tile"] ** 2, machine)
+
+
+def block_tiled_space(machine: Machine) -> Space:
+    return Space({"tile": (8, 16, 32)}, BLOCK_TILED_DEFAULT, block_tiled_restriction)
+
+
+def block_tiled(inputs: dict, out: Any, machine: Machine, tile: int = 32) -> Bound:
+    _rejected(block_tiled_restriction({"tile": tile}, {}, machine))
+    m, n, _ = _shape(inputs)
+    launch = _launch(block_tiled_kernel(tile), (blocks(n, tile), blocks(m, tile)),
+                     (tile, tile), inputs, out)
+    return Bound(launch, {"tile": tile,
+                          "reuse": f"{tile} products per element staged in shared memory"})
+
+
+# --- block and register tiling (the slides) ---------------------------------------------------
+
+def register_tiled_restriction(config: Config, dims: Dims, machine: Machine) -> str | None:
+    """Threads per block, static shared memory (two slices of T R x T floats), and registers:
+    at least R^2 accumulators + 2R operands + about 16 for addresses per thread."""
+    tile, r = config["tile"], config["r"]
+    shared = 2 * tile * tile * r * 4
+    registers = r * r + 2 * r + 16
+    if reason := _threads_fit(tile * tile, machine):
+        return reason
+    if shared > STATIC_SHARED:
+        return f"slices of {shared} bytes exceed {STATIC_SHARED} bytes of static shared memory"
+    if registers > MAX_REGISTERS or registers * tile * tile > machine.gpu.registers_per_sm:
+        return f"{tile * tile} threads x {registers}+ registers do not fit an SM"
+    return None
+
+
+def register_tiled_space(machine: Machine) -> Space:
+    return Space({"tile": (8, 16, 32), "r": (2, 4, 6, 8)}, REGISTER_TILED_DEFAULT,
+                 register_tiled_restriction)
+
+
+def register_tiled(inputs: dict, out: Any, machine: Machine, tile: int = 32,
+                   r: int = 4) -> Bound:
+    _rejected(register_tiled_restriction({"tile": tile, "r": r}, {}, machine))
+    m, n, _ = _shape(inputs)
+    side = tile * r
+    launch = _launch(register_tiled_kernel(tile, r), (blocks(n, side), blocks(m, side)),
+                     (tile, tile), inputs, out)
+    return Bound(launch, {"tile": tile, "r": r,
+                          "reuse": f"{side} products per element staged in shared memory, "
+                                   f"{r} per element in a register"})
+
+
+# --- warp tiling, vector loads, double buffering -----------------------------------------------
+
+def warp_tile(config: Config) -> tuple[int, int]:
+    """(WM, WN): a warp's 32 lanes as lanes_m x (32 / lanes_m), each lane tm x tn of C.
+    Parametrizing by lanes_m (not by WM and WN) keeps every configuration 32 lanes, so that a
+    local search's one-parameter steps stay mostly legal."""
+    lanes_m = config["lanes_m"]
+    return lanes_m * config["tm"], WARP // lanes_m * config["tn"]
+
+
+def optimized_restriction(config: Config, dims: Dims, machine: Machine) -> str | None:
+    """The static asserts of kernels.cu's OptimizedTile, plus threads, shared memory and a
+    floor of registers (tm x tn accumulators, tm + tn operands, the staged loads)."""
+    bm, bn, bk, tm, tn = (config[key] for key in ("bm", "bn", "bk", "tm", "tn"))
+    blocks_per_sm = config["blocks_per_sm"]
+    if tm % 4 or tn % 4 or WARP % config["lanes_m"]:
+        return f"lanes of {tm} x {tn} or {config['lanes_m']} lanes along m do not make a warp"
+    wm, wn = warp_tile(config)
+    if bm % wm or bn % wn:
+        return f"warp tiles of {wm} x {wn} do not divide the block tile {bm} x {bn}"
+    threads = (bm // wm) * (bn // wn) * WARP
+    if reason := _threads_fit(threads, machine):
+        return reason
+    if bk % 4 or (bm * bk // 4) % threads or (bk * bn // 4) % threads:
+        return f"{threads} threads cannot share the {bm}x{bk} and {bk}x{bn} slices evenly"
+    shared = 2 * bk * (bm + 4 + bn) * 4
+    if shared > STATIC_SHARED:
+        return f"double-buffered slices of {shared} bytes exceed {STATIC_SHARED} bytes"
+    if shared * blocks_per_sm > machine.gpu.shared_mem_per_sm:
+        return f"{blocks_per_sm} blocks x {shared} bytes of shared memory do not fit an SM"
+    staged = (bm * bk + bk * bn) // threads
+    registers = tm * tn + tm + tn + staged + 16
+    cap = min(MAX_REGISTERS, machine.gpu.registers_per_sm // (threads * blocks_per_sm))
+    if registers > cap:
+        return (f"{blocks_per_sm} blocks of {threads} threads leave {cap} registers per "
+                f"thread, fewer than the {registers} it needs")
+    return None
+
+
+def optimized_space(machine: Machine) -> Space:
+    return Space({"bm": (32, 64, 128, 256), "bn": (32, 64, 128, 256), "bk": (8, 16, 32),
+                  "tm": (4, 8, 16), "tn": (4, 8, 16), "lanes_m": (1, 2, 4, 8, 16, 32),
+                  "blocks_per_sm": (1, 2)},
+                 OPTIMIZED_DEFAULT, optimized_restriction)
+
+
+def optimized(inputs: dict, out: Any, machine: Machine, bm: int = 128, bn: int = 256,
+              bk: int = 8, tm: int = 16, tn: int = 8, lanes_m: int = 8,
+              blocks_per_sm: int = 1) -> Bound:
+    config = {"bm": bm, "bn": bn, "bk": bk, "tm": tm, "tn": tn, "lanes_m": lanes_m,
+              "blocks_per_sm": blocks_per_sm}
+    _rejected(optimized_restriction(config, {}, machine))
+    m, n, k = _shape(inputs)
+    vec = k % 4 == 0 and n % 4 == 0  # rows start 16-byte aligned (CuPy aligns the arrays)
+    wm, wn = warp_tile(config)
+    threads = (bm // wm) * (bn // wn) * WARP
+    name = optimized_kernel(bm, bn, bk, wm, wn, tm, tn, blocks_per_sm, vec)
+    launch = _launch(name, (blocks(n, bn), blocks(m, bm)), (threads,), inputs, out)
+    return Bound(launch, {**config, "warp_tile": [wm, wn], "vec": vec, "threads": threads,
+                          "reuse": f"{bn} (A) and {bm} (B) products per element staged in "
+                                   f"shared memory, {tn} (A) and {tm} (B) per element in a "
+                                   f"register"})
+
+
+def cublas(inputs: dict, out: Any, machine: Machine) -> Bound:
+    """cuBLAS SGEMM through cupy.matmul. CuPy uses TF32 only when CUPY_TF32=1; refuse that,
+    so that the comparison is fp32 against fp32."""
+    import cupy
+
+    if os.environ.get("CUPY_TF32", "0") != "0":
+        raise LaunchError("CUPY_TF32 is set: cuBLAS would use TF32, not fp32; unset it")
+    a, b = inputs["a"], inputs["b"]
+
+    def run() -> Any:
+        return cupy.matmul(a, b, out=out)
+
+    return Bound(run, {"tf32": False})
