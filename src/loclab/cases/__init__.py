@@ -17,6 +17,7 @@ CASE_MODULES = {
     "matvec": "loclab.cases.matvec",
     "histogram": "loclab.cases.histogram",
     "mmm": "loclab.cases.mmm",
+    "bmmm": "loclab.cases.bmmm",
 }
 ROOF_CASE = "copy"
 

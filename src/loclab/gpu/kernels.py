@@ -27,6 +27,15 @@ class KernelSource:
     name_expressions: tuple[str, ...]
 
 
+def source_for(defaults: KernelSource, name: str) -> KernelSource:
+    """Where instantiation ``name`` compiles: the module of the listed defaults, or (a tuned
+    configuration, a size that needs its own template arguments) a module of its own, compiled
+    on first use."""
+    if name in defaults.name_expressions:
+        return defaults
+    return KernelSource(defaults.path, (name,))
+
+
 @functools.cache
 def _module(source: KernelSource) -> Any:
     """The compiled module (CuPy also caches the binary on disk, keyed by source and options)."""

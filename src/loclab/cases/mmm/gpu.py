@@ -16,7 +16,7 @@ import numpy as np
 
 from loclab.cases.base import Bound, Config, Dims, Space
 from loclab.errors import LaunchError
-from loclab.gpu.kernels import KernelSource, Launch, blocks
+from loclab.gpu.kernels import KernelSource, Launch, blocks, source_for
 from loclab.hw import Machine
 
 SOURCE = Path(__file__).with_name("kernels.cu")
@@ -65,13 +65,11 @@ KERNELS = KernelSource(SOURCE, (
 
 def _launch(name: str, grid: tuple[int, ...], block: tuple[int, ...], inputs: dict,
             out: Any) -> Launch:
-    """A launch of one instantiation: from the defaults' module if listed there, else from a
-    module of its own (a tuned configuration)."""
-    source = KERNELS if name in KERNELS.name_expressions else KernelSource(SOURCE, (name,))
+    """A launch of one instantiation (a tuned one compiles on first use)."""
     a, b = inputs["a"], inputs["b"]
     m, k = a.shape
     n = b.shape[1]
-    return Launch(source, name, grid=grid, block=block,
+    return Launch(source_for(KERNELS, name), name, grid=grid, block=block,
                   args=(a, b, out, np.int32(m), np.int32(n), np.int32(k)), result=out)
 
 

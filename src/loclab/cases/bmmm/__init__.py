@@ -1,0 +1,126 @@
+"""Batch matrix multiplication under a mask, the lectures' case study 5.4 (from satellite
+change detection): ``Y[i][j1][j2] = sum_q A[j1][q] * B[q][j2] * (X[i][q] != 0)``.
+
+Every one of the M products reuses the same small A (K x N) and B (N x K); what differs is the
+mask row X[i]. The naive nest recomputes a·b for every i; strip-mining i and moving the tile
+innermost reuses a·b from a register across T rows of X (read from L1, or from shared memory
+on a GPU, through the transposed mask so that the loads coalesce). Beyond the lectures, the
+algebra is a plain matrix product: Y = X' · C with X' the 0/1 mask and
+C[q][(j1, j2)] = A[j1][q] · B[q][j2], which a GEMM-like kernel computes at near-peak rate.
+
+Inputs: A and B uniform in (0, 1]; X bytes, about 10% zeros, the others any non-zero byte.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from loclab.cases.base import (Case, SkipRule, Variant, Work, lazy, summation_tolerance,
+                               uniform_nonzero)
+from loclab.hw import Machine
+
+CPU = "loclab.cases.bmmm.cpu"
+GPU = "loclab.cases.bmmm.gpu"
+ZERO_SHARE = 0.1  # of the mask bytes
+DEFAULT_M, DEFAULT_N = 131_000, 512
+DEFAULT_KS = (8, 4, 16)  # the lectures' K first, then the issue's other two
+
+
+def golden(inputs: dict[str, np.ndarray]) -> np.ndarray:
+    """Y = mask · C in float64, C[q][(j1, j2)] = A[j1][q] B[q][j2], rounded once to float32."""
+    a, b, x = (inputs[name] for name in ("a", "b", "x"))
+    k, n = a.shape
+    products = (a.T.astype(np.float64)[:, :, None] * b.astype(np.float64)[:, None, :])
+    y = (x != 0).astype(np.float64) @ products.reshape(n, k * k)
+    return y.reshape(x.shape[0], k, k).astype(np.float32)
+
+
+def tolerance(inputs: dict[str, np.ndarray]) -> float:
+    """Each Y element sums at most N non-negative rounded products."""
+    return summation_tolerance(inputs["a"].shape[1])
+
+
+def make_inputs(dims: dict[str, int], rng: np.random.Generator) -> dict[str, np.ndarray]:
+    m, k, n = dims["m"], dims["k"], dims["n"]
+    x = rng.integers(1, 256, size=(m, n), dtype=np.uint8)
+    x[rng.random((m, n), dtype=np.float32) < ZERO_SHARE] = 0
+    return {"a": uniform_nonzero(rng, (k, n)), "b": uniform_nonzero(rng, (n, k)), "x": x}
+
+
+def output(dims: dict[str, int]) -> tuple[tuple[int, ...], type]:
+    return (dims["m"], dims["k"], dims["k"]), np.float32
+
+
+def work(dims: dict[str, int]) -> Work:
+    """The lectures' count: 3 M K^2 N flops (a·b, times the mask, plus); X read once as bytes,
+    A and B once, Y written once."""
+    m, k, n = dims["m"], dims["k"], dims["n"]
+    return Work(bytes=m * n + 4 * 2 * k * n + 4 * m * k * k, flops=3 * m * k * k * n)
+
+
+def beyond(limit_k: int) -> SkipRule:
+    """Skip a naive nest above the lectures' K at the default size: it would take minutes."""
+    limit = work({"m": DEFAULT_M, "k": limit_k, "n": DEFAULT_N}).flops
+
+    def rule(dims: dict[str, int], machine: Machine) -> str | None:
+        flops = work(dims).flops
+        if flops > limit:
+            return (f"{flops / 1e9:,.0f} GFlop: the naive nest would take minutes per run "
+                    f"(limit {limit / 1e9:,.0f} GFlop)")
+        return None
+
+    return rule
+
+
+DEFAULT = [{"m": DEFAULT_M, "k": k, "n": DEFAULT_N} for k in DEFAULT_KS]
+SIZES = {
+    "small": {"cpu": {"m": 1001, "k": 5, "n": 127}, "gpu": {"m": 10_007, "k": 7, "n": 129}},
+    "default": {"cpu": DEFAULT, "gpu": DEFAULT},
+    "large": {"cpu": [{"m": 4 * DEFAULT_M, "k": 8, "n": DEFAULT_N}],
+              "gpu": [{"m": 8 * DEFAULT_M, "k": k, "n": DEFAULT_N} for k in DEFAULT_KS]},
+}
+
+# One row, K of one, tiles of rows (31, 32) and q-slices (32) not dividing M or N, N not a
+# multiple of 4 (the word loads of the mask).
+TEST_DIMS = tuple({"m": m, "k": k, "n": n} for m, k, n in (
+    (1, 1, 1), (1, 3, 5), (31, 4, 33), (33, 8, 64), (100, 2, 7), (257, 16, 130),
+    (129, 5, 31), (1000, 8, 512)))
+
+
+CASE = Case(
+    name="bmmm",
+    lesson="registers and L1/shared memory: a·b reused across a tile of rows",
+    description="Y[i][j1][j2] = sum_q A[j1][q] B[q][j2] (X[i][q] != 0); X bytes",
+    sizes=SIZES,
+    make_inputs=make_inputs,
+    golden=golden,
+    output=output,
+    work=work,
+    tolerance=tolerance,
+    test_dims=TEST_DIMS,
+    variants=(
+        Variant("cpu-naive", "cpu", "naive",
+                "rows in parallel; for each (j1, j2) the sum over q recomputes a·b",
+                lazy(CPU, "naive"), skip=beyond(8)),
+        Variant("cpu-tiled", "cpu", "optimized",
+                "i strip-mined by T and the tile moved innermost: a·b from a register serves "
+                "T rows, the T x N slice of X stays in L1",
+                lazy(CPU, "tiled")),
+        Variant("gpu-naive", "gpu", "naive",
+                "a block of K x K threads per row of X, the sum over q from global memory",
+                lazy(GPU, "naive"), skip=lazy(GPU, "block_fits")),
+        Variant("gpu-tiled", "gpu", "optimized",
+                "the slides' recipe: T = 31 rows per block, X transposed (counted), the slice "
+                "X_tr[q][ii:ii+T] staged in shared memory, acc[T] in registers",
+                lazy(GPU, "tiled"), skip=lazy(GPU, "block_fits")),
+        Variant("gpu-optimized", "gpu", "optimized",
+                "Y = mask · C as a tiled matrix product: mask bytes read as words and staged "
+                "as 0/1 floats, slices of C in shared memory, a register tile of rows x "
+                "columns per thread",
+                lazy(GPU, "optimized"), skip=lazy(GPU, "optimized_fits")),
+        Variant("cublas", "gpu", "library",
+                "(X != 0).astype(float32) @ C through cuBLAS (CuPy), conversion and C "
+                "included",
+                lazy(GPU, "cublas")),
+    ),
+)

@@ -1,0 +1,87 @@
+"""The masked batch product beyond the generic per-variant tests: the golden against the
+lectures' loop nest, the tiled CPU nest at any tile, gpu-optimized's tiles for any K."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from loclab.bench.validate import compare
+from loclab.cases.bmmm import CASE, cpu, gpu, make_inputs
+
+
+def lectures_loop(a, b, x):
+    """The lectures' golden nest, literally (float64 sums)."""
+    k, n = a.shape
+    y = np.zeros((x.shape[0], k, k))
+    for i in range(x.shape[0]):
+        for j1 in range(k):
+            for j2 in range(k):
+                y[i, j1, j2] = sum(float(a[j1, q]) * float(b[q, j2]) * (x[i, q] != 0)
+                                   for q in range(n))
+    return y.astype(np.float32)
+
+
+def test_golden_is_the_lectures_nest():
+    inputs = make_inputs({"m": 9, "k": 3, "n": 11}, np.random.default_rng(1))
+    np.testing.assert_allclose(CASE.golden(inputs), lectures_loop(**inputs), rtol=1e-6)
+
+
+def test_inputs_have_about_a_tenth_zeros_and_any_nonzero_byte():
+    x = make_inputs({"m": 1000, "k": 2, "n": 100}, np.random.default_rng(2))["x"]
+    assert 0.08 < np.mean(x == 0) < 0.12 and x.max() == 255 and x.dtype == np.uint8
+
+
+def test_the_tolerance_catches_one_dropped_product():
+    inputs = make_inputs({"m": 50, "k": 4, "n": 512}, np.random.default_rng(3))
+    golden = CASE.golden(inputs)
+    dropped = golden.copy()
+    dropped[7, 1, 2] -= inputs["a"][1, 0] * inputs["b"][0, 2]
+    assert not compare(dropped, golden, CASE.tolerance_for(inputs)).valid
+
+
+@settings(max_examples=25, deadline=None)
+@given(m=st.integers(1, 70), k=st.integers(1, 5), n=st.integers(1, 40), tile=st.integers(1, 40),
+       seed=st.integers(0, 2**16))
+def test_cpu_tiled_at_any_tile(m, k, n, tile, seed):
+    inputs = make_inputs({"m": m, "k": k, "n": n}, np.random.default_rng(seed))
+    out = np.full((m, k, k), np.nan, np.float32)
+    result = cpu.tiled(inputs, out, None, tile=tile).run()
+    assert compare(result, CASE.golden(inputs), CASE.tolerance_for(inputs)).valid
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 5, 7, 8, 16, 17, 32, 33])
+def test_optimized_tiles_cover_every_column_and_fit(k):
+    layout = gpu.optimized_layout(k)
+    assert layout.padded >= k * k and layout.padded % layout.tn == 0
+    assert layout.bm % layout.tm == 0 and layout.threads <= 1024
+    assert 4 * layout.bq * (layout.bm + 4 + layout.padded) <= gpu.STATIC_SHARED
+
+
+def test_skip_rules_name_k(machine):
+    variants = {variant.name: variant for variant in CASE.variants}
+    assert "1024 threads" in variants["gpu-naive"].skip_reason({"m": 1, "k": 33, "n": 1},
+                                                               machine)
+    assert variants["gpu-optimized"].skip_reason({"m": 1, "k": 33, "n": 1}, machine) is None
+    assert "shared memory" in variants["gpu-optimized"].skip_reason({"m": 1, "k": 40, "n": 1},
+                                                                    machine)
+    default_k16 = {"m": 131_000, "k": 16, "n": 512}
+    assert "minutes" in variants["cpu-naive"].skip_reason(default_k16, machine)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("k", [1, 3, 5, 7, 17, 32, 33])
+@pytest.mark.parametrize("n", [130, 129])
+def test_gpu_variants_at_odd_k(k, n, machine):
+    import cupy
+
+    dims = {"m": 301, "k": k, "n": n}
+    inputs = make_inputs(dims, np.random.default_rng(k))
+    staged = {name: cupy.asarray(array) for name, array in inputs.items()}
+    for variant in CASE.variants_on("gpu"):
+        if variant.skip_reason(dims, machine):
+            continue
+        out = cupy.full((301, k, k), cupy.nan, cupy.float32)
+        result = cupy.asnumpy(variant.setup(staged, out, machine).run())
+        check = compare(result, CASE.golden(inputs), CASE.tolerance_for(inputs))
+        assert check.valid, (variant.name, check.problem)
