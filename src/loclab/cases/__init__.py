@@ -13,6 +13,8 @@ from loclab.cases.base import Case
 CASE_MODULES = {
     "copy": "loclab.cases.copy",
     "transpose": "loclab.cases.transpose",
+    "partitioning": "loclab.cases.partitioning",
+    "nearest-neighbour": "loclab.cases.nearest_neighbour",
     "coalescing": "loclab.cases.coalescing",
     "matvec": "loclab.cases.matvec",
     "histogram": "loclab.cases.histogram",

@@ -70,6 +70,15 @@ class Space:
     default: Config
     restriction: Callable[[Config, Dims, "Machine"], str | None] = lambda config, dims, m: None
 
+    def configure(self, config: Config) -> dict[str, int]:
+        """The default with ``config`` applied (for setups that take ``**config``); a keyword
+        the space lacks is an error."""
+        unknown = set(config) - set(self.values)
+        if unknown:
+            raise TypeError(f"unknown parameters {sorted(unknown)}; "
+                            f"expected {sorted(self.values)}")
+        return {**self.default, **config}
+
 
 @dataclass(frozen=True)
 class Variant:

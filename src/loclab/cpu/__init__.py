@@ -1,1 +1,2 @@
-"""Numba glue for CPU variants: what numba lacks and several cases need (atomics)."""
+"""Numba glue for CPU variants: what numba lacks and several cases need (atomics, tile
+rules)."""

@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import cache, partial
 
-import numba
 import numpy as np
 from numba import carray, literally, njit, prange, types
 from numba.core import cgutils
@@ -25,6 +24,7 @@ from numba.extending import intrinsic
 
 from loclab.cases.base import Bound, Config, Dims, Space
 from loclab.cases.transpose.cpu import blocked_tiles, transpose_blocked
+from loclab.cpu.tiles import floor_power_of_two, threads
 from loclab.hw import Machine
 from loclab.hw.cpu import CpuInfo, square_tile
 
@@ -32,24 +32,6 @@ ITEMSIZE = 4  # float32
 # A multiply and an add may become one FMA; no reassociation: sums along k stay in order.
 CONTRACT = {"contract"}
 TILES = (32, 64, 128, 256, 512, 1024, 2048)
-
-
-def threads() -> dict[str, int]:
-    """The numba threads the parallel loops share (``--threads``, else every core)."""
-    return {"threads": numba.get_num_threads()}
-
-
-def floor_power_of_two(value: int) -> int:
-    """The largest power of two <= value (1 for anything smaller): tile sizes step by two."""
-    return 1 << (max(value, 1).bit_length() - 1)
-
-
-def configure(space: Space, config: Config) -> dict[str, int]:
-    """The space's default with ``config`` applied; a keyword the space lacks is an error."""
-    unknown = set(config) - set(space.values)
-    if unknown:
-        raise TypeError(f"unknown parameters {sorted(unknown)}; expected {sorted(space.values)}")
-    return {**space.default, **config}
 
 
 # --- untiled ---------------------------------------------------------------------------------
@@ -170,7 +152,7 @@ def blocked_restriction(config: Config, dims: Dims, machine: Machine) -> str | N
 
 
 def blocked(inputs: dict, out: np.ndarray, machine: Machine, **config: int) -> Bound:
-    config = configure(blocked_space(machine), config)
+    config = blocked_space(machine).configure(config)
     tile_i, tile_j, tile_k = config["tile_i"], config["tile_j"], config["tile_k"]
     (m, k), n = inputs["a"].shape, inputs["b"].shape[1]
     reuse = (f"{min(tile_i, m)} (B) products per element in L2, {min(tile_j, n)} (A) per "
@@ -328,7 +310,7 @@ def register_tiled_restriction(config: Config, dims: Dims, machine: Machine) -> 
 
 def register_tiled(inputs: dict, out: np.ndarray, machine: Machine, **config: int) -> Bound:
     """The panels of A and B are allocated here and packed inside the timed run."""
-    config = configure(register_tiled_space(machine), config)
+    config = register_tiled_space(machine).configure(config)
     a, b = inputs["a"], inputs["b"]
     (m, k), n = a.shape, b.shape[1]
     r, width = config["r"], config["width"]

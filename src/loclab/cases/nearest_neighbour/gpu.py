@@ -1,0 +1,161 @@
+"""GPU variants of the nearest neighbour: CUDA C in kernels.cu, launched through CuPy.
+
+Tunable variants take their template parameters as keyword arguments (their ``Space`` lists
+the candidates); each configuration is its own instantiation, compiled on first use. The
+module-level ``KERNELS`` lists the defaults, which the nvcc check compiles without a GPU.
+Instruction counts per pair are read off the sm_90 SASS of the inner loops (nvcc 13).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from loclab.cases.base import Bound, Config, Dims, Space
+from loclab.cases.nearest_neighbour import INSTRUCTIONS_PER_PAIR, broadcast_argmin, issue_limit
+from loclab.errors import LaunchError
+from loclab.gpu.kernels import KernelSource, Launch, blocks, source_for
+from loclab.hw import Machine
+
+SOURCE = Path(__file__).with_name("kernels.cu")
+ITEMSIZE = 4
+NAIVE_THREADS = 256
+STATIC_SHARED = 48 * 1024  # the most a kernel's static __shared__ arrays may hold
+MAX_REGISTERS = 255  # per thread
+# The kernels index with ints that may run past m or n by a tile: keep both below this.
+MAX_EXTENT = 2**31 - 2**16
+LIBRARY_CHUNK_BYTES = 256 * 2**20  # cupy's distances for a chunk of queries
+# 128 threads x 4 queries: at M = 2^18, 512 blocks, 3.9 per SM of an H100 or H200 (132 SMs),
+# all resident at once, each SM with 16 warps of 4 independent chains each. 8 queries per
+# thread would save a little more of the index adds (4.125 instructions a pair instead of
+# 4.25) but leave 256 blocks: 2 warps per scheduler.
+SHARED_DEFAULT = {"threads": 128, "b": 1024, "q": 4}
+# Chunks of 64 points: with 4 queries a thread, the shared loads, the notes (an FSETP and a
+# SEL per query) and the loop take 33 instructions per chunk of 256 pairs, 0.13 a pair; the
+# rescan reads 64 points per query (0.02% of the pairs at N = 2^18).
+MIN_FIRST_DEFAULT = {**SHARED_DEFAULT, "c": 64}
+THREADS = (64, 128, 256, 512)
+POINTS_PER_STAGE = (256, 512, 1024, 2048, 4096)
+QUERIES_PER_THREAD = (1, 2, 4, 8, 16)
+CHUNKS = (16, 32, 64, 128)
+
+
+def naive_kernel() -> str:
+    return f"nn_naive<{NAIVE_THREADS}>"
+
+
+def shared_kernel(threads: int, b: int, q: int) -> str:
+    return f"nn_shared<{threads},{b},{q}>"
+
+
+def min_first_kernel(threads: int, b: int, q: int, c: int) -> str:
+    return f"nn_min_first<{threads},{b},{q},{c}>"
+
+
+KERNELS = KernelSource(SOURCE, (naive_kernel(), shared_kernel(**SHARED_DEFAULT),
+                                min_first_kernel(**MIN_FIRST_DEFAULT)))
+
+
+def _launch(name: str, inputs: dict, out: Any, threads: int, queries_per_block: int) -> Launch:
+    """A launch of one instantiation, a block per ``queries_per_block`` queries."""
+    queries, points = inputs["queries"], inputs["points"]
+    m, n = queries.size, points.size
+    if max(m, n) > MAX_EXTENT:
+        raise LaunchError(f"{m} queries and {n} points: the kernels take at most {MAX_EXTENT}")
+    return Launch(source_for(KERNELS, name), name, grid=(blocks(m, queries_per_block),),
+                  block=(threads,), args=(queries, points, out, np.int32(m), np.int32(n)),
+                  result=out)
+
+
+def _rates(machine: Machine, instructions: float) -> str:
+    """The instructions a pair of the inner loop takes, and the roof they imply."""
+    return (f"{instructions:.3g} instructions a pair (issue limit "
+            f"{issue_limit(machine, instructions) / 1e12:.2f} T pairs/s; at "
+            f"{INSTRUCTIONS_PER_PAIR}: {issue_limit(machine, INSTRUCTIONS_PER_PAIR) / 1e12:.2f})")
+
+
+def naive(inputs: dict, out: Any, machine: Machine) -> Bound:
+    """A load, FADD, FSETP, FSEL and a predicated IADD (the index select) per pair, and 6
+    instructions of loop per 16 pairs: 86 per 16."""
+    launch = _launch(naive_kernel(), inputs, out, NAIVE_THREADS, NAIVE_THREADS)
+    return Bound(launch, {"threads": NAIVE_THREADS,
+                          "reuse": f"32 queries per point loaded (a warp's broadcast from "
+                                   f"L1); {_rates(machine, 86 / 16)}"})
+
+
+def _rejected(reason: str | None) -> None:
+    if reason:
+        raise LaunchError(reason)
+
+
+def shared_restriction(config: Config, dims: Dims, machine: Machine) -> str | None:
+    """Threads per block, the static shared tile, and registers: about 4 per query (query,
+    best, index, temporaries) and 16 for addresses and loop counters."""
+    threads, b, q = config["threads"], config["b"], config["q"]
+    registers = 4 * q + 16
+    if threads > machine.gpu.max_threads_per_block:
+        return f"{threads} threads per block exceed {machine.gpu.max_threads_per_block}"
+    if b * ITEMSIZE > STATIC_SHARED:
+        return f"a tile of {b} points exceeds {STATIC_SHARED} bytes of static shared memory"
+    if registers > MAX_REGISTERS or registers * threads > machine.gpu.registers_per_sm:
+        return f"{threads} threads x {registers}+ registers do not fit an SM"
+    return None
+
+
+def shared_space(machine: Machine) -> Space:
+    return Space({"threads": THREADS, "b": POINTS_PER_STAGE, "q": QUERIES_PER_THREAD},
+                 SHARED_DEFAULT, shared_restriction)
+
+
+def shared(inputs: dict, out: Any, machine: Machine, threads: int = 128, b: int = 1024,
+           q: int = 4) -> Bound:
+    """FADD, FSETP, FSEL, SEL per pair, and an IADD per point (its index) for q pairs; with
+    the shared loads and the loop, 4 + 1/q instructions a pair (the sm_90 SASS has 272 per 64
+    pairs at q = 4, 528 per 128 at q = 8)."""
+    _rejected(shared_restriction({"threads": threads, "b": b, "q": q}, {}, machine))
+    launch = _launch(shared_kernel(threads, b, q), inputs, out, threads, threads * q)
+    return Bound(launch, {"threads": threads, "b": b, "q": q,
+                          "reuse": f"{threads * q} queries per point staged in shared memory, "
+                                   f"{q} per point read from it; {_rates(machine, 4 + 1 / q)}"})
+
+
+def min_first_restriction(config: Config, dims: Dims, machine: Machine) -> str | None:
+    if config["b"] % config["c"]:
+        return f"chunks of {config['c']} points do not divide a tile of {config['b']}"
+    return shared_restriction(config, dims, machine)
+
+
+def min_first_space(machine: Machine) -> Space:
+    return Space({"threads": THREADS, "b": POINTS_PER_STAGE, "q": QUERIES_PER_THREAD,
+                  "c": CHUNKS}, MIN_FIRST_DEFAULT, min_first_restriction)
+
+
+def min_first(inputs: dict, out: Any, machine: Machine, threads: int = 128, b: int = 1024,
+              q: int = 4, c: int = 64) -> Bound:
+    """FADD and FMNMX per pair; per chunk of c points, c/4 shared loads, an FSETP and a SEL
+    per query and about 9 of loop: 2.13 instructions a pair at the defaults (the sm_90 SASS
+    has 545 per 256 pairs)."""
+    config = {"threads": threads, "b": b, "q": q, "c": c}
+    _rejected(min_first_restriction(config, {}, machine))
+    launch = _launch(min_first_kernel(threads, b, q, c), inputs, out, threads, threads * q)
+    instructions = 2 + (c / 4 + 2 * q + 9) / (c * q)
+    return Bound(launch, {**config,
+                          "reuse": f"{threads * q} queries per point staged in shared memory, "
+                                   f"{q} per point read from it; {_rates(machine, instructions)}"})
+
+
+def library(inputs: dict, out: Any, machine: Machine) -> Bound:
+    """CuPy's subtract, abs and argmin over chunks of queries (distances in a buffer
+    allocated here): memory-bound, each pair's distance is written and read twice."""
+    import cupy
+
+    points = inputs["points"]
+    rows = max(1, LIBRARY_CHUNK_BYTES // (ITEMSIZE * points.size))
+    buffer = cupy.empty((min(rows, inputs["queries"].size), points.size), np.float32)
+
+    def run() -> Any:
+        return broadcast_argmin(cupy, inputs["queries"], points, out, buffer)
+
+    return Bound(run, {"chunk_rows": buffer.shape[0]})

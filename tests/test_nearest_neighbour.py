@@ -1,0 +1,273 @@
+"""The nearest-neighbour case beyond the generic per-variant tests: the golden against the
+lectures' loop on inputs full of ties (also ties that rounding makes), each numba kernel at
+any size and tiling, every CPU variant on tied inputs, sizes and work; the GPU tuning spaces
+(no GPU needed); then every GPU kernel on tied inputs and a sample of every space's
+configurations at awkward sizes (marked gpu)."""
+
+import inspect
+import itertools
+import random
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from loclab.bench.validate import compare, poison
+from loclab.cases import nearest_neighbour as nn
+from loclab.cases.nearest_neighbour import CASE, cpu, gpu
+from tests.gpus import H200
+
+# Values that repeat, sit halfway between others, carry both zeros, or differ from 1 by less
+# than half its ulp (so that several distances round to the same float32).
+TRICKY = (0.0, -0.0, 0.25, 0.5, 0.75, 1.0, 1.5, -1.0, 1e-8, 2e-8, 2.5e-8, 1e20, -1e20)
+VALUES = st.one_of(st.sampled_from(TRICKY), st.floats(-2.0**100, 2.0**100, width=32))
+SIDES = st.one_of(st.sampled_from((1, 2, 3, 15, 16, 17, 63, 64, 65, 255, 256, 257)),
+                  st.integers(1, 300))
+POWERS = st.sampled_from((1, 2, 4, 8, 16, 32, 64, 128, 256))
+
+
+def loop(queries, points):
+    """The lectures' loop nest, literally, in float32."""
+    nns = []
+    for q in queries:
+        best, nearest = np.float32(np.inf), -1
+        for j, p in enumerate(points):
+            d = abs(np.float32(q) - np.float32(p))
+            if d < best:
+                best, nearest = d, j
+        nns.append(nearest)
+    return np.array(nns, np.int32)
+
+
+def brute_force(queries, points):
+    """Every distance, then the first minimum of each row: the loop's answer, fast."""
+    return np.abs(queries[:, None] - points[None, :]).argmin(axis=1).astype(np.int32)
+
+
+def tied(m, n, levels=7, seed=0):
+    """Points on ``levels`` levels of 1/levels (inexact: their distances round), queries on
+    a grid twice as fine: many duplicates, many queries halfway between two points."""
+    rng = np.random.default_rng(seed)
+    points = (rng.integers(1, levels + 1, n) / levels).astype(np.float32)
+    queries = (rng.integers(0, 2 * levels + 2, m) / (2 * levels)).astype(np.float32)
+    return {"queries": queries, "points": points}
+
+
+def as_inputs(queries, points):
+    return {"queries": np.array(queries, np.float32), "points": np.array(points, np.float32)}
+
+
+# --- golden ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("queries, points, expected", [
+    ([0.5], [0.25, 0.75], [0]),  # halfway: the smaller index
+    ([0.5], [0.75, 0.25], [0]),
+    ([0.3], [0.3, 0.3, 0.3], [0]),  # duplicates
+    ([1.0], [1e-8, 2.5e-8, 2e-8], [0]),  # 1 - p rounds to 1 for all three
+    ([1.0], [0.0, -0.0], [0]),
+    ([2.0, -2.0], [1.0, -1.0, 5.0], [0, 1]),
+])
+def test_golden_breaks_ties_as_the_loop(queries, points, expected):
+    inputs = as_inputs(queries, points)
+    np.testing.assert_array_equal(nn.golden(inputs), expected)
+    np.testing.assert_array_equal(loop(inputs["queries"], inputs["points"]), expected)
+
+
+@settings(max_examples=300, deadline=None)
+@given(queries=st.lists(VALUES, min_size=1, max_size=20),
+       points=st.lists(VALUES, min_size=1, max_size=40))
+def test_golden_is_the_lectures_loop(queries, points):
+    inputs = as_inputs(queries, points)
+    result = nn.golden(inputs)
+    assert result.dtype == np.int32
+    np.testing.assert_array_equal(result, loop(inputs["queries"], inputs["points"]))
+
+
+@settings(max_examples=30, deadline=None)
+@given(m=SIDES, n=SIDES, levels=st.integers(1, 40), seed=st.integers(0, 2**16))
+def test_golden_on_tied_and_random_inputs(m, n, levels, seed):
+    for inputs in (tied(m, n, levels, seed), CASE.make_inputs({"queries": m, "points": n},
+                                                               np.random.default_rng(seed))):
+        np.testing.assert_array_equal(nn.golden(inputs),
+                                      brute_force(inputs["queries"], inputs["points"]))
+
+
+def test_range_min_covers_every_range():
+    values = np.random.default_rng(1).integers(0, 1000, 37)
+    low, high = np.array(list(itertools.combinations(range(38), 2))).T
+    expected = [values[a:b].min() for a, b in zip(low, high)]
+    np.testing.assert_array_equal(nn._range_min(values, low, high), expected)
+
+
+# --- the numba kernels and the library's chunks, called directly ---------------------------
+
+def poisoned(m):
+    out = np.empty(m, np.int32)
+    poison(out)
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(m=SIDES, n=SIDES, levels=st.integers(1, 20), seed=st.integers(0, 2**16),
+       query_tile=POWERS, point_tile=POWERS, block=POWERS)
+def test_tiled_kernel_any_size_any_tiles(m, n, levels, seed, query_tile, point_tile, block):
+    inputs = tied(m, n, levels, seed)
+    out = cpu.nearest_tiled(inputs["queries"], inputs["points"], poisoned(m), query_tile,
+                            point_tile, block)
+    np.testing.assert_array_equal(out, brute_force(inputs["queries"], inputs["points"]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(m=SIDES, n=SIDES, levels=st.integers(1, 20), seed=st.integers(0, 2**16),
+       query_tile=POWERS, point_tile=POWERS)
+def test_min_first_kernel_any_size_any_tiles(m, n, levels, seed, query_tile, point_tile):
+    inputs = tied(m, n, levels, seed)
+    out = cpu.nearest_min_first(inputs["queries"], inputs["points"], poisoned(m), query_tile,
+                                point_tile)
+    np.testing.assert_array_equal(out, brute_force(inputs["queries"], inputs["points"]))
+
+
+@settings(max_examples=100, deadline=None)
+@given(queries=st.lists(VALUES, min_size=1, max_size=20),
+       points=st.lists(VALUES, min_size=1, max_size=40), tile=POWERS)
+def test_kernels_break_rounded_ties_as_the_loop(queries, points, tile):
+    inputs = as_inputs(queries, points)
+    expected = loop(inputs["queries"], inputs["points"])
+    q, p, m = inputs["queries"], inputs["points"], len(queries)
+    np.testing.assert_array_equal(cpu.nearest_naive(q, p, poisoned(m)), expected)
+    np.testing.assert_array_equal(cpu.nearest_tiled(q, p, poisoned(m), tile, tile, tile),
+                                  expected)
+    np.testing.assert_array_equal(cpu.nearest_min_first(q, p, poisoned(m), tile, tile),
+                                  expected)
+
+
+@pytest.mark.parametrize("rows", [1, 2, 7, 100])
+def test_broadcast_argmin_any_chunk(rows):
+    inputs = tied(99, 31, levels=5)
+    buffer = np.empty((rows, 31), np.float32)
+    out = nn.broadcast_argmin(np, inputs["queries"], inputs["points"], poisoned(99), buffer)
+    np.testing.assert_array_equal(out, brute_force(inputs["queries"], inputs["points"]))
+
+
+# --- the CPU variants as the harness sets them up --------------------------------------------
+
+@pytest.mark.parametrize("variant", CASE.variants_on("cpu"), ids=lambda v: v.name)
+@pytest.mark.parametrize("m, n", [(1, 1), (513, 1025), (2000, 3001)])
+def test_cpu_variants_give_exactly_the_golden_indices_on_tied_inputs(variant, m, n, machine):
+    inputs = tied(m, n, levels=50)
+    for array in inputs.values():
+        array.setflags(write=False)
+    result = variant.setup(inputs, poisoned(m), machine).run()
+    check = compare(result, nn.golden(inputs), CASE.tolerance_for(inputs))
+    assert check.valid and check.max_rel_err == 0, check.problem
+
+
+@pytest.mark.parametrize("name", ["tiled", "min_first"])
+def test_cpu_space_defaults_are_allowed(name, machine):
+    space = getattr(cpu, f"{name}_space")(machine)
+    assert space.restriction(space.default, {}, machine) is None
+    assert all(space.default[key] in values for key, values in space.values.items())
+    bound = getattr(cpu, name)(tied(5, 5), poisoned(5), machine)
+    assert {key: bound.params[key] for key in space.default} == dict(space.default)
+
+
+def test_cpu_restrictions_say_why(machine):
+    l1_points = machine.cpu.l1d_bytes // 4
+    tiled = {"query_tile": 256, "point_tile": 1024, "block": 256}
+    assert "exceeds the tile" in cpu.tiled_restriction({**tiled, "block": 512}, {}, machine)
+    assert "L1d" in cpu.tiled_restriction({**tiled, "point_tile": l1_points}, {}, machine)
+    assert "L1d" in cpu.min_first_restriction({"point_tile": 2 * l1_points}, {}, machine)
+
+
+# --- sizes and work --------------------------------------------------------------------------
+
+def test_work_counts_four_instructions_a_pair():
+    work = nn.work({"queries": 3, "points": 5})
+    assert work.bytes == 4 * (3 + 5 + 3) and work.flops == 4 * 15
+    assert nn.output({"queries": 3, "points": 5}) == ((3,), np.int32)
+
+
+def test_sizes(machine):
+    gpu_machine = replace(machine, gpu=H200)
+    assert CASE.dims("default", "gpu", gpu_machine) == [{"queries": 2**18, "points": 2**18}]
+    (cpu_large,) = CASE.dims("large", "cpu", machine)
+    (gpu_large,) = CASE.dims("large", "gpu", gpu_machine)
+    assert nn.work(cpu_large).bytes >= 4 * machine.cpu.llc_bytes
+    assert nn.work(gpu_large).bytes >= 4 * H200.l2_bytes
+    for dims in CASE.test_dims:
+        assert dims["queries"] >= 1 and dims["points"] >= 1
+
+
+def test_issue_limit_is_a_pair_per_lane_and_clock_at_four_instructions(machine):
+    h200 = replace(machine, gpu=H200)
+    assert nn.issue_limit(h200, 4) == pytest.approx(132 * 32 * 1.98e9)
+    assert nn.issue_limit(h200, 2) == pytest.approx(2 * nn.issue_limit(h200, 4))
+
+
+# --- the GPU tuning spaces (no GPU needed) ---------------------------------------------------
+
+GPU_SPACES = {"shared": gpu.shared_space, "min_first": gpu.min_first_space}
+
+
+def allowed(space, machine):
+    configs = (dict(zip(space.values, values))
+               for values in itertools.product(*space.values.values()))
+    return [config for config in configs if space.restriction(config, {}, machine) is None]
+
+
+@pytest.mark.parametrize("name", GPU_SPACES)
+def test_gpu_space_defaults_are_the_setup_defaults_and_listed(name, machine):
+    h200 = replace(machine, gpu=H200)
+    space = GPU_SPACES[name](h200)
+    defaults = {key: parameter.default
+                for key, parameter in inspect.signature(getattr(gpu, name)).parameters.items()
+                if parameter.default is not inspect.Parameter.empty}
+    assert defaults == dict(space.default)
+    assert space.restriction(space.default, {}, h200) is None
+    kernel = getattr(gpu, f"{name}_kernel")(**space.default)
+    assert kernel in gpu.KERNELS.name_expressions
+
+
+def test_gpu_restrictions_say_why(machine):
+    h200 = replace(machine, gpu=H200)
+    config = {**gpu.MIN_FIRST_DEFAULT}
+    assert "threads" in gpu.shared_restriction({**config, "threads": 2048}, {}, h200)
+    assert "shared memory" in gpu.shared_restriction({**config, "b": 16384}, {}, h200)
+    assert "registers" in gpu.shared_restriction({**config, "q": 64}, {}, h200)
+    assert "divide" in gpu.min_first_restriction({**config, "b": 256, "c": 512}, {}, h200)
+
+
+# --- on a GPU --------------------------------------------------------------------------------
+
+GPU_SIZES = [(1, 1), (1, 3000), (511, 1023), (513, 1025), (4099, 2049), (3001, 5003)]
+
+
+def run_on_gpu(setup, inputs, machine, **config):
+    import cupy
+
+    staged = {name: cupy.asarray(array) for name, array in inputs.items()}
+    out = cupy.empty(inputs["queries"].size, np.int32)
+    poison(out)
+    result = setup(staged, out, machine, **config).run()
+    return compare(cupy.asnumpy(result), nn.golden(inputs), 0.0)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant", CASE.variants_on("gpu"), ids=lambda v: v.name)
+def test_gpu_variants_give_exactly_the_golden_indices_on_tied_inputs(variant, machine):
+    for m, n in GPU_SIZES:
+        for inputs in (tied(m, n, levels=50), as_inputs([1.0] * m, [1e-8, 2.5e-8, 2e-8] * n)):
+            check = run_on_gpu(variant.setup, inputs, machine)
+            assert check.valid and check.max_rel_err == 0, f"{m}x{n}: {check.problem}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", GPU_SPACES)
+def test_gpu_space_sample_at_awkward_sizes(name, machine):
+    space = GPU_SPACES[name](machine)
+    sample = random.Random(0).sample(allowed(space, machine), 12)
+    for config, (m, n) in itertools.product(sample, [(1000, 4099), (4099, 1000)]):
+        check = run_on_gpu(getattr(gpu, name), tied(m, n, levels=50), machine, **config)
+        assert check.valid and check.max_rel_err == 0, f"{config} {m}x{n}: {check.problem}"
