@@ -55,7 +55,7 @@ def test_optimized_tiles_cover_every_column_and_fit(k):
     layout = gpu.optimized_layout(k)
     assert layout.padded >= k * k and layout.padded % layout.tn == 0
     assert layout.bm % layout.tm == 0 and layout.threads <= 1024
-    assert 4 * layout.bq * (layout.bm + 4 + layout.padded) <= gpu.STATIC_SHARED
+    assert 4 * layout.bq * (layout.bm + 4 + layout.padded) <= gpu.SHARED_WITHOUT_OPT_IN
 
 
 def test_skip_rules_name_k(machine):

@@ -4,7 +4,6 @@ multiples), every configuration the tuning spaces allow at awkward shapes, the s
 defaults, what the restrictions reject, and that the register block lives in vector
 registers."""
 
-import itertools
 import platform
 import re
 from dataclasses import replace
@@ -17,6 +16,7 @@ from hypothesis import strategies as st
 from loclab.bench.validate import compare, poison
 from loclab.cases import get_case
 from loclab.cases.mmm import cpu
+from tests.spaces import allowed
 
 CASE = get_case("mmm")
 # Sides around every tile (32 ... 128), register-block width (16, 32, 64) and height (2 ... 8).
@@ -44,13 +44,6 @@ def poisoned(m, n):
 def assert_matches_golden(result, inputs):
     check = compare(result, CASE.golden(inputs), CASE.tolerance_for(inputs))
     assert check.valid, check.problem
-
-
-def allowed(space, dims, machine):
-    """Every configuration of ``space`` its restriction accepts at ``dims``."""
-    keys = list(space.values)
-    configs = (dict(zip(keys, values)) for values in itertools.product(*space.values.values()))
-    return [config for config in configs if space.restriction(config, dims, machine) is None]
 
 
 def with_cpu(machine, **changes):
@@ -111,7 +104,7 @@ def test_every_allowed_configuration_matches_golden(variant, machine):
     for dims in SPACE_SHAPES:
         inputs = product_inputs(dims["m"], dims["n"], dims["k"])
         golden, tolerance = CASE.golden(inputs), CASE.tolerance_for(inputs)
-        configs = allowed(space, dims, machine)
+        configs = allowed(space, machine, dims)
         assert space.default in configs
         for config in configs:
             result = variant.setup(inputs, poisoned(dims["m"], dims["n"]), machine,

@@ -2,7 +2,6 @@
 restrictions (no GPU needed), and a sample of every space's configurations at odd shapes."""
 
 import inspect
-import itertools
 import random
 from dataclasses import replace
 
@@ -13,6 +12,7 @@ from loclab.bench.validate import compare
 from loclab.cases.mmm import CASE, gpu
 from loclab.errors import LaunchError
 from tests.gpus import H200
+from tests.spaces import allowed
 
 SPACES = {"block_tiled": gpu.block_tiled_space, "register_tiled": gpu.register_tiled_space,
           "optimized": gpu.optimized_space}
@@ -21,12 +21,6 @@ SPACES = {"block_tiled": gpu.block_tiled_space, "register_tiled": gpu.register_t
 @pytest.fixture
 def h200(machine):
     return replace(machine, gpu=H200)
-
-
-def allowed(space, machine):
-    configs = (dict(zip(space.values, values))
-               for values in itertools.product(*space.values.values()))
-    return [config for config in configs if space.restriction(config, {}, machine) is None]
 
 
 @pytest.mark.parametrize("name", SPACES)
@@ -52,10 +46,8 @@ def test_restrictions_say_why(h200):
 
 
 def test_the_default_kernel_is_the_one_ci_compiles():
-    config = gpu.OPTIMIZED_DEFAULT
-    name = gpu.optimized_kernel(config["bm"], config["bn"], config["bk"],
-                                *gpu.warp_tile(config), config["tm"], config["tn"],
-                                config["blocks_per_sm"], True)
+    name = gpu.optimized_kernel(gpu.OPTIMIZED_DEFAULT, True)
+    assert name == "mmm_optimized<128,256,8,128,32,16,8,true,1>"  # warp tile 128 x 32
     assert name in gpu.KERNELS.name_expressions
 
 

@@ -18,6 +18,7 @@ from loclab.bench.validate import compare, poison
 from loclab.cases import nearest_neighbour as nn
 from loclab.cases.nearest_neighbour import CASE, cpu, gpu
 from tests.gpus import H200
+from tests.spaces import allowed
 
 # Values that repeat, sit halfway between others, carry both zeros, or differ from 1 by less
 # than half its ulp (so that several distances round to the same float32).
@@ -209,12 +210,6 @@ def test_issue_limit_is_a_pair_per_lane_and_clock_at_four_instructions(machine):
 # --- the GPU tuning spaces (no GPU needed) ---------------------------------------------------
 
 GPU_SPACES = {"shared": gpu.shared_space, "min_first": gpu.min_first_space}
-
-
-def allowed(space, machine):
-    configs = (dict(zip(space.values, values))
-               for values in itertools.product(*space.values.values()))
-    return [config for config in configs if space.restriction(config, {}, machine) is None]
 
 
 @pytest.mark.parametrize("name", GPU_SPACES)

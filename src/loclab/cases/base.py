@@ -151,6 +151,20 @@ def lazy(module: str, name: str) -> Callable[..., Any]:
     return call
 
 
+def flop_limit(work: Callable[[Dims], Work], limit: int, what: str) -> SkipRule:
+    """A skip rule for a slow variant (an untiled loop nest): not run at sizes whose golden
+    work exceeds ``limit`` flops, where one run of ``what`` would take minutes."""
+
+    def rule(dims: Dims, machine: Machine) -> str | None:
+        flops = work(dims).flops
+        if flops > limit:
+            return (f"{flops / 1e9:,.0f} GFlop: {what} would take minutes per run "
+                    f"(limit {limit / 1e9:,.0f} GFlop)")
+        return None
+
+    return rule
+
+
 def uniform_nonzero(rng: np.random.Generator, shape: int | tuple[int, ...]) -> np.ndarray:
     """float32 uniform in (0, 1]: 1 - U[0, 1), in place (no second copy of a large input).
     Never zero, so an output that misses a term cannot match golden by luck."""

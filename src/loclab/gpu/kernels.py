@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from loclab.errors import LaunchError
+from loclab.gpu.limits import SHARED_WITHOUT_OPT_IN
 
 NVRTC_OPTIONS = ("-std=c++17",)
-# Dynamic shared memory a kernel may have without opting in.
-DEFAULT_DYNAMIC_SHARED = 48 * 1024
 
 
 @dataclass(frozen=True)
@@ -70,7 +69,7 @@ class Launch:
         self.result = result
         self.shared_mem = shared_mem
         self._kernel = _module(source).get_function(name)
-        if shared_mem > DEFAULT_DYNAMIC_SHARED:
+        if shared_mem > SHARED_WITHOUT_OPT_IN:
             self._opt_in(shared_mem)
 
     def _opt_in(self, shared_mem: int) -> None:

@@ -14,14 +14,15 @@ from typing import Any
 import numpy as np
 
 from loclab.cases.base import Bound
+from loclab.cases.bmmm import DEFAULT_KS
 from loclab.gpu.kernels import KernelSource, Launch, blocks, source_for
+from loclab.gpu.limits import SHARED_WITHOUT_OPT_IN
 from loclab.hw import Machine
 
 SOURCE = Path(__file__).with_name("kernels.cu")
 TILED_ROWS = 31  # the slides' T: rows of X per block, acc[T] per thread
 TRANSPOSE_TILE, TRANSPOSE_ROWS = 32, 8
 MAX_BLOCK_SIDE = 32  # K x K threads per block
-STATIC_SHARED = 48 * 1024
 ROW_TILE = 8  # rows of Y per thread in gpu-optimized
 THREADS_TARGET = 256
 PRODUCT_THREADS = 256
@@ -58,7 +59,7 @@ def optimized_layout(k: int) -> Layout | None:
     rows = max(1, min(32, THREADS_TARGET // (padded // tn)))
     bm = rows * ROW_TILE
     for bq in (32, 16, 8):
-        if 4 * bq * (bm + 4 + padded) <= STATIC_SHARED:
+        if 4 * bq * (bm + 4 + padded) <= SHARED_WITHOUT_OPT_IN:
             return Layout(k, padded, bm, bq, ROW_TILE, tn)
     return None
 
@@ -76,7 +77,6 @@ def products_kernel(layout: Layout) -> str:
 
 
 TRANSPOSE = f"transpose_bytes<{TRANSPOSE_TILE},{TRANSPOSE_ROWS}>"
-DEFAULT_KS = (4, 8, 16)
 KERNELS = KernelSource(SOURCE, (
     TRANSPOSE,
     *(naive_kernel(k) for k in DEFAULT_KS),

@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from loclab.cases.base import (Case, SkipRule, Variant, Work, lazy, summation_tolerance,
+from loclab.cases.base import (Case, Variant, Work, flop_limit, lazy, summation_tolerance,
                                uniform_nonzero)
 from loclab.hw import Machine
 
@@ -59,19 +59,8 @@ def work(dims: dict[str, int]) -> Work:
     return Work(bytes=ITEMSIZE * (m * k + k * n + m * n), flops=2 * m * n * k)
 
 
-def untiled_too_slow(device: str) -> SkipRule:
-    """The skip rule of the loop nests without tiling on ``device``: they run at a few GFlop/s
-    (CPU) or a tenth of the peak (GPU), so they are skipped where a run would take minutes."""
-    limit = UNTILED_FLOP_LIMITS[device]
-
-    def rule(dims: dict[str, int], machine: Machine) -> str | None:
-        flops = work(dims).flops
-        if flops > limit:
-            return (f"{flops / 1e9:,.0f} GFlop: untiled loops would take minutes per run "
-                    f"(limit {limit / 1e9:,.0f} GFlop)")
-        return None
-
-    return rule
+UNTILED_TOO_SLOW = {device: flop_limit(work, limit, "untiled loops")
+                    for device, limit in UNTILED_FLOP_LIMITS.items()}
 
 
 def _cube(side: int) -> dict[str, int]:
@@ -110,11 +99,11 @@ CASE = Case(
     variants=(
         Variant("cpu-naive", "cpu", "naive",
                 "i, j in parallel, k sequential: B read down a column (no spatial locality)",
-                lazy(CPU, "naive"), skip=untiled_too_slow("cpu")),
+                lazy(CPU, "naive"), skip=UNTILED_TOO_SLOW["cpu"]),
         Variant("cpu-transposed-b", "cpu", "optimized",
                 "B transposed first, so the k loop reads both operands along rows (spatial "
                 "locality only; no reuse beyond a cache line)",
-                lazy(CPU, "transposed_b"), skip=untiled_too_slow("cpu")),
+                lazy(CPU, "transposed_b"), skip=UNTILED_TOO_SLOW["cpu"]),
         Variant("cpu-blocked", "cpu", "optimized",
                 "block tiling: tiles of A, B and C sized from the caches, each element reused "
                 "a tile's width of times while it is cached",
@@ -127,7 +116,7 @@ CASE = Case(
                 lazy(CPU, "library")),
         Variant("gpu-naive", "gpu", "naive",
                 "a thread per C element, k sequential, operands from global memory",
-                lazy(GPU, "naive"), skip=untiled_too_slow("gpu")),
+                lazy(GPU, "naive"), skip=UNTILED_TOO_SLOW["gpu"]),
         Variant("gpu-block-tiled", "gpu", "optimized",
                 "T x T shared-memory tiles of A and B, one C element per thread",
                 lazy(GPU, "block_tiled"), space=lazy(GPU, "block_tiled_space")),

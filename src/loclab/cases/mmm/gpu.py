@@ -17,12 +17,12 @@ import numpy as np
 from loclab.cases.base import Bound, Config, Dims, Space
 from loclab.errors import LaunchError
 from loclab.gpu.kernels import KernelSource, Launch, blocks, source_for
+from loclab.gpu.limits import (MAX_REGISTERS_PER_THREAD, SHARED_WITHOUT_OPT_IN, refuse,
+                               registers_fit, threads_fit)
 from loclab.hw import Machine
 
 SOURCE = Path(__file__).with_name("kernels.cu")
 NAIVE_BLOCK = (32, 8)
-STATIC_SHARED = 48 * 1024  # the most a kernel's static __shared__ arrays may hold
-MAX_REGISTERS = 255  # per thread
 WARP = 32
 
 
@@ -42,9 +42,19 @@ def register_tiled_kernel(tile: int, r: int) -> str:
     return f"mmm_register_tiled<{tile},{r}>"
 
 
-def optimized_kernel(bm: int, bn: int, bk: int, wm: int, wn: int, tm: int, tn: int,
-                     blocks_per_sm: int, vec: bool) -> str:
-    return f"mmm_optimized<{bm},{bn},{bk},{wm},{wn},{tm},{tn},{_flag(vec)},{blocks_per_sm}>"
+def warp_tile(config: Config) -> tuple[int, int]:
+    """(WM, WN): a warp's 32 lanes as lanes_m x (32 / lanes_m), each lane tm x tn of C.
+    Parametrizing by lanes_m (not by WM and WN) keeps every configuration 32 lanes, so that a
+    local search's one-parameter steps stay mostly legal."""
+    lanes_m = config["lanes_m"]
+    return lanes_m * config["tm"], WARP // lanes_m * config["tn"]
+
+
+def optimized_kernel(config: Config, vec: bool) -> str:
+    """The instantiation of ``config`` (the warp tile derived from it)."""
+    wm, wn = warp_tile(config)
+    return (f"mmm_optimized<{config['bm']},{config['bn']},{config['bk']},{wm},{wn},"
+            f"{config['tm']},{config['tn']},{_flag(vec)},{config['blocks_per_sm']}>")
 
 
 BLOCK_TILED_DEFAULT = {"tile": 32}
@@ -59,7 +69,7 @@ KERNELS = KernelSource(SOURCE, (
     naive_kernel(),
     block_tiled_kernel(**BLOCK_TILED_DEFAULT),
     register_tiled_kernel(**REGISTER_TILED_DEFAULT),
-    *(optimized_kernel(128, 256, 8, 128, 32, 16, 8, 1, vec) for vec in (True, False)),
+    *(optimized_kernel(OPTIMIZED_DEFAULT, vec) for vec in (True, False)),
 ))
 
 
@@ -78,11 +88,6 @@ def _shape(inputs: dict) -> tuple[int, int, int]:
     return m, n, k
 
 
-def _rejected(reason: str | None) -> None:
-    if reason:
-        raise LaunchError(reason)
-
-
 def naive(inputs: dict, out: Any, machine: Machine) -> Bound:
     m, n, _ = _shape(inputs)
     bx, by = NAIVE_BLOCK
@@ -93,14 +98,8 @@ def naive(inputs: dict, out: Any, machine: Machine) -> Bound:
 
 # --- block tiling ----------------------------------------------------------------------------
 
-def _threads_fit(threads: int, machine: Machine) -> str | None:
-    if threads > machine.gpu.max_threads_per_block:
-        return f"{threads} threads per block exceed {machine.gpu.max_threads_per_block}"
-    return None
-
-
 def block_tiled_restriction(config: Config, dims: Dims, machine: Machine) -> str | None:
-    return _threads_fit(config["tile"] ** 2, machine)
+    return threads_fit(config["tile"] ** 2, machine.gpu)
 
 
 def block_tiled_space(machine: Machine) -> Space:
@@ -108,7 +107,7 @@ def block_tiled_space(machine: Machine) -> Space:
 
 
 def block_tiled(inputs: dict, out: Any, machine: Machine, tile: int = 32) -> Bound:
-    _rejected(block_tiled_restriction({"tile": tile}, {}, machine))
+    refuse(block_tiled_restriction({"tile": tile}, {}, machine))
     m, n, _ = _shape(inputs)
     launch = _launch(block_tiled_kernel(tile), (blocks(n, tile), blocks(m, tile)),
                      (tile, tile), inputs, out)
@@ -124,13 +123,12 @@ def register_tiled_restriction(config: Config, dims: Dims, machine: Machine) -> 
     tile, r = config["tile"], config["r"]
     shared = 2 * tile * tile * r * 4
     registers = r * r + 2 * r + 16
-    if reason := _threads_fit(tile * tile, machine):
+    if reason := threads_fit(tile * tile, machine.gpu):
         return reason
-    if shared > STATIC_SHARED:
-        return f"slices of {shared} bytes exceed {STATIC_SHARED} bytes of static shared memory"
-    if registers > MAX_REGISTERS or registers * tile * tile > machine.gpu.registers_per_sm:
-        return f"{tile * tile} threads x {registers}+ registers do not fit an SM"
-    return None
+    if shared > SHARED_WITHOUT_OPT_IN:
+        return (f"slices of {shared} bytes exceed {SHARED_WITHOUT_OPT_IN} bytes of static shared "
+                f"memory")
+    return registers_fit(registers, tile * tile, machine.gpu)
 
 
 def register_tiled_space(machine: Machine) -> Space:
@@ -140,7 +138,7 @@ def register_tiled_space(machine: Machine) -> Space:
 
 def register_tiled(inputs: dict, out: Any, machine: Machine, tile: int = 32,
                    r: int = 4) -> Bound:
-    _rejected(register_tiled_restriction({"tile": tile, "r": r}, {}, machine))
+    refuse(register_tiled_restriction({"tile": tile, "r": r}, {}, machine))
     m, n, _ = _shape(inputs)
     side = tile * r
     launch = _launch(register_tiled_kernel(tile, r), (blocks(n, side), blocks(m, side)),
@@ -151,14 +149,6 @@ def register_tiled(inputs: dict, out: Any, machine: Machine, tile: int = 32,
 
 
 # --- warp tiling, vector loads, double buffering -----------------------------------------------
-
-def warp_tile(config: Config) -> tuple[int, int]:
-    """(WM, WN): a warp's 32 lanes as lanes_m x (32 / lanes_m), each lane tm x tn of C.
-    Parametrizing by lanes_m (not by WM and WN) keeps every configuration 32 lanes, so that a
-    local search's one-parameter steps stay mostly legal."""
-    lanes_m = config["lanes_m"]
-    return lanes_m * config["tm"], WARP // lanes_m * config["tn"]
-
 
 def optimized_restriction(config: Config, dims: Dims, machine: Machine) -> str | None:
     """The static asserts of kernels.cu's OptimizedTile, plus threads, shared memory and a
@@ -171,18 +161,18 @@ def optimized_restriction(config: Config, dims: Dims, machine: Machine) -> str |
     if bm % wm or bn % wn:
         return f"warp tiles of {wm} x {wn} do not divide the block tile {bm} x {bn}"
     threads = (bm // wm) * (bn // wn) * WARP
-    if reason := _threads_fit(threads, machine):
+    if reason := threads_fit(threads, machine.gpu):
         return reason
     if bk % 4 or (bm * bk // 4) % threads or (bk * bn // 4) % threads:
         return f"{threads} threads cannot share the {bm}x{bk} and {bk}x{bn} slices evenly"
     shared = 2 * bk * (bm + 4 + bn) * 4
-    if shared > STATIC_SHARED:
-        return f"double-buffered slices of {shared} bytes exceed {STATIC_SHARED} bytes"
+    if shared > SHARED_WITHOUT_OPT_IN:
+        return f"double-buffered slices of {shared} bytes exceed {SHARED_WITHOUT_OPT_IN} bytes"
     if shared * blocks_per_sm > machine.gpu.shared_mem_per_sm:
         return f"{blocks_per_sm} blocks x {shared} bytes of shared memory do not fit an SM"
     staged = (bm * bk + bk * bn) // threads
     registers = tm * tn + tm + tn + staged + 16
-    cap = min(MAX_REGISTERS, machine.gpu.registers_per_sm // (threads * blocks_per_sm))
+    cap = min(MAX_REGISTERS_PER_THREAD, machine.gpu.registers_per_sm // (threads * blocks_per_sm))
     if registers > cap:
         return (f"{blocks_per_sm} blocks of {threads} threads leave {cap} registers per "
                 f"thread, fewer than the {registers} it needs")
@@ -201,13 +191,13 @@ def optimized(inputs: dict, out: Any, machine: Machine, bm: int = 128, bn: int =
               blocks_per_sm: int = 1) -> Bound:
     config = {"bm": bm, "bn": bn, "bk": bk, "tm": tm, "tn": tn, "lanes_m": lanes_m,
               "blocks_per_sm": blocks_per_sm}
-    _rejected(optimized_restriction(config, {}, machine))
+    refuse(optimized_restriction(config, {}, machine))
     m, n, k = _shape(inputs)
     vec = k % 4 == 0 and n % 4 == 0  # rows start 16-byte aligned (CuPy aligns the arrays)
     wm, wn = warp_tile(config)
     threads = (bm // wm) * (bn // wn) * WARP
-    name = optimized_kernel(bm, bn, bk, wm, wn, tm, tn, blocks_per_sm, vec)
-    launch = _launch(name, (blocks(n, bn), blocks(m, bm)), (threads,), inputs, out)
+    launch = _launch(optimized_kernel(config, vec), (blocks(n, bn), blocks(m, bm)), (threads,),
+                     inputs, out)
     return Bound(launch, {**config, "warp_tile": [wm, wn], "vec": vec, "threads": threads,
                           "reuse": f"{bn} (A) and {bm} (B) products per element staged in "
                                    f"shared memory, {tn} (A) and {tm} (B) per element in a "

@@ -17,13 +17,12 @@ from loclab.cases.base import Bound, Config, Dims, Space
 from loclab.cases.nearest_neighbour import INSTRUCTIONS_PER_PAIR, broadcast_argmin, issue_limit
 from loclab.errors import LaunchError
 from loclab.gpu.kernels import KernelSource, Launch, blocks, source_for
+from loclab.gpu.limits import SHARED_WITHOUT_OPT_IN, refuse, registers_fit, threads_fit
 from loclab.hw import Machine
 
 SOURCE = Path(__file__).with_name("kernels.cu")
 ITEMSIZE = 4
 NAIVE_THREADS = 256
-STATIC_SHARED = 48 * 1024  # the most a kernel's static __shared__ arrays may hold
-MAX_REGISTERS = 255  # per thread
 # The kernels index with ints that may run past m or n by a tile: keep both below this.
 MAX_EXTENT = 2**31 - 2**16
 LIBRARY_CHUNK_BYTES = 256 * 2**20  # cupy's distances for a chunk of queries
@@ -85,23 +84,16 @@ def naive(inputs: dict, out: Any, machine: Machine) -> Bound:
                                    f"L1); {_rates(machine, 86 / 16)}"})
 
 
-def _rejected(reason: str | None) -> None:
-    if reason:
-        raise LaunchError(reason)
-
-
 def shared_restriction(config: Config, dims: Dims, machine: Machine) -> str | None:
     """Threads per block, the static shared tile, and registers: about 4 per query (query,
     best, index, temporaries) and 16 for addresses and loop counters."""
     threads, b, q = config["threads"], config["b"], config["q"]
     registers = 4 * q + 16
-    if threads > machine.gpu.max_threads_per_block:
-        return f"{threads} threads per block exceed {machine.gpu.max_threads_per_block}"
-    if b * ITEMSIZE > STATIC_SHARED:
-        return f"a tile of {b} points exceeds {STATIC_SHARED} bytes of static shared memory"
-    if registers > MAX_REGISTERS or registers * threads > machine.gpu.registers_per_sm:
-        return f"{threads} threads x {registers}+ registers do not fit an SM"
-    return None
+    if reason := threads_fit(threads, machine.gpu):
+        return reason
+    if b * ITEMSIZE > SHARED_WITHOUT_OPT_IN:
+        return f"a tile of {b} points exceeds {SHARED_WITHOUT_OPT_IN} bytes of static shared memory"
+    return registers_fit(registers, threads, machine.gpu)
 
 
 def shared_space(machine: Machine) -> Space:
@@ -114,7 +106,7 @@ def shared(inputs: dict, out: Any, machine: Machine, threads: int = 128, b: int 
     """FADD, FSETP, FSEL, SEL per pair, and an IADD per point (its index) for q pairs; with
     the shared loads and the loop, 4 + 1/q instructions a pair (the sm_90 SASS has 272 per 64
     pairs at q = 4, 528 per 128 at q = 8)."""
-    _rejected(shared_restriction({"threads": threads, "b": b, "q": q}, {}, machine))
+    refuse(shared_restriction({"threads": threads, "b": b, "q": q}, {}, machine))
     launch = _launch(shared_kernel(threads, b, q), inputs, out, threads, threads * q)
     return Bound(launch, {"threads": threads, "b": b, "q": q,
                           "reuse": f"{threads * q} queries per point staged in shared memory, "
@@ -138,7 +130,7 @@ def min_first(inputs: dict, out: Any, machine: Machine, threads: int = 128, b: i
     per query and about 9 of loop: 2.13 instructions a pair at the defaults (the sm_90 SASS
     has 545 per 256 pairs)."""
     config = {"threads": threads, "b": b, "q": q, "c": c}
-    _rejected(min_first_restriction(config, {}, machine))
+    refuse(min_first_restriction(config, {}, machine))
     launch = _launch(min_first_kernel(threads, b, q, c), inputs, out, threads, threads * q)
     instructions = 2 + (c / 4 + 2 * q + 9) / (c * q)
     return Bound(launch, {**config,
