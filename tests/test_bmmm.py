@@ -69,6 +69,16 @@ def test_skip_rules_name_k(machine):
     assert "minutes" in variants["cpu-naive"].skip_reason(default_k16, machine)
 
 
+def test_gpu_tiled_refuses_a_mask_beyond_int_indices(machine):
+    tiled = next(variant for variant in CASE.variants if variant.name == "gpu-tiled")
+    assert tiled.skip_reason({"m": 2 ** 22 - 1, "k": 8, "n": 512}, machine) is None
+    assert "2^31" in tiled.skip_reason({"m": 2 ** 22, "k": 8, "n": 512}, machine)
+    assert "1024 threads" in tiled.skip_reason({"m": 1, "k": 33, "n": 1}, machine)
+    for preset in ("default", "large"):
+        for dims in CASE.dims(preset, "gpu", machine):
+            assert tiled.skip_reason(dims, machine) is None
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("k", [1, 3, 5, 7, 17, 32, 33])
 @pytest.mark.parametrize("n", [130, 129])

@@ -21,6 +21,18 @@ def test_rates_come_from_the_golden_work():
     assert r["gflops"] == pytest.approx(2.0)
 
 
+def test_a_case_with_a_unit_gets_its_rate_and_fraction_of_the_unit_roof():
+    r = {**row("nn", "a", "gpu", "optimized", None), "median_s": 0.5, "items": 2e12,
+         "unit": "pairs", "unit_roof": {"per_s": 8e12, "what": "issue limit"}}
+    rates(r)
+    add_comparisons([r], references())
+    assert r["items_per_s"] == pytest.approx(4e12)
+    assert r["pct_of_unit_roof"] == pytest.approx(50.0)
+    plain = row("t", "b", "gpu", "optimized", 0.5)
+    add_comparisons([plain], references())
+    assert plain["items_per_s"] is None and plain["pct_of_unit_roof"] is None
+
+
 def test_untimed_row_has_no_rates():
     r = row("t", "v", "cpu", "optimized", median=None)
     assert r["gbps"] is None and r["gflops"] is None

@@ -1,8 +1,11 @@
 """The nearest-neighbour case beyond the generic per-variant tests: the golden against the
 lectures' loop on inputs full of ties (also ties that rounding makes), each numba kernel at
-any size and tiling, every CPU variant on tied inputs, sizes and work; the GPU tuning spaces
-(no GPU needed); then every GPU kernel on tied inputs and a sample of every space's
-configurations at awkward sizes (marked gpu)."""
+any size and tiling, every CPU variant on tied inputs, sizes (bad ones refused in one line)
+and work; the GPU tuning spaces (no GPU needed); then every GPU kernel on tied inputs and a
+sample of every space's configurations at awkward sizes (marked gpu).
+
+The tied inputs put their ties everywhere in the points, not only in the first tile: a kernel
+that mishandles a later tile, the last partial one or a tie across two tiles fails."""
 
 import inspect
 import itertools
@@ -17,6 +20,7 @@ from hypothesis import strategies as st
 from loclab.bench.validate import compare, poison
 from loclab.cases import nearest_neighbour as nn
 from loclab.cases.nearest_neighbour import CASE, cpu, gpu
+from loclab.errors import UsageError
 from tests.gpus import H200
 from tests.spaces import allowed
 
@@ -27,6 +31,7 @@ VALUES = st.one_of(st.sampled_from(TRICKY), st.floats(-2.0**100, 2.0**100, width
 SIDES = st.one_of(st.sampled_from((1, 2, 3, 15, 16, 17, 63, 64, 65, 255, 256, 257)),
                   st.integers(1, 300))
 POWERS = st.sampled_from((1, 2, 4, 8, 16, 32, 64, 128, 256))
+LEVELS = st.integers(1, 400)  # few: answers in the first points; about n/2: anywhere
 
 
 def loop(queries, points):
@@ -47,13 +52,30 @@ def brute_force(queries, points):
     return np.abs(queries[:, None] - points[None, :]).argmin(axis=1).astype(np.int32)
 
 
-def tied(m, n, levels=7, seed=0):
+def tied(m, n, levels=None, seed=0):
     """Points on ``levels`` levels of 1/levels (inexact: their distances round), queries on
-    a grid twice as fine: many duplicates, many queries halfway between two points."""
+    a grid twice as fine: many duplicates, many queries halfway between two points. With
+    about n/2 levels (the default), each value's first point, the answer, lies anywhere."""
+    levels = levels or max(1, n // 2)
     rng = np.random.default_rng(seed)
     points = (rng.integers(1, levels + 1, n) / levels).astype(np.float32)
     queries = (rng.integers(0, 2 * levels + 2, m) / (2 * levels)).astype(np.float32)
     return {"queries": queries, "points": points}
+
+
+def halfway(m, n, seed=0):
+    """Distinct whole-number points in random order and queries on every whole and half
+    number around them: about half of the queries sit exactly halfway between two points,
+    the smaller index on either side, anywhere in the points. The first query is the last
+    point, the last query the first (answers n - 1 and 0)."""
+    rng = np.random.default_rng(seed)
+    points = rng.permutation(n).astype(np.float32)
+    queries = (rng.integers(-1, 2 * n, m) / 2).astype(np.float32)
+    queries[-1], queries[0] = points[0], points[-1]
+    return {"queries": queries, "points": points}
+
+
+TIED_INPUTS = {"tied": tied, "halfway": halfway}
 
 
 def as_inputs(queries, points):
@@ -87,10 +109,10 @@ def test_golden_is_the_lectures_loop(queries, points):
 
 
 @settings(max_examples=30, deadline=None)
-@given(m=SIDES, n=SIDES, levels=st.integers(1, 40), seed=st.integers(0, 2**16))
+@given(m=SIDES, n=SIDES, levels=LEVELS, seed=st.integers(0, 2**16))
 def test_golden_on_tied_and_random_inputs(m, n, levels, seed):
-    for inputs in (tied(m, n, levels, seed), CASE.make_inputs({"queries": m, "points": n},
-                                                               np.random.default_rng(seed))):
+    random_inputs = CASE.make_inputs({"queries": m, "points": n}, np.random.default_rng(seed))
+    for inputs in (tied(m, n, levels, seed), halfway(m, n, seed), random_inputs):
         np.testing.assert_array_equal(nn.golden(inputs),
                                       brute_force(inputs["queries"], inputs["points"]))
 
@@ -102,6 +124,44 @@ def test_range_min_covers_every_range():
     np.testing.assert_array_equal(nn._range_min(values, low, high), expected)
 
 
+@pytest.mark.parametrize("make", TIED_INPUTS.values(), ids=TIED_INPUTS)
+def test_tied_inputs_tie_anywhere_in_the_points(make):
+    """What the tests below rely on: ties that the smaller index decides (the first and the
+    last nearest point differ) for many queries, and answers up to the last points."""
+    q, p = make(2000, 4099).values()
+    distances = np.abs(q[:, None] - p[None, :])
+    first = distances.argmin(axis=1)
+    last = p.size - 1 - distances[:, ::-1].argmin(axis=1)
+    assert np.mean(first != last) > 0.3
+    assert np.any(first >= 0.99 * p.size)
+
+
+# --- bad sizes ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dims, named", [
+    ({"queries": 0, "points": 5}, "queries = 0"),
+    ({"queries": 5, "points": 0}, "points = 0"),
+    ({"queries": -3, "points": 5}, "queries = -3"),
+    ({"queries": 5, "points": nn.MAX_EXTENT + 1}, f"points = {nn.MAX_EXTENT + 1}"),
+    ({"queries": 2.5, "points": 5}, "queries = 2.5"),
+])
+def test_bad_sizes_are_refused_in_one_line_naming_the_size(dims, named):
+    with pytest.raises(UsageError, match=named) as refused:
+        CASE.make_inputs(dims, np.random.default_rng(0))
+    assert "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize("queries, points", [([0.5], []), ([], [0.5])])
+def test_empty_inputs_are_refused_by_the_golden_and_every_variant(queries, points, machine):
+    inputs = as_inputs(queries, points)
+    h200 = replace(machine, gpu=H200)  # the GPU setups refuse before they need CuPy
+    with pytest.raises(UsageError, match="= 0: must be"):
+        nn.golden(inputs)
+    for variant in CASE.variants:
+        with pytest.raises(UsageError, match="= 0: must be"):
+            variant.setup(inputs, poisoned(len(queries)), h200)
+
+
 # --- the numba kernels and the library's chunks, called directly ---------------------------
 
 def poisoned(m):
@@ -111,23 +171,23 @@ def poisoned(m):
 
 
 @settings(max_examples=40, deadline=None)
-@given(m=SIDES, n=SIDES, levels=st.integers(1, 20), seed=st.integers(0, 2**16),
+@given(m=SIDES, n=SIDES, levels=LEVELS, seed=st.integers(0, 2**16),
        query_tile=POWERS, point_tile=POWERS, block=POWERS)
 def test_tiled_kernel_any_size_any_tiles(m, n, levels, seed, query_tile, point_tile, block):
-    inputs = tied(m, n, levels, seed)
-    out = cpu.nearest_tiled(inputs["queries"], inputs["points"], poisoned(m), query_tile,
-                            point_tile, block)
-    np.testing.assert_array_equal(out, brute_force(inputs["queries"], inputs["points"]))
+    for inputs in (tied(m, n, levels, seed), halfway(m, n, seed)):
+        q, p = inputs["queries"], inputs["points"]
+        out = cpu.nearest_tiled(q, p, poisoned(m), query_tile, point_tile, block)
+        np.testing.assert_array_equal(out, brute_force(q, p))
 
 
 @settings(max_examples=40, deadline=None)
-@given(m=SIDES, n=SIDES, levels=st.integers(1, 20), seed=st.integers(0, 2**16),
+@given(m=SIDES, n=SIDES, levels=LEVELS, seed=st.integers(0, 2**16),
        query_tile=POWERS, point_tile=POWERS)
 def test_min_first_kernel_any_size_any_tiles(m, n, levels, seed, query_tile, point_tile):
-    inputs = tied(m, n, levels, seed)
-    out = cpu.nearest_min_first(inputs["queries"], inputs["points"], poisoned(m), query_tile,
-                                point_tile)
-    np.testing.assert_array_equal(out, brute_force(inputs["queries"], inputs["points"]))
+    for inputs in (tied(m, n, levels, seed), halfway(m, n, seed)):
+        q, p = inputs["queries"], inputs["points"]
+        out = cpu.nearest_min_first(q, p, poisoned(m), query_tile, point_tile)
+        np.testing.assert_array_equal(out, brute_force(q, p))
 
 
 @settings(max_examples=100, deadline=None)
@@ -144,9 +204,10 @@ def test_kernels_break_rounded_ties_as_the_loop(queries, points, tile):
                                   expected)
 
 
+@pytest.mark.parametrize("make", TIED_INPUTS.values(), ids=TIED_INPUTS)
 @pytest.mark.parametrize("rows", [1, 2, 7, 100])
-def test_broadcast_argmin_any_chunk(rows):
-    inputs = tied(99, 31, levels=5)
+def test_broadcast_argmin_any_chunk(rows, make):
+    inputs = make(99, 31)
     buffer = np.empty((rows, 31), np.float32)
     out = nn.broadcast_argmin(np, inputs["queries"], inputs["points"], poisoned(99), buffer)
     np.testing.assert_array_equal(out, brute_force(inputs["queries"], inputs["points"]))
@@ -154,10 +215,12 @@ def test_broadcast_argmin_any_chunk(rows):
 
 # --- the CPU variants as the harness sets them up --------------------------------------------
 
+@pytest.mark.parametrize("make", TIED_INPUTS.values(), ids=TIED_INPUTS)
 @pytest.mark.parametrize("variant", CASE.variants_on("cpu"), ids=lambda v: v.name)
-@pytest.mark.parametrize("m, n", [(1, 1), (513, 1025), (2000, 3001)])
-def test_cpu_variants_give_exactly_the_golden_indices_on_tied_inputs(variant, m, n, machine):
-    inputs = tied(m, n, levels=50)
+@pytest.mark.parametrize("m, n", [(1, 1), (1, 5000), (513, 1025), (2000, 9001)])
+def test_cpu_variants_give_exactly_the_golden_indices_on_tied_inputs(variant, m, n, make,
+                                                                      machine):
+    inputs = make(m, n)
     for array in inputs.values():
         array.setflags(write=False)
     result = variant.setup(inputs, poisoned(m), machine).run()
@@ -184,9 +247,9 @@ def test_cpu_restrictions_say_why(machine):
 
 # --- sizes and work --------------------------------------------------------------------------
 
-def test_work_counts_four_instructions_a_pair():
+def test_work_counts_pairs_and_two_flops_a_pair():
     work = nn.work({"queries": 3, "points": 5})
-    assert work.bytes == 4 * (3 + 5 + 3) and work.flops == 4 * 15
+    assert work.bytes == 4 * (3 + 5 + 3) and work.flops == 2 * 15 and work.items == 15
     assert nn.output({"queries": 3, "points": 5}) == ((3,), np.int32)
 
 
@@ -197,14 +260,24 @@ def test_sizes(machine):
     (gpu_large,) = CASE.dims("large", "gpu", gpu_machine)
     assert nn.work(cpu_large).bytes >= 4 * machine.cpu.llc_bytes
     assert nn.work(gpu_large).bytes >= 4 * H200.l2_bytes
-    for dims in CASE.test_dims:
-        assert dims["queries"] >= 1 and dims["points"] >= 1
+    presets = [CASE.dims(size, device, gpu_machine) for size in CASE.sizes
+               for device in ("cpu", "gpu")]
+    for dims in [*CASE.test_dims, *itertools.chain(*presets)]:
+        nn.check_dims(dims)  # every size the case names is one its variants accept
 
 
 def test_issue_limit_is_a_pair_per_lane_and_clock_at_four_instructions(machine):
     h200 = replace(machine, gpu=H200)
     assert nn.issue_limit(h200, 4) == pytest.approx(132 * 32 * 1.98e9)
     assert nn.issue_limit(h200, 2) == pytest.approx(2 * nn.issue_limit(h200, 4))
+
+
+def test_rows_are_rated_against_the_gpu_issue_limit_only(machine):
+    roof = CASE.unit_roof("gpu", replace(machine, gpu=H200))
+    assert roof.per_s == pytest.approx(132 * 32 * 1.98e9) and "4 instructions" in roof.what
+    assert CASE.unit_roof("cpu", replace(machine, gpu=H200)) is None
+    assert CASE.unit_roof("gpu", replace(machine, gpu=None)) is None
+    assert CASE.unit == "pairs"
 
 
 # --- the GPU tuning spaces (no GPU needed) ---------------------------------------------------
@@ -253,7 +326,7 @@ def run_on_gpu(setup, inputs, machine, **config):
 @pytest.mark.parametrize("variant", CASE.variants_on("gpu"), ids=lambda v: v.name)
 def test_gpu_variants_give_exactly_the_golden_indices_on_tied_inputs(variant, machine):
     for m, n in GPU_SIZES:
-        for inputs in (tied(m, n, levels=50), as_inputs([1.0] * m, [1e-8, 2.5e-8, 2e-8] * n)):
+        for inputs in (tied(m, n), halfway(m, n), as_inputs([1.0] * m, [1e-8, 2.5e-8, 2e-8] * n)):
             check = run_on_gpu(variant.setup, inputs, machine)
             assert check.valid and check.max_rel_err == 0, f"{m}x{n}: {check.problem}"
 
@@ -263,6 +336,7 @@ def test_gpu_variants_give_exactly_the_golden_indices_on_tied_inputs(variant, ma
 def test_gpu_space_sample_at_awkward_sizes(name, machine):
     space = GPU_SPACES[name](machine)
     sample = random.Random(0).sample(allowed(space, machine), 12)
-    for config, (m, n) in itertools.product(sample, [(1000, 4099), (4099, 1000)]):
-        check = run_on_gpu(getattr(gpu, name), tied(m, n, levels=50), machine, **config)
+    for config, (m, n), make in itertools.product(sample, [(1000, 4099), (4099, 1000)],
+                                                  TIED_INPUTS.values()):
+        check = run_on_gpu(getattr(gpu, name), make(m, n), machine, **config)
         assert check.valid and check.max_rel_err == 0, f"{config} {m}x{n}: {check.problem}"

@@ -1,7 +1,9 @@
 """The partitioning case beyond the generic per-variant tests: compare-and-swap (and the other
-CPU atomics it relies on) under contention, the golden table's properties, every plan on key
-sets that collide heavily and fill the table, hash computations per key, what the validation
-catches, and the sizes and skip rules."""
+CPU atomics it relies on) under contention, the golden table's properties, the ordered
+insertion under any interleaving of its probe steps, every plan on key sets that collide
+heavily and fill the table (and all of numba's threads racing through one cluster that wraps
+around a nearly full table), hash computations per key, what the validation catches, bad
+sizes refused in one line, and the sizes and skip rules."""
 
 import numba
 import numpy as np
@@ -13,10 +15,11 @@ from numba.core.errors import TypingError
 
 from loclab.bench.validate import compare
 from loclab.cases import get_case
-from loclab.cases.partitioning import (HASH_LIMIT, balanced_owners, gpu_threads, thread_counts,
-                                       too_many_hashes)
-from loclab.cases.partitioning.cpu import EMPTY, home_slot
+from loclab.cases.partitioning import (HASH_LIMIT, MAX_SLOTS, balanced_owners, gpu_threads,
+                                       thread_counts, too_many_hashes)
+from loclab.cases.partitioning.cpu import EMPTY, home_slot, numba_threads, settle
 from loclab.cpu.atomics import atomic_add, atomic_load, compare_and_swap
+from loclab.errors import UsageError
 from loclab.hw import Machine
 from tests.gpus import H200
 
@@ -125,8 +128,12 @@ def key_sets(draw):
     pool = (rng.choice(2**32 - 2, size=400 * slots, replace=False) + 1).astype(np.uint32)
     homes = home_slot(pool, slots)
     hot = (homes == rng.integers(slots)) if hot_slots == "one" else (homes >= slots - 3)
-    chosen = pool[hot][:int(hot_share * n)]
-    keys = np.concatenate([chosen, pool[~hot][:n - chosen.size]])
+    hot_keys, cold_keys = pool[hot], pool[~hot]  # in a table of 3 slots or fewer, all hot
+    share = min(int(hot_share * n), hot_keys.size)
+    keys = np.concatenate([hot_keys[:share], cold_keys[:n - share]])
+    if keys.size < n:  # too few cold keys: more hot ones
+        keys = np.concatenate([hot_keys, cold_keys])[:n]
+    assert keys.size == n and np.unique(keys).size == n
     rng.shuffle(keys)
     return inputs_for(keys, slots)
 
@@ -167,6 +174,40 @@ def test_golden_finds_every_key_once_and_orders_every_probe(inputs):
         start = int(home_slot(np.uint32(key), table.size))
         passed = [(start + s) % table.size for s in range((slot - start) % table.size)]
         assert all(table[p] > key for p in passed)  # larger keys first along every probe
+
+
+def interleaved(keys, slots, seed):
+    """The table that inserting ``keys`` one probe step at a time gives (a step: one call of
+    ``place`` over one slot, the CAS loop of one slot), with the probes started at random
+    times and their steps interleaved at random: any schedule of any number of threads,
+    including probes paused mid-way as output partitioning pauses those that leave a range."""
+    from loclab.cases.partitioning.cpu import place
+
+    rng = np.random.default_rng(seed)
+    table = np.zeros(slots, np.uint32)
+    waiting = list(rng.permutation(keys))
+    probes = []  # (the key carried, its unwrapped position)
+    while waiting or probes:
+        if waiting and (not probes or rng.random() < 0.3):
+            key = waiting.pop()
+            probes.append((key, int(home_slot(key, slots))))
+            continue
+        i = int(rng.integers(len(probes)))
+        key, position = place(table, *probes[i], probes[i][1] + 1, False)
+        if key == EMPTY:
+            probes.pop(i)
+        else:
+            probes[i] = (key, position)
+    return table
+
+
+@settings(max_examples=60, deadline=None)
+@given(inputs=key_sets(), seed=st.integers(0, 2**32 - 1))
+def test_any_interleaving_of_probe_steps_builds_the_golden_table(inputs, seed):
+    """The claim every plan rests on (Shun and Blelloch): whatever the order and interleaving
+    of the insertions' steps, the table is the golden one, every key in it once."""
+    table = interleaved(inputs["keys"], int(inputs["slots"][0]), seed)
+    np.testing.assert_array_equal(table, CASE.golden(inputs))
 
 
 # --- the plans -------------------------------------------------------------------------------
@@ -212,6 +253,59 @@ def test_probes_that_leave_an_owners_range_are_finished_later():
         table, _, deferred = build(inputs, parts, 3)
         assert deferred > 0
         np.testing.assert_array_equal(table, golden)
+
+
+def _wrapping_cluster(n, slots, seed):
+    """``n`` keys (in random order) whose homes are the last four slots: one cluster that
+    runs through the end of the table and on from its start."""
+    pool = np.arange(1, slots * (n + 200) // 4, dtype=np.uint32)
+    keys = pool[home_slot(pool, slots) >= slots - 4][:n]
+    assert keys.size == n
+    return np.random.default_rng(seed).permutation(keys)
+
+
+@pytest.mark.parametrize("round_", range(4))
+def test_every_numba_thread_races_through_one_cluster_of_a_nearly_full_table(round_):
+    """Stress: 2,000 keys in 2,003 slots, all homed at the end of the table, inserted by all of
+    numba's threads at once through compare-and-swap (input partitioning, and a k_i x 2 grid
+    whose probes also cross a range boundary): every probe walks the same cluster, which
+    wraps around. Rounds differ in key order. (How often two threads meet depends on the
+    machine; the next test makes them meet at every step.)"""
+    slots = 2003
+    inputs = inputs_for(_wrapping_cluster(2000, slots, round_), slots)
+    golden = CASE.golden(inputs)
+    threads = numba.get_num_threads()
+    for parts, owners in ((threads, 1), (max(threads // 2, 2), 2), (4 * threads, 1)):
+        with numba_threads(min(parts * owners, threads)):
+            table, _, _ = build(inputs, parts, owners)
+        np.testing.assert_array_equal(table, golden, err_msg=f"{parts} x {owners}")
+
+
+@njit(parallel=True)
+def _settle_at_once(table, keys):
+    """One step of the ordered insertion for every key, all threads at once, key i at slot
+    i mod the table's size: what each step leaves to carry on."""
+    carried = np.empty_like(keys)
+    for i in prange(keys.size):
+        carried[i] = settle(table, i % table.size, keys[i], True)
+    return carried
+
+
+@pytest.mark.parametrize("slots", [1, 3])
+def test_settle_loses_and_copies_no_key_while_every_thread_races_for_one_slot(slots):
+    """The CAS retry at its most contended: each thread's keys (a contiguous share of the
+    loop) grow, interleaved with the other threads', so nearly every step of every thread
+    swaps into a slot that the other threads are swapping into too, and many CASes fail. The
+    keys held and those carried on are the keys, each once; each slot holds its largest key.
+    (A retry that gave up would lose a key; one that carried its stale read would copy one.)"""
+    threads, chunk = numba.get_num_threads(), 100_000
+    i = np.arange(threads * chunk)
+    keys = ((i % chunk) * threads + i // chunk + 1).astype(np.uint32)
+    table = np.zeros(slots, np.uint32)
+    carried = _settle_at_once(table, keys)
+    held = np.concatenate([carried[carried != EMPTY], table])
+    np.testing.assert_array_equal(np.sort(held), np.sort(keys))
+    np.testing.assert_array_equal(table, [keys[s::slots].max() for s in range(slots)])
 
 
 def test_one_owner_wraps_around_without_deferring():
@@ -278,13 +372,44 @@ def test_inputs_are_distinct_keys_never_empty_nor_the_poison():
     assert keys.dtype == np.uint32 and np.unique(keys).size == keys.size
     assert keys.min() > EMPTY and keys.max() < 2**32 - 1
     assert inputs["threads"][0] == 4 and inputs["slots"][0] == 200_000
-    with pytest.raises(ValueError, match="keys < slots"):
-        CASE.make_inputs({"keys": 10, "slots": 10, "threads": 1}, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("keys, slots, threads, named, why", [
+    (0, 10, 1, "keys=0", "at least one key"),
+    (-3, 10, 1, "keys=-3", "at least one key"),
+    (10, 10, 1, "slots=10", "more slots than keys"),
+    (10, 7, 1, "slots=7", "more slots than keys"),
+    (10, 0, 1, "slots=0", "more slots than keys"),
+    (10, MAX_SLOTS + 1, 1, f"slots={MAX_SLOTS + 1}", "at most"),
+    (10, 20, 0, "threads=0", "threads must be from 1"),
+    (10, 20, -4, "threads=-4", "threads must be from 1"),
+    (10, 20, 2**31, f"threads={2**31}", "threads must be from 1"),
+    (10.5, 20, 1, "keys=10.5", "keys must be a whole number"),
+])
+def test_bad_sizes_are_refused_in_one_line_naming_them(keys, slots, threads, named, why):
+    with pytest.raises(UsageError) as refused:
+        CASE.make_inputs({"keys": keys, "slots": slots, "threads": threads},
+                         np.random.default_rng(0))
+    message = str(refused.value)
+    assert named in message and why in message and "\n" not in message
+
+
+def test_a_full_table_is_refused_not_probed_forever(machine):
+    """The golden build and every plan refuse inputs that leave no empty slot, which
+    ``make_inputs`` would have refused: plain probing would loop forever, a plan lose keys."""
+    from loclab.cases.partitioning.cpu import both
+
+    full = inputs_for(_colliding(5, 5, 0), 5)
+    with pytest.raises(UsageError, match="more slots than keys"):
+        CASE.golden(full)
+    with pytest.raises(UsageError, match="keys=5 slots=5"):
+        both(full, np.empty(5, np.uint32), machine)
 
 
 def test_work_counts_keys_and_slots():
     work = CASE.work({"keys": 10, "slots": 21, "threads": 8})
-    assert (work.bytes, work.flops) == (4 * 31, 10)
+    assert (work.bytes, work.flops, work.items) == (4 * 31, 0, 10)
+    assert CASE.unit == "keys" and CASE.unit_roof is None
 
 
 # --- sizes and skip rules --------------------------------------------------------------------
@@ -302,10 +427,18 @@ def test_thread_counts_double_up_to_the_cpu_count():
 
 def test_cpu_sizes_sweep_threads_at_one_table(machine):
     sizes = CASE.dims("default", "cpu", machine)
-    assert [d["threads"] for d in sizes] == thread_counts(machine.cpu.logical_cpus)
+    assert [d["threads"] for d in sizes] == thread_counts(
+        min(machine.cpu.logical_cpus, numba.get_num_threads()))
     assert {(d["keys"], d["slots"]) for d in sizes} == {(2**22, 2**23)}
     large = CASE.dims("large", "cpu", machine)[0]
     assert 4 * (large["keys"] + large["slots"]) >= 4 * machine.cpu.llc_bytes
+
+
+def test_the_cpu_sweep_ends_at_the_threads_numba_was_given(machine):
+    """``--threads 1`` (numba's count, set before sizes are asked for): one row per plan, not
+    rows at every count above it that would all be skipped."""
+    with numba_threads(1):
+        assert [d["threads"] for d in CASE.dims("small", "cpu", machine)] == [1]
 
 
 def test_gpu_sizes_go_from_one_block_to_a_full_gpu(machine):

@@ -1,9 +1,12 @@
 """Reports from a synthetic document: every renderer, invalid rows marked, charts written."""
 
+import re
+
 import pytest
 
 from loclab.report import write_report
-from loclab.report.text import failures, results_table, reuse_lines, skips
+from loclab.report.text import (failures, per_second, results_table, reuse_lines, roof_line,
+                                 skips)
 
 
 def result(variant, device, role, median, valid=True, flops=0, case="transpose"):
@@ -15,7 +18,7 @@ def result(variant, device, role, median, valid=True, flops=0, case="transpose")
             "gbps": gbps, "gflops": flops / median / 1e9 if median else None, "valid": valid,
             "max_rel_err": 0.0, "error": None if valid else "max relative error 1 > 0",
             "pct_of_copy": gbps and gbps / 40 * 100, "pct_of_peak": None,
-            "speedup_vs_naive": 1.0, "vs_library": 1.0}
+            "speedup_vs_naive": 1.0, "vs_library": 1.0, "tuned": None}
 
 
 @pytest.fixture
@@ -74,6 +77,21 @@ def test_a_sweep_gets_a_time_chart_and_a_panel_per_size(document, tmp_path):
     assert (tmp_path / "r" / "histogram-bins.png").stat().st_size > 0
 
 
+def test_a_sweep_can_plot_what_each_variant_pays_in_theory(document, tmp_path):
+    document["cases"]["partitioning"] = {
+        "lesson": "partitioning", "description": "p", "sweep": "threads",
+        "sweep_param": ["hashes_per_key", "hash computations per key"]}
+    for threads in (1, 2, 4):
+        for variant, role, hashes in (("cpu-input", "naive", 1),
+                                      ("cpu-output", "optimized", threads)):
+            row = result(variant, "cpu", role, 0.01 / threads, case="partitioning")
+            document["results"].append({**row, "size": {"keys": 10, "threads": threads},
+                                        "params": {"hashes_per_key": hashes}})
+    page = write_report(document, tmp_path / "r").read_text()
+    assert "partitioning: time and hash computations per key against threads" in page
+    assert (tmp_path / "r" / "partitioning-threads.png").stat().st_size > 0
+
+
 def test_report_directory(document, tmp_path):
     index = write_report(document, tmp_path / "r")
     page = index.read_text()
@@ -97,3 +115,55 @@ def test_reuse_in_theory_is_shown_next_to_the_measured_rate(document, tmp_path):
         "memory; measured 250,000 GFlop/s (3.3% of peak)"]
     markdown = (write_report(document, tmp_path / "r").parent / "README.md").read_text()
     assert "## Data reuse in theory, next to the measured rate" in markdown
+
+
+def pairs_row(variant, role, median, unit_roof=None):
+    """A nearest-neighbour row: 4 G pairs, rated in pairs/s against an issue limit."""
+    row = {**result(variant, "gpu", role, median, flops=8e9, case="nn"),
+           "size": {"m": 2 ** 16, "n": 2 ** 16}, "unit": "pairs", "items": 4e9,
+           "items_per_s": 4e9 / median, "unit_roof": unit_roof,
+           "pct_of_unit_roof": 4e9 / median / unit_roof["per_s"] * 100 if unit_roof else None}
+    row["params"] = {"reuse": "256 queries per point staged"}
+    return row
+
+
+def test_rates_in_a_case_unit_get_si_prefixes():
+    assert per_second(5.49e12, "pairs") == "5.49 T pairs/s"
+    assert per_second(812e6, "keys") == "812 M keys/s"
+    assert per_second(12.0, "keys") == "12 keys/s"
+    assert per_second(None, "keys") == per_second(3.0, None) == "-"
+
+
+def test_a_unit_rate_is_a_column_and_its_limit_a_roof(document, tmp_path):
+    assert "rate" not in results_table(document).headers
+    limit = {"per_s": 8e12, "what": "issue limit at 4 instructions a pair"}
+    document["results"] += [pairs_row("gpu-naive", "naive", 0.002, limit),
+                            pairs_row("gpu-shared", "optimized", 0.001, limit)]
+    table = results_table(document)
+    rate, share = table.headers.index("rate"), table.headers.index("% limit")
+    assert [cells[rate] for cells in table.rows[-2:]] == ["2 T pairs/s", "4 T pairs/s"]
+    assert table.rows[-1][share] == "50.0%"
+    assert table.rows[0][rate] == "-"
+    assert "nn GPU issue limit at 4 instructions a pair: 8 T pairs/s" in roof_line(document)
+    assert reuse_lines(document)[-1].endswith(
+        "measured 4 T pairs/s (50.0% of the issue limit at 4 instructions a pair)")
+    write_report(document, tmp_path / "r")
+    assert (tmp_path / "r" / "nn.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_console_leaves_out_columns_a_section_does_not_need(document):
+    from io import StringIO
+
+    from rich.console import Console
+
+    from loclab.report.console import print_results
+
+    document["results"] += [pairs_row("gpu-shared", "optimized", 0.001)]
+    out = StringIO()
+    print_results(document, Console(file=out, width=200))
+    sections = re.split(r"\n *\n", out.getvalue())
+    transpose = next(text for text in sections if "cpu-naive" in text)
+    pairs = next(text for text in sections if "gpu-shared" in text)
+    assert "rate" not in transpose and "GFlop/s" not in transpose
+    assert "pairs/s" in pairs and "4 T" in pairs and "GFlop/s" not in pairs
+    assert "4 T pairs/s" not in pairs  # the unit is in the header

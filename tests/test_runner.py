@@ -80,6 +80,7 @@ def test_json_shape_follows_the_contract(document):
     assert {"cpu", "gpu"} <= set(document["machine"])
     for row in document["results"]:
         assert set(ROW_KEYS) <= set(row)
+        assert {"unit", "items", "items_per_s", "unit_roof", "pct_of_unit_roof"} <= set(row)
         assert isinstance(row["size"], dict) and isinstance(row["params"], dict)
         assert row["device"] in ("cpu", "gpu")
         assert row["role"] in ("golden", "naive", "optimized", "library")

@@ -184,3 +184,15 @@ def test_an_unwritable_cache_fails_before_tuning(built, tmp_path, capsys):
     assert "--tuning-cache" in one_line_error(capsys) and not built
     assert main([*TUNE, "--tuning-cache", str(tmp_path)]) == 2
     assert "is a directory" in one_line_error(capsys)
+
+
+def test_a_case_with_a_unit_is_tuned_in_that_unit(monkeypatch, tmp_path, capsys):
+    case = tiles_case([])
+    counted = replace(case, unit="cells",
+                      work=lambda dims: replace(case.work(dims), items=dims["n"]))
+    register(monkeypatch, counted)
+    monkeypatch.setattr(session, "TUNE_TIMING", QUICK)
+    assert main([*TUNE, "--strategy", "random", "--budget", "3",
+                 "--tuning-cache", str(tmp_path / "tuning.json")]) == 0
+    out = capsys.readouterr().out
+    assert "G cells/s" in out and "GFlop/s" not in out

@@ -33,10 +33,12 @@ def derive_references(rows: Iterable[Row], machine: Machine) -> dict[str, float 
 
 
 def rates(row: Row) -> None:
-    """GB/s and GFlop/s of a timed row, from the golden algorithm's work."""
+    """GB/s, GFlop/s and items (of the case's unit) per second of a timed row, from the golden
+    algorithm's work."""
     median = row["median_s"]
     row["gbps"] = row["bytes"] / median / 1e9 if median else None
     row["gflops"] = row["flops"] / median / 1e9 if median else None
+    row["items_per_s"] = row["items"] / median if median and row.get("items") else None
 
 
 def _percent(value: float | None, roof: float | None) -> float | None:
@@ -56,7 +58,8 @@ def _group(row: Row) -> tuple[str, str, str]:
 
 
 def add_comparisons(rows: list[Row], references: dict[str, float | None]) -> None:
-    """Fraction of copy bandwidth and peak, speedup over naive, ratio to the library row."""
+    """Fraction of copy bandwidth, of peak and of the unit's roof, speedup over naive, ratio to
+    the library row."""
     by_role: dict[tuple[str, str, str, str], Row] = {}
     for row in rows:
         if row["role"] in ("naive", "library") and row["valid"]:
@@ -70,6 +73,8 @@ def add_comparisons(rows: list[Row], references: dict[str, float | None]) -> Non
         compute_bound = bool(row["flops"] and copy and peak and (
             not row["bytes"] or row["flops"] / row["bytes"] >= peak / copy))
         row["pct_of_peak"] = _percent(row.get("gflops"), peak) if compute_bound else None
+        roof = row.get("unit_roof")
+        row["pct_of_unit_roof"] = _percent(row.get("items_per_s"), roof and roof["per_s"])
         naive = by_role.get((*_group(row), "naive"))
         library = by_role.get((*_group(row), "library"))
         row["speedup_vs_naive"] = _ratio(naive, row)

@@ -88,14 +88,19 @@ def check_memory(case: Case, device: str, dims: dict[str, int], size: str) -> No
                              f"{free / 2**30:.1f} GiB is free")
 
 
-def _empty_row(case: Case, variant: Variant, dims: dict[str, int], timer: str) -> Row:
+def _empty_row(case: Case, variant: Variant, dims: dict[str, int], timer: str,
+               machine: Machine) -> Row:
     work = case.work(dims)
+    roof = case.roof_of_unit(variant.device, machine)
     return {"case": case.name, "variant": variant.name, "device": variant.device,
             "role": variant.role, "description": variant.description, "size": dict(dims),
             "params": {}, "median_s": None, "min_s": None, "max_s": None, "iqr_s": None,
             "runs": 0, "batch": 0, "timer": timer, "bytes": work.bytes, "flops": work.flops,
-            "gbps": None, "gflops": None, "valid": False, "max_rel_err": None, "error": None,
-            "skipped": None, "tuned": None}
+            "gbps": None, "gflops": None, "unit": case.unit, "items": work.items,
+            "items_per_s": None,
+            "unit_roof": {"per_s": roof.per_s, "what": roof.what} if roof else None,
+            "valid": False, "max_rel_err": None, "error": None, "skipped": None,
+            "tuned": None}
 
 
 def measure_variant(case: Case, variant: Variant, dims: dict[str, int], staged: dict[str, Any],
@@ -108,7 +113,7 @@ def measure_variant(case: Case, variant: Variant, dims: dict[str, int], staged: 
     set the variant up with; if it no longer validates the row says so and fails, rather than
     falling back on another configuration.
     """
-    row = _empty_row(case, variant, dims, backend.clock.name)
+    row = _empty_row(case, variant, dims, backend.clock.name, machine)
     config = tuned["params"] if tuned else None
     if tuned:
         row["tuned"] = {"params": config, "date": tuned.get("date")}
@@ -227,7 +232,8 @@ def execute(request: Plan, progress: Progress | None = None) -> dict[str, Any]:
     return build_document(machine=machine_json, references=references,
                           cases={case.name: {"lesson": case.lesson,
                                              "description": case.description,
-                                             "sweep": case.sweep}
+                                             "sweep": case.sweep,
+                                             "sweep_param": case.sweep_param}
                                  for case, _, _ in request.work},
                           rows=rows, size=request.size, devices=request.devices)
 
@@ -255,7 +261,7 @@ def _run_on_device(case: Case, dims: dict[str, int], inputs: dict[str, np.ndarra
     for variant in case.variants_on(backend.device):
         starting(f"{case.name} {variant.name}")
         if staging_error:
-            rows.append({**_empty_row(case, variant, dims, backend.clock.name),
+            rows.append({**_empty_row(case, variant, dims, backend.clock.name, machine),
                          "error": staging_error})
         else:
             rows.append(measure_variant(case, variant, dims, staged, golden, backend, machine,

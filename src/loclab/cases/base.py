@@ -31,10 +31,25 @@ SkipRule = Callable[[Dims, "Machine"], str | None]
 
 @dataclass(frozen=True)
 class Work:
-    """Bytes and flops of the golden algorithm: every rate is computed from these."""
+    """Bytes and flops of the golden algorithm: every rate is computed from these.
+
+    ``items`` counts what a case names in ``Case.unit`` where flops do not measure its work
+    (query-point pairs, keys inserted); rows then report items per second too.
+    """
 
     bytes: int
     flops: int
+    items: int = 0
+
+
+@dataclass(frozen=True)
+class UnitRoof:
+    """The most ``Case.unit`` per second a device can do, and what bounds it (for
+    nearest-neighbour on a GPU: the instruction issue rate over the instructions a pair
+    takes). Rows report their fraction of it."""
+
+    per_s: float
+    what: str
 
 
 @dataclass(frozen=True)
@@ -112,8 +127,14 @@ class Case:
     variants: tuple[Variant, ...]
     # Small awkward sizes (edges of tiles, vector widths, one row) every variant is tested at.
     test_dims: tuple[Dims, ...] = ()
-    # The dimension a report plots time against when a preset sweeps it (histogram: bins).
+    # The dimension a report plots time against when a preset sweeps it (histogram: bins),
+    # and a parameter of the rows plotted against it too (its params key, its label).
     sweep: str | None = None
+    sweep_param: tuple[str, str] | None = None
+    # What ``Work.items`` counts, plural ("pairs", "keys"), for cases whose work is not flops,
+    # and the roof of that rate on a device of a machine, where one is known.
+    unit: str | None = None
+    unit_roof: Callable[[Device, "Machine"], UnitRoof | None] | None = None
 
     def dims(self, preset: str, device: Device, machine: Machine) -> list[dict[str, int]]:
         """Every size the preset names on this device and machine, in run order."""
@@ -126,6 +147,9 @@ class Case:
 
     def variants_on(self, device: Device) -> tuple[Variant, ...]:
         return tuple(v for v in self.variants if v.device == device)
+
+    def roof_of_unit(self, device: Device, machine: Machine) -> UnitRoof | None:
+        return self.unit_roof(device, machine) if self.unit_roof else None
 
 
 MATRIX_DIMS = ("rows", "cols")

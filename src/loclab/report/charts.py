@@ -3,6 +3,7 @@ drawn, and a roofline of all rows."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +23,38 @@ def _pyplot() -> Any:
     return plt
 
 
-def _rate_bounds(row: dict[str, Any]) -> tuple[float, float]:
-    """GB/s below and above the median's, from the slowest and fastest runs."""
-    slow = row["bytes"] / row["max_s"] / 1e9
-    fast = row["bytes"] / row["min_s"] / 1e9
-    return row["gbps"] - slow, fast - row["gbps"]
+@dataclass(frozen=True)
+class Measure:
+    """What a case chart's bars show: the golden work ``work`` (a row key: bytes, or the items
+    of the case's unit) over a time, in ``scale`` per second."""
+
+    label: str
+    work: str
+    scale: float = 1e9
+
+    def rate(self, row: dict[str, Any], seconds: float) -> float:
+        return row[self.work] / seconds / self.scale
+
+    def bounds(self, row: dict[str, Any]) -> tuple[float, float]:
+        """How far below and above the median's rate the slowest and fastest runs lie."""
+        median = self.rate(row, row["median_s"])
+        return median - self.rate(row, row["max_s"]), self.rate(row, row["min_s"]) - median
+
+
+def _measure_and_roof(document: dict[str, Any], rows: list[dict[str, Any]],
+                      device: str) -> tuple[Measure, tuple[float, str] | None]:
+    """GB/s under the device's copy roof; for a case rated in its own unit (pairs, keys), G of
+    that unit per second under the unit's roof on the device, where one is known."""
+    unit = rows[0].get("unit")
+    if not unit:
+        copy = document["references"].get(f"{device}_copy_gbps")
+        return (Measure("GB/s (golden bytes / median time)", "bytes"),
+                (copy, f"copy roof {copy:,.0f} GB/s") if copy else None)
+    measure = Measure(f"G {unit}/s (golden {unit} / median time)", "items")
+    roof = next((row["unit_roof"] for row in rows if row.get("unit_roof")), None)
+    return measure, (roof["per_s"] / measure.scale,
+                     f"{roof['what']}: {roof['per_s'] / measure.scale:,.0f} G {unit}/s"
+                     ) if roof else None
 
 
 def _panels(rows: list[dict[str, Any]]) -> list[tuple[str, dict[str, int]]]:
@@ -38,8 +66,8 @@ def _panels(rows: list[dict[str, Any]]) -> list[tuple[str, dict[str, int]]]:
 
 
 def case_chart(document: dict[str, Any], case: str, path: Path) -> None:
-    """GB/s of each variant of ``case``, a panel per device (column) and size (row), the
-    device's copy roof dashed."""
+    """GB/s of each variant of ``case`` (or G of its unit per second), a panel per device
+    (column) and size (row), the device's copy roof (or the unit's roof) dashed."""
     plt = _pyplot()
     rows = [row for row in document["results"] if row["case"] == case]
     panels = _panels(rows)
@@ -55,16 +83,18 @@ def case_chart(document: dict[str, Any], case: str, path: Path) -> None:
                 ax.set_axis_off()
                 continue
             mine = [row for row in rows if row["device"] == device and row["size"] == sizes[line]]
-            _bars(ax, mine, document["references"].get(f"{device}_copy_gbps"))
-            ax.set_title(f"{case} on the {device.upper()}, {dims_text(sizes[line])}")
+            _bars(ax, mine, *_measure_and_roof(document, mine, device))
+            ax.set_title(f"{case} on the {device.upper()}\n{dims_text(sizes[line])}")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
-def _bars(ax: Any, rows: list[dict[str, Any]], roof: float | None) -> None:
-    timed = [row for row in rows if row["gbps"]]
-    bars = ax.bar([row["variant"] for row in rows], [row["gbps"] or 0.0 for row in rows],
+def _bars(ax: Any, rows: list[dict[str, Any]], measure: Measure,
+          roof: tuple[float, str] | None) -> None:
+    timed = [row for row in rows if row["median_s"]]
+    heights = [measure.rate(row, row["median_s"]) if row["median_s"] else 0.0 for row in rows]
+    bars = ax.bar([row["variant"] for row in rows], heights,
                   color=[ROLE_COLOURS[row["role"]] for row in rows])
     for bar, row in zip(bars, rows):
         if not row["valid"]:
@@ -74,47 +104,68 @@ def _bars(ax: Any, rows: list[dict[str, Any]], roof: float | None) -> None:
                         (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center",
                         va="bottom", color="gray" if row.get("skipped") else "red", fontsize=8)
     if timed:
-        low, high = zip(*(_rate_bounds(row) for row in timed))
-        ax.errorbar([row["variant"] for row in timed], [row["gbps"] for row in timed],
+        low, high = zip(*(measure.bounds(row) for row in timed))
+        ax.errorbar([row["variant"] for row in timed],
+                    [measure.rate(row, row["median_s"]) for row in timed],
                     yerr=[low, high], fmt="none", ecolor="black", capsize=3, linewidth=1)
     if roof:
-        ax.axhline(roof, linestyle="--", color="black", linewidth=1)
-        ax.annotate(f"copy roof {roof:,.0f} GB/s", (0.01, roof), xycoords=("axes fraction",
-                    "data"), va="bottom", fontsize=8)
-    ax.set_ylabel("GB/s (golden bytes / median time)")
+        ax.axhline(roof[0], linestyle="--", color="black", linewidth=1)
+        ax.annotate(roof[1], (0.01, roof[0]), xycoords=("axes fraction", "data"), va="bottom",
+                    fontsize=8)
+    ax.set_ylabel(measure.label)
     ax.tick_params(axis="x", rotation=30)
     for label in ax.get_xticklabels():
         label.set_horizontalalignment("right")
 
 
-def sweep_chart(document: dict[str, Any], case: str, dimension: str, path: Path) -> None:
+def sweep_chart(document: dict[str, Any], case: str, dimension: str, path: Path,
+                param: tuple[str, str] | None = None) -> None:
     """Median time of each variant against ``dimension`` (log-log), a panel per device, with
-    the slowest and fastest runs as error bars: where each variant's locality gives out."""
+    the slowest and fastest runs as error bars: where each variant's locality gives out.
+    ``param`` (a key of the rows' params, its label) adds a panel below each of what the
+    variants pay for it in theory (partitioning: hash computations per key)."""
     plt = _pyplot()
     rows = [row for row in document["results"]
             if row["case"] == case and row["median_s"] and dimension in row["size"]]
     devices = list(dict.fromkeys(row["device"] for row in rows))
-    fig, axes = plt.subplots(1, len(devices), figsize=(6 * len(devices), 4.5), squeeze=False)
-    for ax, device in zip(axes[0], devices):
+    depth = 2 if param else 1
+    fig, axes = plt.subplots(depth, len(devices), figsize=(6 * len(devices), 4.5 * depth),
+                             squeeze=False)
+    for column, device in enumerate(devices):
         mine = [row for row in rows if row["device"] == device]
-        for variant in dict.fromkeys(row["variant"] for row in mine):
-            line = sorted((row for row in mine if row["variant"] == variant),
-                          key=lambda row: row["size"][dimension])
+        lines = [sorted((row for row in mine if row["variant"] == variant),
+                        key=lambda row: row["size"][dimension])
+                 for variant in dict.fromkeys(row["variant"] for row in mine)]
+        ax = axes[0][column]
+        for line in lines:
             xs = [row["size"][dimension] for row in line]
             ms = [row["median_s"] * 1e3 for row in line]
             spread = [[m - row["min_s"] * 1e3 for m, row in zip(ms, line)],
                       [row["max_s"] * 1e3 - m for m, row in zip(ms, line)]]
-            ax.errorbar(xs, ms, yerr=spread, marker="o", capsize=3, label=variant,
+            ax.errorbar(xs, ms, yerr=spread, marker="o", capsize=3, label=line[0]["variant"],
                         linestyle="--" if line[0]["role"] == "library" else "-")
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel(dimension)
-        ax.set_ylabel("median time (ms)")
-        ax.set_title(f"{case} on the {device.upper()}: time against {dimension}")
-        ax.legend(fontsize=8)
+        _sweep_axes(ax, dimension, "median time (ms)",
+                    f"{case} on the {device.upper()}: time against {dimension}")
+        if param:
+            key, label = param
+            below = axes[1][column]
+            for line in lines:
+                below.plot([row["size"][dimension] for row in line],
+                           [row["params"][key] for row in line], marker="o",
+                           label=line[0]["variant"])
+            _sweep_axes(below, dimension, label, f"{label} against {dimension}", ybase=2)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def _sweep_axes(ax: Any, dimension: str, ylabel: str, title: str, ybase: int = 10) -> None:
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=ybase)
+    ax.set_xlabel(dimension)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
 
 
 def roofline_chart(document: dict[str, Any], path: Path) -> None:
@@ -179,12 +230,17 @@ def write_charts(document: dict[str, Any], directory: Path) -> list[tuple[str, s
     for case in dict.fromkeys(row["case"] for row in document["results"]):
         name = f"{case}.png"
         case_chart(document, case, directory / name)
-        charts.append((f"{case}: GB/s per variant against the copy roof", name))
-        dimension = document.get("cases", {}).get(case, {}).get("sweep")
+        unit = next(row.get("unit") for row in document["results"] if row["case"] == case)
+        charts.append((f"{case}: G {unit}/s per variant" if unit else
+                       f"{case}: GB/s per variant against the copy roof", name))
+        declared = document.get("cases", {}).get(case, {})
+        dimension, param = declared.get("sweep"), declared.get("sweep_param")
         if dimension:
             name = f"{case}-{dimension}.png"
-            sweep_chart(document, case, dimension, directory / name)
-            charts.append((f"{case}: time against {dimension}", name))
+            sweep_chart(document, case, dimension, directory / name,
+                        tuple(param) if param else None)
+            charts.append((f"{case}: time" + (f" and {param[1]}" if param else "") +
+                           f" against {dimension}", name))
     roofline_chart(document, directory / "roofline.png")
     charts.append(("Roofline of all rows", "roofline.png"))
     return charts

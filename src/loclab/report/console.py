@@ -17,6 +17,9 @@ from loclab.report.text import (failures, gpu_note, number, results_table, reuse
                                  roof_line, skips)
 
 
+UNIT_HIDES = ("GFlop/s", "% peak")  # console columns a case rated in its own unit leaves out
+
+
 def _section_title(document: dict[str, Any], case: str, device: str, size: str) -> Text:
     lesson = document.get("cases", {}).get(case, {}).get("lesson", "")
     return Text.assemble((case, "bold"), f" ({device} {size})",
@@ -33,11 +36,24 @@ def print_results(document: dict[str, Any], console: Console) -> None:
         rich_table = RichTable(title=_section_title(document, *section), title_justify="left",
                                box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False,
                                collapse_padding=True)
-        for header, numeric in zip(table.headers, table.numeric):
-            rich_table.add_column(header, justify="right" if numeric else "left")
-        for row_section, cells, valid in zip(sections, table.rows, table.valid):
-            if row_section == section:
-                rich_table.add_row(*cells, style=None if valid else "bold red")
+        rows = [(cells, valid) for row_section, cells, valid
+                in zip(sections, table.rows, table.valid) if row_section == section]
+        # A column no row of this section fills (no flops, no unit) would only take width; so
+        # would GFlop/s where the case's own unit says the same (the JSON and HTML keep it).
+        unit = next((row["unit"] for row, row_section in zip(document["results"], sections)
+                     if row_section == section and row.get("unit")), None)
+        hidden = UNIT_HIDES if unit else ()
+        shown = [i for i, numeric in enumerate(table.numeric)
+                 if table.headers[i] not in hidden
+                 and (not numeric or any(cells[i] != "-" for cells, _ in rows))]
+        for i in shown:
+            header = table.headers[i]
+            rich_table.add_column(f"{unit}/s" if header == "rate" else header,
+                                  justify="right" if table.numeric[i] else "left")
+        for cells, valid in rows:
+            # The unit moved into the header: '2.93 G pairs/s' reads '2.93 G' under 'pairs/s'.
+            rich_table.add_row(*(cells[i].removesuffix(f" {unit}/s") if unit else cells[i]
+                                 for i in shown), style=None if valid else "bold red")
         console.print(rich_table)
     console.print(Text(roof_line(document)))
     note = gpu_note(document)
@@ -71,6 +87,16 @@ def size_text(record: dict[str, Any]) -> str:
 TRIAL_ORDER = {"valid": 0, "invalid": 1, "error": 2, "rejected": 3}
 
 
+def _tune_rate(record: dict[str, Any]) -> tuple[str, int]:
+    """The rate a tune table shows, and the golden work it divides: G of the case's unit per
+    second, else GFlop/s, else GB/s."""
+    if record.get("unit") and record.get("items"):
+        return f"G {record['unit']}/s", record["items"]
+    if record["flops"]:
+        return "GFlop/s", record["flops"]
+    return "GB/s", record["bytes"]
+
+
 def print_tunings(document: dict[str, Any], console: Console) -> None:
     """A table per search: valid configurations fastest first, then those that failed, and
     a count of those the restrictions rejected (never built); the best beside the default, and
@@ -85,8 +111,7 @@ def print_tunings(document: dict[str, Any], console: Console) -> None:
             console.print(Text.assemble(title, (f"  not applicable: {record['skipped']}",
                                                 "dim")))
             continue
-        rate, per = ("GFlop/s", record["flops"]) if record["flops"] else ("GB/s",
-                                                                          record["bytes"])
+        rate, per = _tune_rate(record)
         table = RichTable(title=title, title_justify="left", box=box.SIMPLE_HEAD,
                           padding=(0, 1), pad_edge=False, collapse_padding=True)
         for header in ("params", "median ms", rate, "status"):

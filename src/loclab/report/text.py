@@ -32,6 +32,16 @@ def number(value: float | None, digits: int = 3) -> str:
     return f"{value:.{digits}g}"
 
 
+def per_second(value: float | None, unit: str | None) -> str:
+    """A rate of a case's unit with an SI prefix: '5.49 T pairs/s'; a dash when missing."""
+    if value is None or not unit:
+        return "-"
+    for prefix, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if value >= scale:
+            return f"{number(value / scale)} {prefix} {unit}/s"
+    return f"{number(value)} {unit}/s"
+
+
 def ratio(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}x"
 
@@ -57,6 +67,8 @@ def results_table(document: dict[str, Any]) -> Table:
     rows = document["results"]
     with_flops = any(row["flops"] for row in rows)
     with_peak = any(row["pct_of_peak"] is not None for row in rows)
+    with_unit = any(row.get("unit") for row in rows)
+    with_unit_roof = any(row.get("pct_of_unit_roof") is not None for row in rows)
     columns: list[tuple[str, bool, Any]] = [
         ("case", False, lambda r: r["case"]),
         ("variant", False, lambda r: r["variant"]),
@@ -67,10 +79,14 @@ def results_table(document: dict[str, Any]) -> Table:
         ("GB/s", True, lambda r: number(r["gbps"])),
     ]
     if with_flops:
-        columns.append(("GFlop/s", True, lambda r: number(r["gflops"])))
+        columns.append(("GFlop/s", True, lambda r: number(r["gflops"]) if r["flops"] else "-"))
+    if with_unit:
+        columns.append(("rate", True, lambda r: per_second(r.get("items_per_s"), r.get("unit"))))
     columns.append(("% copy", True, lambda r: percent(r["pct_of_copy"])))
     if with_peak:
         columns.append(("% peak", True, lambda r: percent(r["pct_of_peak"])))
+    if with_unit_roof:
+        columns.append(("% limit", True, lambda r: percent(r.get("pct_of_unit_roof"))))
     columns += [
         ("vs naive", True, lambda r: ratio(r["speedup_vs_naive"])),
         ("vs lib", True, lambda r: ratio(r["vs_library"])),
@@ -94,7 +110,16 @@ def roof_line(document: dict[str, Any]) -> str:
         if peak and device in document.get("devices", []):
             kind = "estimated" if device == "cpu" else "theoretical"
             parts.append(f"{device.upper()} fp32 peak {number(peak)} GFlop/s ({kind})")
+    for (case, device), roof in _unit_roofs(document).items():
+        parts.append(f"{case} {device.upper()} {roof['what']}: "
+                     f"{per_second(roof['per_s'], roof['unit'])}")
     return ("Roofs, measured in this run: " + "; ".join(parts)) if parts else "No roof measured."
+
+
+def _unit_roofs(document: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    """The roof of each case's unit rate on each device (the same for every row of both)."""
+    return {(row["case"], row["device"]): {**row["unit_roof"], "unit": row["unit"]}
+            for row in document["results"] if row.get("unit_roof")}
 
 
 def gpu_note(document: dict[str, Any]) -> str | None:
@@ -119,11 +144,19 @@ def reuse_lines(document: dict[str, Any]) -> list[str]:
     lines = []
     for row in document["results"]:
         reuse = (row.get("params") or {}).get("reuse")
-        if reuse and row["valid"] and row.get("gflops"):
-            peak = row.get("pct_of_peak")
-            lines.append(f"{_row_name(row)}: reuse {reuse}; measured {number(row['gflops'])} "
-                         f"GFlop/s" + (f" ({percent(peak)} of peak)" if peak else ""))
+        if reuse and row["valid"] and (row.get("gflops") or row.get("items_per_s")):
+            lines.append(f"{_row_name(row)}: reuse {reuse}; measured {_measured(row)}")
     return lines
+
+
+def _measured(row: dict[str, Any]) -> str:
+    """A row's rate in its case's unit (and fraction of that roof), else in GFlop/s."""
+    if row.get("items_per_s"):
+        limit = row.get("pct_of_unit_roof")
+        return per_second(row["items_per_s"], row["unit"]) + (
+            f" ({percent(limit)} of the {row['unit_roof']['what']})" if limit is not None else "")
+    peak = row.get("pct_of_peak")
+    return f"{number(row['gflops'])} GFlop/s" + (f" ({percent(peak)} of peak)" if peak else "")
 
 
 def skips(document: dict[str, Any]) -> list[str]:

@@ -108,6 +108,7 @@ def _tune_variant(request: TunePlan, variant: Variant, device: str, dims: dict[s
         "case": case.name, "variant": variant.name, "device": device,
         "device_name": cache.device_name(device, machine, request.numba_threads),
         "size": dict(dims), "bytes": work.bytes, "flops": work.flops,
+        "unit": case.unit, "items": work.items,
         "strategy": request.strategy, "seed": request.seed, "skipped": None, "error": None,
         "evaluated": 0, "trials": [], "default": None, "best": None, "speedup": None,
         "stored": False}

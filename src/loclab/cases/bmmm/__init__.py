@@ -102,7 +102,7 @@ CASE = Case(
         Variant("gpu-tiled", "gpu", "optimized",
                 "the slides' recipe: T = 31 rows per block, X transposed (counted), the slice "
                 "X_tr[q][ii:ii+T] staged in shared memory, acc[T] in registers",
-                lazy(GPU, "tiled"), skip=lazy(GPU, "block_fits")),
+                lazy(GPU, "tiled"), skip=lazy(GPU, "tiled_fits")),
         Variant("gpu-optimized", "gpu", "optimized",
                 "Y = mask · C as a tiled matrix product: mask bytes read as words and staged "
                 "as 0/1 floats, slices of C in shared memory, a register tile of rows x "

@@ -13,33 +13,60 @@ Every query reads the same points in the same order: temporal locality across qu
 block of queries can stage the points in shared memory (a cache) a tile at a time and serve
 all its queries from there; a CPU tile of points in L1 serves a tile of queries. Once the
 points come from a cache, the instructions are the limit: a pair takes four (subtract,
-compare |d| with the best, select the distance, select the index), so the work is counted
-as 4 "flops" a pair: GFlop/s here means G instructions/s of that loop, and G pairs/s is
-GFlop/s / 4. The min-first variants change the loop, not the answer: they find the smallest
-distance first (subtract and min, two instructions a pair) and recover the index afterwards.
+compare |d| with the best, select the distance, select the index), so rows are rated in
+query-point pairs per second and, on a GPU, against the issue limit of that 4-instruction
+pair. Its flops are the subtraction and the comparison, 2 a pair: far below the fp32 peak
+(which counts an FMA as 2), since the selects take issue slots that do no arithmetic. The
+min-first variants change the loop, not the answer: they find the smallest distance first
+(subtract and min, two instructions a pair) and recover the index afterwards.
 
 Every variant computes ``|q - p|`` as one rounded float32 subtraction, so every variant
 finds exactly the golden index (tolerance 0), ties included. Inputs are finite and their
-differences do not overflow; there is at least one point.
+differences do not overflow (make_inputs' lie in (0, 1]); ``check_dims`` refuses no query, no
+point, or more than int32 indices hold, wherever a size enters (inputs, golden, setups).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
-from loclab.cases.base import Case, Variant, Work, lazy, uniform_nonzero
+from loclab.cases.base import Case, Device, UnitRoof, Variant, Work, lazy, uniform_nonzero
+from loclab.errors import UsageError
 from loclab.hw import Machine
 
 CPU = "loclab.cases.nearest_neighbour.cpu"
 GPU = "loclab.cases.nearest_neighbour.gpu"
 ITEMSIZE = 4  # float32 queries and points, int32 indices
-INSTRUCTIONS_PER_PAIR = 4  # subtract, compare, two selects: the "flops" of a pair
+INSTRUCTIONS_PER_PAIR = 4  # subtract, compare, two selects
+FLOPS_PER_PAIR = 2  # subtract, compare
 # Every SM since Maxwell has 4 schedulers, each issuing one warp instruction (32 lanes) per
 # clock: the most thread-instructions an SM can start per clock, whatever the pipes.
 ISSUE_PER_SM_CLOCK = 4 * 32
+# Indices are int32, and the CUDA kernels compute ints that run up to a tile (at most 2^13
+# queries, 2^12 points) past m or n: both stay below this.
+MAX_EXTENT = 2**31 - 2**16
+
+
+def check_dims(dims: Mapping[str, Any]) -> None:
+    """Refuse, in one line that names it, a size no variant can run: no query or no point
+    (the loop's answer would be -1, or nothing), or more than int32 indices hold."""
+    for name in ("queries", "points"):
+        size = dims[name]
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or not (
+                1 <= size <= MAX_EXTENT):
+            raise UsageError(f"nearest-neighbour: {name} = {size}: must be a whole number "
+                             f"from 1 to {MAX_EXTENT:,}")
+
+
+def queries_and_points(inputs: dict[str, Any]) -> tuple[Any, Any]:
+    """The queries and points of (NumPy or CuPy) inputs, once their sizes are checked: every
+    variant and the golden start here, so none meets an empty or oversized input."""
+    queries, points = inputs["queries"], inputs["points"]
+    check_dims({"queries": queries.size, "points": points.size})
+    return queries, points
 
 
 def golden(inputs: dict[str, np.ndarray]) -> np.ndarray:
@@ -52,7 +79,7 @@ def golden(inputs: dict[str, np.ndarray]) -> np.ndarray:
     two, or more where rounding merges distances) form one run around q. The answer is the
     smallest first index among the values of that run.
     """
-    queries, points = inputs["queries"], inputs["points"]
+    queries, points = queries_and_points(inputs)
     values, first = np.unique(points, return_index=True)  # sorted; first index of each value
     above = np.searchsorted(values, queries)  # values[above - 1] < q <= values[above]
     best = np.minimum(_distance(queries, values, above - 1), _distance(queries, values, above))
@@ -113,18 +140,20 @@ def broadcast_argmin(xp: Any, queries: Any, points: Any, out: Any, buffer: Any) 
 
 
 def output(dims: dict[str, int]) -> tuple[tuple[int, ...], type]:
+    """An int32 index per query (int32: half the bytes of NumPy's int64 argmin)."""
     return (dims["queries"],), np.int32
 
 
 def work(dims: dict[str, int]) -> Work:
-    """Queries and points read once, an index written per query; 4 instructions per pair."""
+    """Queries and points read once, an index written per query; M x N pairs, 2 flops each."""
     m, n = dims["queries"], dims["points"]
-    return Work(bytes=ITEMSIZE * (2 * m + n), flops=INSTRUCTIONS_PER_PAIR * m * n)
+    return Work(bytes=ITEMSIZE * (2 * m + n), flops=FLOPS_PER_PAIR * m * n, items=m * n)
 
 
 def make_inputs(dims: dict[str, int], rng: np.random.Generator) -> dict[str, np.ndarray]:
     """float32 queries and points in (0, 1], multiples of 2^-24: every difference is exact,
     and at the default sizes some points repeat and some queries sit halfway between two."""
+    check_dims(dims)
     return {"queries": uniform_nonzero(rng, dims["queries"]),
             "points": uniform_nonzero(rng, dims["points"])}
 
@@ -134,6 +163,15 @@ def issue_limit(machine: Machine, instructions: float) -> float:
     and a pair took ``instructions``: the roof of a loop made of instructions alone."""
     gpu = machine.gpu
     return gpu.sms * ISSUE_PER_SM_CLOCK * gpu.clock_mhz * 1e6 / instructions
+
+
+def pairs_roof(device: Device, machine: Machine) -> UnitRoof | None:
+    """On a GPU, the issue limit of the lectures' 4-instruction pair. None on a CPU: there the
+    pair's instructions depend on the vector width and ports, not on a count of schedulers."""
+    if device != "gpu" or machine.gpu is None:
+        return None
+    return UnitRoof(issue_limit(machine, INSTRUCTIONS_PER_PAIR),
+                    f"issue limit at {INSTRUCTIONS_PER_PAIR} instructions a pair")
 
 
 def _many_queries(minimum: int, points: int,
@@ -149,6 +187,7 @@ def _many_queries(minimum: int, points: int,
 
 
 def _gpu_l2(machine: Machine) -> int:
+    """The GPU's L2 in bytes; 0 without a GPU (the preset's minimum then sets the size)."""
     return machine.gpu.l2_bytes if machine.gpu else 0
 
 
@@ -175,7 +214,7 @@ CASE = Case(
     lesson="temporal locality across parallel iterations: shared memory as a programmable "
            "cache; then instructions per pair",
     description="nns[i] = argmin_j |queries[i] - points[j]| in float32, ties to the smaller "
-                "j; GFlop/s = G instructions/s of the 4-instruction pair (G pairs/s x 4)",
+                "j; rated in query-point pairs per second",
     sizes=SIZES,
     make_inputs=make_inputs,
     golden=golden,
@@ -183,6 +222,8 @@ CASE = Case(
     work=work,
     tolerance=0.0,
     test_dims=TEST_DIMS,
+    unit="pairs",
+    unit_roof=pairs_roof,
     variants=(
         Variant("cpu-naive", "cpu", "naive",
                 "the lectures' loop: queries in parallel, each a scalar scan of every point",

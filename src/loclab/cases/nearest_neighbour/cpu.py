@@ -18,8 +18,8 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from loclab.cases.base import Bound, Config, Dims, Space
+from loclab.cases.nearest_neighbour import broadcast_argmin, queries_and_points
 from loclab.cpu.tiles import floor_power_of_two, threads
-from loclab.cases.nearest_neighbour import broadcast_argmin
 from loclab.hw import Machine
 
 ITEMSIZE = 4  # float32 points and queries, int32 indices
@@ -140,7 +140,9 @@ def nearest_min_first(queries, points, out, query_tile, point_tile):
 
 
 def naive(inputs: dict, out: np.ndarray, machine: Machine) -> Bound:
-    return Bound(partial(nearest_naive, inputs["queries"], inputs["points"], out),
+    """The lectures' loop, untiled: the reference the tiled variants' speedups are from."""
+    queries, points = queries_and_points(inputs)
+    return Bound(partial(nearest_naive, queries, points, out),
                  {"reuse": "1 query per point loaded (every query reads all points, from "
                            "L2 or L3)", **threads()})
 
@@ -151,6 +153,8 @@ def l1_point_tile(machine: Machine) -> int:
 
 
 def tiled_space(machine: Machine) -> Space:
+    """Tiles of queries and of points and blocks of queries; untuned, points fill half of L1d
+    and the measured best tile and block of queries."""
     return Space(values={"query_tile": QUERY_TILES, "point_tile": POINT_TILES,
                          "block": BLOCKS},
                  default={"query_tile": TILED_QUERY_TILE, "point_tile": l1_point_tile(machine),
@@ -170,16 +174,19 @@ def tiled_restriction(config: Config, dims: Dims, machine: Machine) -> str | Non
 
 
 def tiled(inputs: dict, out: np.ndarray, machine: Machine, **config: int) -> Bound:
+    """``nearest_tiled`` with the space's default configuration, updated by ``config``."""
     config = tiled_space(machine).configure(config)
-    m = inputs["queries"].size
+    queries, points = queries_and_points(inputs)
+    m = queries.size
     reuse = (f"{min(config['query_tile'], m)} queries per point in L1, "
              f"{min(config['block'], m)} per point in a register")
-    return Bound(partial(nearest_tiled, inputs["queries"], inputs["points"], out,
+    return Bound(partial(nearest_tiled, queries, points, out,
                          config["query_tile"], config["point_tile"], config["block"]),
                  {**config, "reuse": reuse, **threads()})
 
 
 def min_first_space(machine: Machine) -> Space:
+    """Tiles of queries and of points; untuned, the measured best (see the constants)."""
     return Space(values={"query_tile": QUERY_TILES, "point_tile": POINT_TILES},
                  default={"query_tile": MIN_FIRST_QUERY_TILE,
                           "point_tile": MIN_FIRST_POINT_TILE},
@@ -187,25 +194,28 @@ def min_first_space(machine: Machine) -> Space:
 
 
 def min_first_restriction(config: Config, dims: Dims, machine: Machine) -> str | None:
+    """A tile of points is rescanned from L1d: it must fit there."""
     if config["point_tile"] * ITEMSIZE > machine.cpu.l1d_bytes:
         return f"a tile of {config['point_tile']} points exceeds L1d"
     return None
 
 
 def min_first(inputs: dict, out: np.ndarray, machine: Machine, **config: int) -> Bound:
+    """``nearest_min_first`` with the space's default configuration, updated by ``config``."""
     config = min_first_space(machine).configure(config)
-    m = inputs["queries"].size
+    queries, points = queries_and_points(inputs)
+    m = queries.size
     reuse = (f"{min(config['query_tile'], m)} queries per point in L1; subtract, abs and "
              f"min per pair, and a rescan of {config['point_tile']} points per query")
-    return Bound(partial(nearest_min_first, inputs["queries"], inputs["points"], out,
+    return Bound(partial(nearest_min_first, queries, points, out,
                          config["query_tile"], config["point_tile"]),
                  {**config, "reuse": reuse, **threads()})
 
 
 def library(inputs: dict, out: np.ndarray, machine: Machine) -> Bound:
     """NumPy is single-threaded: chunks of queries whose distances fill half of L2."""
-    points = inputs["points"]
+    queries, points = queries_and_points(inputs)
     rows = max(1, machine.cpu.l2_bytes // (2 * ITEMSIZE * points.size))
-    buffer = np.empty((min(rows, inputs["queries"].size), points.size), np.float32)
-    return Bound(partial(broadcast_argmin, np, inputs["queries"], points, out, buffer),
+    buffer = np.empty((min(rows, queries.size), points.size), np.float32)
+    return Bound(partial(broadcast_argmin, np, queries, points, out, buffer),
                  {"chunk_rows": buffer.shape[0]})

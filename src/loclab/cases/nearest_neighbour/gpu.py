@@ -8,14 +8,15 @@ Instruction counts per pair are read off the sm_90 SASS of the inner loops (nvcc
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from loclab.cases.base import Bound, Config, Dims, Space
-from loclab.cases.nearest_neighbour import INSTRUCTIONS_PER_PAIR, broadcast_argmin, issue_limit
-from loclab.errors import LaunchError
+from loclab.cases.nearest_neighbour import (INSTRUCTIONS_PER_PAIR, broadcast_argmin, issue_limit,
+                                            queries_and_points)
 from loclab.gpu.kernels import KernelSource, Launch, blocks, source_for
 from loclab.gpu.limits import SHARED_WITHOUT_OPT_IN, refuse, registers_fit, threads_fit
 from loclab.hw import Machine
@@ -23,8 +24,6 @@ from loclab.hw import Machine
 SOURCE = Path(__file__).with_name("kernels.cu")
 ITEMSIZE = 4
 NAIVE_THREADS = 256
-# The kernels index with ints that may run past m or n by a tile: keep both below this.
-MAX_EXTENT = 2**31 - 2**16
 LIBRARY_CHUNK_BYTES = 256 * 2**20  # cupy's distances for a chunk of queries
 # 128 threads x 4 queries: at M = 2^18, 512 blocks, 3.9 per SM of an H100 or H200 (132 SMs),
 # all resident at once, each SM with 16 warps of 4 independent chains each. 8 queries per
@@ -59,10 +58,8 @@ KERNELS = KernelSource(SOURCE, (naive_kernel(), shared_kernel(**SHARED_DEFAULT),
 
 def _launch(name: str, inputs: dict, out: Any, threads: int, queries_per_block: int) -> Launch:
     """A launch of one instantiation, a block per ``queries_per_block`` queries."""
-    queries, points = inputs["queries"], inputs["points"]
+    queries, points = queries_and_points(inputs)  # sizes the kernels' int arithmetic holds
     m, n = queries.size, points.size
-    if max(m, n) > MAX_EXTENT:
-        raise LaunchError(f"{m} queries and {n} points: the kernels take at most {MAX_EXTENT}")
     return Launch(source_for(KERNELS, name), name, grid=(blocks(m, queries_per_block),),
                   block=(threads,), args=(queries, points, out, np.int32(m), np.int32(n)),
                   result=out)
@@ -114,6 +111,7 @@ def shared(inputs: dict, out: Any, machine: Machine, threads: int = 128, b: int 
 
 
 def min_first_restriction(config: Config, dims: Dims, machine: Machine) -> str | None:
+    """gpu-shared's limits, and whole chunks in a tile (a chunk is noted or not as a whole)."""
     if config["b"] % config["c"]:
         return f"chunks of {config['c']} points do not divide a tile of {config['b']}"
     return shared_restriction(config, dims, machine)
@@ -141,13 +139,10 @@ def min_first(inputs: dict, out: Any, machine: Machine, threads: int = 128, b: i
 def library(inputs: dict, out: Any, machine: Machine) -> Bound:
     """CuPy's subtract, abs and argmin over chunks of queries (distances in a buffer
     allocated here): memory-bound, each pair's distance is written and read twice."""
+    queries, points = queries_and_points(inputs)
     import cupy
 
-    points = inputs["points"]
     rows = max(1, LIBRARY_CHUNK_BYTES // (ITEMSIZE * points.size))
-    buffer = cupy.empty((min(rows, inputs["queries"].size), points.size), np.float32)
-
-    def run() -> Any:
-        return broadcast_argmin(cupy, inputs["queries"], points, out, buffer)
-
-    return Bound(run, {"chunk_rows": buffer.shape[0]})
+    buffer = cupy.empty((min(rows, queries.size), points.size), np.float32)
+    return Bound(partial(broadcast_argmin, cupy, queries, points, out, buffer),
+                 {"chunk_rows": buffer.shape[0]})

@@ -27,11 +27,14 @@ threads finish (few keys: a probe crosses a range boundary only near it).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+import operator
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
-from loclab.cases.base import Case, Dims, SizeRule, Variant, Work, lazy
+from loclab.cases.base import Case, Dims, SizeRule, Variant, Work, dims_text, lazy
+from loclab.errors import UsageError
 from loclab.hw import Machine
 
 CPU = "loclab.cases.partitioning.cpu"
@@ -42,6 +45,52 @@ GPU_BLOCK = 256  # threads per block of the GPU kernels: the GPU sweep steps in 
 # Hash computations beyond which GPU output partitioning is not run: at the 10^12 or so a
 # large GPU does per second, a run would take seconds (an estimate, not a measurement).
 HASH_LIMIT = 2**38
+MAX_SLOTS = 2**32 - 1  # uint32 keys: at most 2**32 - 2 of them, EMPTY (0) and the poison aside
+MAX_THREADS = 2**31 - 1  # the GPU kernels take k_i and k_o as int
+
+
+def check_dims(dims: Mapping[str, Any]) -> None:
+    """Refuse, in one line that names the size, a table no plan can build: no key; no empty
+    slot left (load factor >= 1: the golden build would probe forever, a plan would lose a
+    key); more slots than uint32 keys fill; no thread, or more than the GPU kernels count."""
+    size = f"partitioning at {dims_text(dims)}"
+    for name in dims:
+        try:
+            operator.index(dims[name])
+        except TypeError:
+            raise UsageError(f"{size}: {name} must be a whole number") from None
+    keys, slots, threads = dims["keys"], dims["slots"], dims.get("threads", 1)
+    if keys < 1:
+        raise UsageError(f"{size}: needs at least one key")
+    if slots <= keys:
+        raise UsageError(f"{size}: needs more slots than keys (a load factor below 1: "
+                         f"linear probing stops at an empty slot)")
+    if slots > MAX_SLOTS:
+        raise UsageError(f"{size}: at most {MAX_SLOTS:,} slots (uint32 keys)")
+    if not 1 <= threads <= MAX_THREADS:
+        raise UsageError(f"{size}: threads must be from 1 to {MAX_THREADS:,}")
+
+
+def check_inputs(inputs: Mapping[str, Any], slots: int) -> None:
+    """``check_dims`` on staged inputs (NumPy or CuPy) and the table they are built into, so
+    that a caller who skipped ``make_inputs`` gets the error, not a hang or a lost key."""
+    check_dims({"keys": inputs["keys"].size, "slots": slots,
+                "threads": threads_of(inputs)})
+
+
+def threads_of(inputs: Mapping[str, Any]) -> int:
+    """The thread count t that travels with the keys (one element, NumPy or CuPy)."""
+    return int(inputs["threads"][0])
+
+
+def both_grid(threads: int, owners: int | None = None) -> tuple[int, int]:
+    """(k_i, k_o) of the ``both`` plan on ``threads`` threads: k_o = ``owners``, a divisor of
+    ``threads`` (default ``balanced_owners``), k_i = threads / k_o."""
+    owners = owners or balanced_owners(threads)
+    if threads % owners:
+        raise ValueError(f"{owners} owners do not divide {threads} threads")
+    return threads // owners, owners
+
 
 def balanced_owners(threads: int) -> int:
     """k_o of the ``both`` plan by default: the largest divisor of ``threads`` not above its
@@ -62,7 +111,9 @@ def golden(inputs: dict[str, np.ndarray]) -> np.ndarray:
     every larger key of its cluster, which is the ordered table every plan must build."""
     from loclab.cases.partitioning.cpu import EMPTY, insert_in_order
 
-    table = np.full(int(inputs["slots"][0]), EMPTY, np.uint32)
+    slots = int(inputs["slots"][0])
+    check_inputs(inputs, slots)
+    table = np.full(slots, EMPTY, np.uint32)
     return insert_in_order(np.sort(inputs["keys"])[::-1], table)
 
 
@@ -70,24 +121,22 @@ def make_inputs(dims: dict[str, int], rng: np.random.Generator) -> dict[str, np.
     """N distinct uint32 keys in [1, 2**32 - 2]: neither EMPTY (0) nor the poison value, so a
     slot left unwritten cannot pass; in random order. The table size and thread count travel
     with them (one element each)."""
-    keys, slots = dims["keys"], dims["slots"]
-    if not keys < slots < 2**32:
-        raise ValueError(f"partitioning needs keys < slots < 2**32, got {keys} keys in "
-                         f"{slots} slots")
-    drawn = rng.choice(2**32 - 2, size=keys, replace=False).astype(np.uint32)
+    check_dims(dims)
+    drawn = rng.choice(2**32 - 2, size=dims["keys"], replace=False).astype(np.uint32)
     drawn += 1
-    return {"keys": drawn, "slots": np.array([slots], np.int64),
+    return {"keys": drawn, "slots": np.array([dims["slots"]], np.int64),
             "threads": np.array([dims["threads"]], np.int64)}
 
 
 def output(dims: dict[str, int]) -> tuple[tuple[int, ...], type]:
+    """The table: m uint32 slots."""
     return (dims["slots"],), np.uint32
 
 
 def work(dims: dict[str, int]) -> Work:
-    """The sequential build reads every key once and writes the table once; its "flops" are
-    the N insertions, so GFlop/s reads as billions of keys inserted per second."""
-    return Work(bytes=KEY_BYTES * (dims["keys"] + dims["slots"]), flops=dims["keys"])
+    """The sequential build reads every key once and writes the table once, and inserts N
+    keys (rows are rated in keys per second); hashing and probing are not flops."""
+    return Work(bytes=KEY_BYTES * (dims["keys"] + dims["slots"]), flops=0, items=dims["keys"])
 
 
 def thread_counts(most: int) -> list[int]:
@@ -96,8 +145,12 @@ def thread_counts(most: int) -> list[int]:
 
 
 def cpu_threads(machine: Machine) -> list[int]:
-    """Up to numba's default thread count: every logical CPU."""
-    return thread_counts(machine.cpu.logical_cpus)
+    """Up to the threads numba runs: every logical CPU, or fewer where ``--threads`` says so
+    (the runner sets numba's count before it asks for sizes), so that the sweep ends at the
+    count the user chose rather than skipping every row above it."""
+    import numba
+
+    return thread_counts(min(machine.cpu.logical_cpus, numba.get_num_threads()))
 
 
 def gpu_threads(machine: Machine) -> list[int]:
@@ -112,6 +165,7 @@ def gpu_threads(machine: Machine) -> list[int]:
 
 
 def table_dims(keys: int) -> dict[str, int]:
+    """``keys`` keys in a table at LOAD_FACTOR."""
     return {"keys": keys, "slots": int(keys / LOAD_FACTOR)}
 
 
@@ -168,7 +222,7 @@ CASE = Case(
     name="partitioning",
     lesson="partitioning data-parallel work: input (CAS), output (redundant hashing), both",
     description="a linear-probing hash table of N distinct uint32 keys in m = 2N slots, "
-                "built by t threads; GFlop/s = billions of keys inserted per second",
+                "built by t threads; rated in keys inserted per second",
     sizes=SIZES,
     make_inputs=make_inputs,
     golden=golden,
@@ -177,6 +231,8 @@ CASE = Case(
     tolerance=0.0,
     test_dims=TEST_DIMS,
     sweep="threads",
+    sweep_param=("hashes_per_key", "hash computations per key"),
+    unit="keys",
     variants=(
         Variant("cpu-input-partitioned", "cpu", "naive",
                 "t threads split the keys (N/t each, hashed once) and insert anywhere with "

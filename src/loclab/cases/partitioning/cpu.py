@@ -22,12 +22,13 @@ import numpy as np
 from numba import njit, prange
 
 from loclab.cases.base import Bound, Dims
-from loclab.cases.partitioning import balanced_owners, plan_params
+from loclab.cases.partitioning import both_grid, check_inputs, plan_params, threads_of
 from loclab.cpu.atomics import atomic_add, atomic_load, compare_and_swap
 from loclab.hw import Machine
 
 # The hash and EMPTY live here, beside the kernels compiled from them: numba's cache notices
-# when this file changes, not when another module's function or constant does.
+# when this file changes, not when another module's function or constant does (after editing
+# loclab.cpu.atomics, delete this folder's __pycache__, or ``build`` keeps the old atomics).
 EMPTY = 0  # the smallest key: one comparison says whether a key may take a slot
 EMPTY_KEY = np.uint32(EMPTY)
 
@@ -191,6 +192,7 @@ def _plan(inputs: dict, out: np.ndarray, parts: int, owners: int) -> Bound:
     """A run of ``build`` on parts x owners threads. A key is deferred at most once and only
     where slot ranges have owners, so the deferral buffer holds N keys then, else none."""
     keys = inputs["keys"]
+    check_inputs(inputs, out.size)
     room = keys.size if owners > 1 else 0
     deferred_keys, deferred_at = np.empty(room, np.uint32), np.empty(room, np.int64)
     deferred = np.zeros(1, np.int64)
@@ -203,22 +205,16 @@ def _plan(inputs: dict, out: np.ndarray, parts: int, owners: int) -> Bound:
     return Bound(run, {"threads": parts * owners, **plan_params(parts, owners)})
 
 
-def _threads(inputs: dict) -> int:
-    return int(inputs["threads"][0])
-
-
 def input_partitioned(inputs: dict, out: np.ndarray, machine: Machine) -> Bound:
-    return _plan(inputs, out, _threads(inputs), 1)
+    """t threads split the keys: k_i = t, k_o = 1."""
+    return _plan(inputs, out, threads_of(inputs), 1)
 
 
 def output_partitioned(inputs: dict, out: np.ndarray, machine: Machine) -> Bound:
-    return _plan(inputs, out, 1, _threads(inputs))
+    """t threads split the slots: k_i = 1, k_o = t."""
+    return _plan(inputs, out, 1, threads_of(inputs))
 
 
 def both(inputs: dict, out: np.ndarray, machine: Machine, owners: int | None = None) -> Bound:
-    """k_o = ``owners`` (a divisor of t; default ``balanced_owners``), k_i = t / k_o."""
-    threads = _threads(inputs)
-    owners = owners or balanced_owners(threads)
-    if threads % owners:
-        raise ValueError(f"{owners} owners do not divide {threads} threads")
-    return _plan(inputs, out, threads // owners, owners)
+    """A k_i x k_o grid (``both_grid``: k_o = ``owners``, a divisor of t)."""
+    return _plan(inputs, out, *both_grid(threads_of(inputs), owners))

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from loclab.cases.base import Bound
-from loclab.cases.partitioning import GPU_BLOCK, balanced_owners, plan_params
+from loclab.cases.partitioning import GPU_BLOCK, both_grid, check_inputs, plan_params, threads_of
 from loclab.gpu.kernels import KernelSource, Launch, blocks
 from loclab.hw import Machine
 
@@ -33,6 +33,7 @@ def _plan(inputs: dict, out: Any, machine: Machine, parts: int, owners: int) -> 
     import cupy
 
     keys = inputs["keys"]
+    check_inputs(inputs, out.size)
     if keys.data.ptr % KEY_ALIGNMENT:
         raise ValueError(f"the keys must be {KEY_ALIGNMENT}-byte aligned for uint4 loads")
     n, slots, threads = keys.size, out.size, parts * owners
@@ -60,22 +61,16 @@ def _plan(inputs: dict, out: Any, machine: Machine, parts: int, owners: int) -> 
                        "items": ITEMS, **plan_params(parts, owners)})
 
 
-def _threads(inputs: dict) -> int:
-    return int(inputs["threads"][0])
-
-
 def input_partitioned(inputs: dict, out: Any, machine: Machine) -> Bound:
-    return _plan(inputs, out, machine, _threads(inputs), 1)
+    """T threads split the keys: k_i = T, k_o = 1."""
+    return _plan(inputs, out, machine, threads_of(inputs), 1)
 
 
 def output_partitioned(inputs: dict, out: Any, machine: Machine) -> Bound:
-    return _plan(inputs, out, machine, 1, _threads(inputs))
+    """T threads split the slots: k_i = 1, k_o = T."""
+    return _plan(inputs, out, machine, 1, threads_of(inputs))
 
 
 def both(inputs: dict, out: Any, machine: Machine, owners: int | None = None) -> Bound:
-    """k_o = ``owners`` (a divisor of T; default ``balanced_owners``), k_i = T / k_o."""
-    threads = _threads(inputs)
-    owners = owners or balanced_owners(threads)
-    if threads % owners:
-        raise ValueError(f"{owners} owners do not divide {threads} threads")
-    return _plan(inputs, out, machine, threads // owners, owners)
+    """A k_i x k_o grid (``both_grid``: k_o = ``owners``, a divisor of T)."""
+    return _plan(inputs, out, machine, *both_grid(threads_of(inputs), owners))

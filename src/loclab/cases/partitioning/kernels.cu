@@ -114,9 +114,9 @@ __device__ __forceinline__ void insert_if_owned(u32* table, const Range& range, 
 // range race for its slots through atomicCAS. The launch bounds keep it to 32 registers, so
 // that a full SM holds 2048 threads (ITEMS = 2 fits without spills; 4 spills).
 template <bool SHARED, int ITEMS, int BLOCK>
-__global__ void __launch_bounds__(BLOCK, 2048 / BLOCK) partition_build(const u32* __restrict__ keys, i64 n, u32* table, i64 slots,
-                                int parts, int owners, u32* deferred_keys, i64* deferred_at,
-                                u64* deferred)
+__global__ void __launch_bounds__(BLOCK, 2048 / BLOCK)
+partition_build(const u32* __restrict__ keys, i64 n, u32* table, i64 slots, int parts,
+                int owners, u32* deferred_keys, i64* deferred_at, u64* deferred)
 {
     const i64 task = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (task >= (i64)parts * owners) {
