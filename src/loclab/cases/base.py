@@ -149,6 +149,7 @@ class Case:
         return tuple(v for v in self.variants if v.device == device)
 
     def roof_of_unit(self, device: Device, machine: Machine) -> UnitRoof | None:
+        """The roof rows of this case on ``device`` are rated against, if the case knows one."""
         return self.unit_roof(device, machine) if self.unit_roof else None
 
 
