@@ -183,6 +183,22 @@ def test_failed_staging_fails_every_variant_of_that_case_and_nothing_else(machin
     assert [done for done, _, label in calls if "golden" not in label] == [0, 1, 2, 3, 4]
 
 
+def test_a_case_whose_golden_fails_fails_its_rows_and_nothing_else(machine):
+    from dataclasses import replace
+
+    def broken(inputs):
+        raise KeyError("x")
+
+    case = replace(toy_case(GOOD, LIBRARY), golden=broken)
+    document = execute(toy_plan(case, machine))
+    rows = rows_by_variant(document)
+    assert list(rows) == ["good", "lib"]
+    assert all(row["error"] == "inputs or golden output failed: KeyError: 'x'"
+               and not row["valid"] for row in rows.values())
+    assert all(r["valid"] for r in document["results"] if r["case"] == "copy")
+    assert document["failures"] == 2
+
+
 def test_a_preset_may_sweep_sizes_and_a_variant_may_not_apply(machine):
     from dataclasses import replace
 

@@ -196,3 +196,12 @@ def test_a_case_with_a_unit_is_tuned_in_that_unit(monkeypatch, tmp_path, capsys)
                  "--tuning-cache", str(tmp_path / "tuning.json")]) == 0
     out = capsys.readouterr().out
     assert "G cells/s" in out and "GFlop/s" not in out
+
+
+def test_a_case_whose_golden_fails_is_one_line_not_a_traceback(monkeypatch, tmp_path, capsys):
+    def broken(inputs):
+        raise KeyError("x")
+
+    register(monkeypatch, replace(tiles_case([]), golden=broken))
+    assert main([*TUNE, "--tuning-cache", str(tmp_path / "tuning.json")]) == 1
+    assert one_line_error(capsys).endswith("inputs or golden output failed: KeyError: 'x'")

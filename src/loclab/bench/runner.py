@@ -218,7 +218,12 @@ def execute(request: Plan, progress: Progress | None = None) -> dict[str, Any]:
     backends = {dev: make_backend(dev) for dev in request.devices}
     for case, device, dims in request.work:
         report(started, total, f"{case.name}: inputs and golden output")
-        inputs, golden = inputs_and_golden(case, dims)
+        try:
+            inputs, golden = inputs_and_golden(case, dims)
+        except Exception as err:  # a bug in the case: its rows say so, the run goes on
+            rows.extend(_failed_rows(case, dims, backends[device], request.machine, starting,
+                                     f"inputs or golden output failed: {describe(err)}"))
+            continue
         rows.extend(_run_on_device(case, dims, inputs, golden, backends[device],
                                    request.machine, request.budget, starting,
                                    request.tuned(case, device, dims)))
@@ -249,24 +254,33 @@ def run(cases: Sequence[str] | None = None, device: str = "all", size: str = "de
     return execute(plan(cases, device, size, threads, budget, tuned, tuning_cache), progress)
 
 
+def _failed_rows(case: Case, dims: dict[str, int], backend: Any, machine: Machine,
+                 starting: Callable[[str], None], error: str) -> list[Row]:
+    """A row per variant of ``case`` on the backend's device, each failed with ``error``: no
+    variant could run (the inputs, the golden output or staging failed)."""
+    rows = []
+    for variant in case.variants_on(backend.device):
+        starting(f"{case.name} {variant.name}")
+        rows.append({**_empty_row(case, variant, dims, backend.clock.name, machine),
+                     "error": error})
+    return rows
+
+
 def _run_on_device(case: Case, dims: dict[str, int], inputs: dict[str, np.ndarray],
                    golden: Golden, backend: Any, machine: Machine, budget: Budget,
                    starting: Callable[[str], None], tuned: dict[str, Entry]) -> list[Row]:
     try:
         staged = {name: backend.stage(array) for name, array in inputs.items()}
-        staging_error = None
     except Exception as err:  # e.g. out of device memory: every variant here fails alike
-        staged, staging_error = {}, f"staging inputs failed: {describe(err)}"
-    rows = []
-    for variant in case.variants_on(backend.device):
-        starting(f"{case.name} {variant.name}")
-        if staging_error:
-            rows.append({**_empty_row(case, variant, dims, backend.clock.name, machine),
-                         "error": staging_error})
-        else:
+        rows = _failed_rows(case, dims, backend, machine, starting,
+                            f"staging inputs failed: {describe(err)}")
+    else:
+        rows = []
+        for variant in case.variants_on(backend.device):
+            starting(f"{case.name} {variant.name}")
             rows.append(measure_variant(case, variant, dims, staged, golden, backend, machine,
                                         budget, tuned.get(variant.name)))
-    del staged
+        del staged
     try:
         backend.release()
     except Exception:  # after a sticky CUDA error; every row already says what went wrong

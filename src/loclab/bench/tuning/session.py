@@ -148,7 +148,11 @@ def execute_tuning(request: TunePlan, progress: Progress | None = None) -> dict[
     backends = {device: make_backend(device) for device, _ in request.work}
     for device, dims in request.work:
         backend = backends[device]
-        inputs, golden = inputs_and_golden(request.case, dims)
+        try:
+            inputs, golden = inputs_and_golden(request.case, dims)
+        except Exception as err:  # a bug in the case: nothing to tune against
+            raise LoclabError(f"{request.case.name} at {dims_text(dims)}: inputs or golden "
+                              f"output failed: {describe(err)}") from None
         try:
             staged = {name: backend.stage(array) for name, array in inputs.items()}
         except Exception as err:  # e.g. out of device memory
