@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from loclab.cases.base import dims_text
+from loclab.report.text import per_second
 
 ROLE_COLOURS = {"naive": "#d62728", "optimized": "#1f77b4", "library": "#7f7f7f",
                 "golden": "#2ca02c"}
@@ -52,9 +53,10 @@ def _measure_and_roof(document: dict[str, Any], rows: list[dict[str, Any]],
                 (copy, f"copy roof {copy:,.0f} GB/s") if copy else None)
     measure = Measure(f"G {unit}/s (golden {unit} / median time)", "items")
     roof = next((row["unit_roof"] for row in rows if row.get("unit_roof")), None)
+    if not roof:
+        return measure, None
     return measure, (roof["per_s"] / measure.scale,
-                     f"{roof['what']}: {roof['per_s'] / measure.scale:,.0f} G {unit}/s"
-                     ) if roof else None
+                     f"{roof['what']}: {per_second(roof['per_s'], unit)}")
 
 
 def _panels(rows: list[dict[str, Any]]) -> list[tuple[str, dict[str, int]]]:

@@ -13,8 +13,8 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from loclab.cases.base import dims_text
-from loclab.report.text import (failures, gpu_note, number, results_table, reuse_lines,
-                                 roof_line, skips)
+from loclab.report.text import (failures, gpu_note, number, prefixed, results_table,
+                                 reuse_lines, roof_line, skips)
 
 
 UNIT_HIDES = ("GFlop/s", "% peak")  # console columns a case rated in its own unit leaves out
@@ -36,23 +36,23 @@ def print_results(document: dict[str, Any], console: Console) -> None:
         rich_table = RichTable(title=_section_title(document, *section), title_justify="left",
                                box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False,
                                collapse_padding=True)
-        rows = [(cells, valid) for row_section, cells, valid
-                in zip(sections, table.rows, table.valid) if row_section == section]
+        rows = [(row, cells, valid) for row, row_section, cells, valid
+                in zip(document["results"], sections, table.rows, table.valid)
+                if row_section == section]
         # A column no row of this section fills (no flops, no unit) would only take width; so
         # would GFlop/s where the case's own unit says the same (the JSON and HTML keep it).
-        unit = next((row["unit"] for row, row_section in zip(document["results"], sections)
-                     if row_section == section and row.get("unit")), None)
+        unit = next((row["unit"] for row, _, _ in rows if row.get("unit")), None)
         hidden = UNIT_HIDES if unit else ()
         shown = [i for i, numeric in enumerate(table.numeric)
                  if table.headers[i] not in hidden
-                 and (not numeric or any(cells[i] != "-" for cells, _ in rows))]
+                 and (not numeric or any(cells[i] != "-" for _, cells, _ in rows))]
+        rate = table.headers.index("rate") if unit else None
         for i in shown:
-            header = table.headers[i]
-            rich_table.add_column(f"{unit}/s" if header == "rate" else header,
+            rich_table.add_column(f"{unit}/s" if i == rate else table.headers[i],
                                   justify="right" if table.numeric[i] else "left")
-        for cells, valid in rows:
-            # The unit moved into the header: '2.93 G pairs/s' reads '2.93 G' under 'pairs/s'.
-            rich_table.add_row(*(cells[i].removesuffix(f" {unit}/s") if unit else cells[i]
+        for row, cells, valid in rows:
+            # The unit is in the header: '2.93 G' under 'pairs/s'.
+            rich_table.add_row(*(prefixed(row.get("items_per_s")) if i == rate else cells[i]
                                  for i in shown), style=None if valid else "bold red")
         console.print(rich_table)
     console.print(Text(roof_line(document)))

@@ -32,14 +32,22 @@ def number(value: float | None, digits: int = 3) -> str:
     return f"{value:.{digits}g}"
 
 
+def prefixed(value: float | None) -> str:
+    """Three significant digits and an SI prefix: '5.49 T', '812 M', '12'; a dash when
+    missing."""
+    if value is None:
+        return "-"
+    for prefix, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if value >= scale:
+            return f"{number(value / scale)} {prefix}"
+    return number(value)
+
+
 def per_second(value: float | None, unit: str | None) -> str:
     """A rate of a case's unit with an SI prefix: '5.49 T pairs/s'; a dash when missing."""
     if value is None or not unit:
         return "-"
-    for prefix, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if value >= scale:
-            return f"{number(value / scale)} {prefix} {unit}/s"
-    return f"{number(value)} {unit}/s"
+    return f"{prefixed(value)} {unit}/s"
 
 
 def ratio(value: float | None) -> str:
