@@ -5,8 +5,8 @@ import re
 import pytest
 
 from loclab.report import write_report
-from loclab.report.text import (failures, per_second, results_table, reuse_lines, roof_line,
-                                 skips)
+from loclab.report.text import (by_case, case_table, failures, number, per_second, ratio,
+                                 reuse_lines, roof_line, skips)
 
 
 def result(variant, device, role, median, valid=True, flops=0, case="transpose"):
@@ -39,12 +39,24 @@ def document(machine):
     }
 
 
-def test_table_has_flops_column_only_when_some_row_computes(document):
-    table = results_table(document)
-    assert "GFlop/s" in table.headers
-    assert table.valid == [True, True, False, True, False, True]
-    document["results"] = [r for r in document["results"] if not r["flops"]]
-    assert "GFlop/s" not in results_table(document).headers
+def test_each_case_shows_its_own_metric_first_and_drops_the_others(document):
+    transpose = case_table(document, "transpose", by_case(document)["transpose"])
+    assert transpose.headers[:5] == ["variant", "dev", "size", "GB/s", "% copy"]
+    assert "GFlop/s" not in transpose.headers and "% peak" not in transpose.headers
+    assert transpose.valid == [True, False, True, False, True]
+    document["cases"]["mmm"] = {"lesson": "temporal locality", "limit": "compute"}
+    rows = [{**result("cpu-blocked", "cpu", "optimized", 0.5, flops=1e12, case="mmm"),
+             "pct_of_peak": 40.0}]
+    mmm = case_table(document, "mmm", rows, place=False)
+    assert mmm.headers[:3] == ["variant", "GFlop/s", "% peak"]
+    assert mmm.rows[0][:3] == ["cpu-blocked", "2,000", "40.0%"]
+    assert "GB/s" not in mmm.headers and "% copy" not in mmm.headers
+
+
+def test_numbers_keep_three_significant_figures_whole():
+    assert [number(v) for v in (0.683, 1.0, 12.45, 99.96, 137.3, 999.7, 25153.2)] == [
+        "0.683", "1.00", "12.4", "100", "137", "1,000", "25,153"]
+    assert [ratio(v) for v in (123.5, 1.0, 0.00282)] == ["124x", "1.00x", "0.00282x"]
 
 
 def test_failures_say_why(document):
@@ -59,8 +71,8 @@ def test_a_skipped_row_is_neither_a_failure_nor_hidden(document, tmp_path):
     document["results"].append(skipped)
     assert len(failures(document)) == 2
     assert skips(document) == ["transpose gpu-shared (gpu, 100x200): sub-histograms do not fit"]
-    table = results_table(document)
-    assert table.rows[-1][-1] == "skipped" and table.valid[-1]
+    table = case_table(document, "transpose", by_case(document)["transpose"])
+    assert table.rows[-1][-1] == "n/a" and table.valid[-1]
     markdown = (write_report(document, tmp_path / "r").parent / "README.md").read_text()
     assert "## Not applicable at their size" in markdown
 
@@ -98,7 +110,7 @@ def test_report_directory(document, tmp_path):
     assert page.count('class="invalid"') == 2 and "cpu-broken" in page
     assert 'src="transpose.png"' in page and 'src="roofline.png"' in page
     markdown = (tmp_path / "r" / "README.md").read_text()
-    assert "| **transpose** | **cpu-broken** |" in markdown
+    assert "## transpose" in markdown and "| **cpu-broken** | **cpu** |" in markdown
     assert "## Failures" in markdown
     for png in ("copy.png", "transpose.png", "roofline.png"):
         assert (tmp_path / "r" / png).read_bytes()[:4] == b"\x89PNG"
@@ -112,7 +124,7 @@ def test_reuse_in_theory_is_shown_next_to_the_measured_rate(document, tmp_path):
     document["results"] += [stated, wrong]
     assert reuse_lines(document) == [
         "mmm gpu-tiled (gpu, 10x20x30): reuse 32 products per element staged in shared "
-        "memory; measured 250,000 GFlop/s (3.3% of peak)"]
+        "memory; measured 250,000 GFlop/s (3.30% of peak)"]
     markdown = (write_report(document, tmp_path / "r").parent / "README.md").read_text()
     assert "## Data reuse in theory, next to the measured rate" in markdown
 
@@ -130,40 +142,65 @@ def pairs_row(variant, role, median, unit_roof=None):
 def test_rates_in_a_case_unit_get_si_prefixes():
     assert per_second(5.49e12, "pairs") == "5.49 T pairs/s"
     assert per_second(812e6, "keys") == "812 M keys/s"
-    assert per_second(12.0, "keys") == "12 keys/s"
+    assert per_second(12.0, "keys") == "12.0 keys/s"
     assert per_second(None, "keys") == per_second(3.0, None) == "-"
 
 
 def test_a_unit_rate_is_a_column_and_its_limit_a_roof(document, tmp_path):
-    assert "rate" not in results_table(document).headers
     limit = {"per_s": 8e12, "what": "issue limit at 4 instructions a pair"}
     document["results"] += [pairs_row("gpu-naive", "naive", 0.002, limit),
                             pairs_row("gpu-shared", "optimized", 0.001, limit)]
-    table = results_table(document)
-    rate, share = table.headers.index("rate"), table.headers.index("% limit")
-    assert [cells[rate] for cells in table.rows[-2:]] == ["2 T pairs/s", "4 T pairs/s"]
-    assert table.rows[-1][share] == "50.0%"
-    assert table.rows[0][rate] == "-"
-    assert "nn GPU issue limit at 4 instructions a pair: 8 T pairs/s" in roof_line(document)
+    table = case_table(document, "nn", by_case(document)["nn"])
+    assert table.headers[3:5] == ["pairs/s", "% limit"]
+    assert [cells[3] for cells in table.rows] == ["2.00 T", "4.00 T"]
+    assert table.rows[-1][4] == "50.0%"
+    assert "GB/s" not in table.headers and "GFlop/s" not in table.headers
+    assert "nn GPU issue limit at 4 instructions a pair: 8.00 T pairs/s" in roof_line(document)
     assert reuse_lines(document)[-1].endswith(
-        "measured 4 T pairs/s (50.0% of the issue limit at 4 instructions a pair)")
+        "measured 4.00 T pairs/s (50.0% of the issue limit at 4 instructions a pair)")
     write_report(document, tmp_path / "r")
     assert (tmp_path / "r" / "nn.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_the_console_leaves_out_columns_a_section_does_not_need(document):
+def console_text(document, width):
     from io import StringIO
 
     from rich.console import Console
 
     from loclab.report.console import print_results
 
-    document["results"] += [pairs_row("gpu-shared", "optimized", 0.001)]
     out = StringIO()
-    print_results(document, Console(file=out, width=200))
-    sections = re.split(r"\n *\n", out.getvalue())
+    print_results(document, Console(file=out, width=width))
+    return out.getvalue()
+
+
+def test_the_console_leaves_out_columns_a_section_does_not_need(document):
+    document["results"] += [pairs_row("gpu-shared", "optimized", 0.001)]
+    sections = re.split(r"\n *\n", console_text(document, 200))
     transpose = next(text for text in sections if "cpu-naive" in text)
     pairs = next(text for text in sections if "gpu-shared" in text)
-    assert "rate" not in transpose and "GFlop/s" not in transpose
-    assert "pairs/s" in pairs and "4 T" in pairs and "GFlop/s" not in pairs
-    assert "4 T pairs/s" not in pairs  # the unit is in the header
+    assert "GB/s" in transpose and "GFlop/s" not in transpose and "pairs/s" not in transpose
+    assert "pairs/s" in pairs and "4.00 T" in pairs and "GFlop/s" not in pairs
+    assert "GB/s" not in pairs and "% copy" not in pairs
+    assert "4.00 T pairs/s" not in pairs  # the unit is in the header
+
+
+def test_at_80_columns_no_name_or_number_is_cut(document):
+    """The widest case tables (long variant names, tiny ratios, five-digit times) fit 80
+    columns by wrapping headers and moving columns closer, never by shortening a cell."""
+    document["cases"]["mmm"] = {"lesson": "temporal locality: block tiling, register "
+                                "tiling, autotuned tiles", "limit": "compute"}
+    names = ["cpu-output-partitioned-xy", "cpu-transposed-b", "cpu-register-tiled"]
+    for name, median in zip(names, (25.153, 2.02, 0.0497)):
+        document["results"].append({**result(name, "cpu", "optimized", median, flops=1.7e10,
+                                              case="mmm"),
+                                    "size": {"m": 2048, "n": 2048, "k": 2048},
+                                    "pct_of_peak": 0.206, "vs_library": 0.00282,
+                                    "speedup_vs_naive": 507.3})
+    text = console_text(document, 80)
+    assert "\u2026" not in text  # rich's ellipsis: nothing was shortened
+    assert max(len(line.rstrip()) for line in text.splitlines()) <= 80
+    for name in names:
+        assert re.search(rf"^ {name} ", text, re.MULTILINE), name
+    for cell in ("25,153", "0.00282x", "507x", "0.206%"):
+        assert cell in text

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from loclab.bench.tuning import cache
-from loclab.errors import LoclabError
+from loclab.errors import LoclabError, UsageError
 
 DIMS = {"m": 64, "n": 32, "k": 16}
 
@@ -86,15 +86,18 @@ def test_a_failed_write_leaves_the_cache_as_it_was(tmp_path, monkeypatch):
      "GPU mmm/a n=1: no whole-number params"),
     ('{"format": 1, "entries": {"GPU": 3}}', "GPU: not an object"),
 ])
-def test_a_corrupt_cache_warns_in_one_line_and_counts_as_empty(tmp_path, capsys, text,
-                                                               fragment):
+def test_a_corrupt_cache_warns_a_run_in_one_line_and_is_never_replaced(tmp_path, capsys,
+                                                                       text, fragment):
     path = tmp_path / "tuning.json"
     path.write_text(text)
     assert cache.load(path).entries == {}
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and fragment in err and err.startswith("loclab: warning: ")
-    cache.store(path, "GPU X", "mmm", "a", entry())  # replaces it
-    assert cache.load(path).lookup("GPU X", "mmm", "a", DIMS)
+    with pytest.raises(UsageError, match=fragment):
+        cache.check_writable(path)
+    with pytest.raises(UsageError, match=fragment):
+        cache.store(path, "GPU X", "mmm", "a", entry())
+    assert path.read_text() == text  # the user's file, as it was
 
 
 def test_an_unreadable_cache_warns_and_a_missing_one_is_silent(tmp_path, capsys):

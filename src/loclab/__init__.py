@@ -4,7 +4,7 @@ The API mirrors the command line: ``loclab.run(...)`` returns the document that
 ``loclab run --json`` writes; ``loclab.devices()`` what ``loclab devices --json`` prints;
 ``loclab.tune(case, ...)`` what ``loclab tune --json`` writes (storing the best configurations
 in the tuning cache); ``loclab.analyze(func_or_source)`` the dependence analysis
-``loclab analyze`` explains.
+``loclab analyze`` explains; ``loclab.compare(base, new)`` what ``loclab compare --json`` writes.
 Heavy modules (numba, CuPy, matplotlib) load only when used.
 """
 
@@ -36,6 +36,20 @@ def devices(*args: Any, **kwargs: Any) -> dict[str, Any]:
     return _devices(*args, **kwargs)
 
 
+def compare(base: Any, new: Any, **kwargs: Any) -> dict[str, Any]:
+    """Compare two runs (results documents, or paths of results files); see
+    :func:`loclab.bench.compare.compare`."""
+    from pathlib import Path
+
+    from loclab.bench.compare import compare as _compare
+    from loclab.bench.results import load_json
+
+    def document(run: Any) -> dict[str, Any]:
+        return load_json(Path(run)) if isinstance(run, (str, Path)) else run
+
+    return _compare(document(base), document(new), **kwargs)
+
+
 def analyze(*args: Any, **kwargs: Any) -> Any:
     """Dependence analysis of one loop nest; see :func:`loclab.deps.analyze`."""
     from loclab.deps import analyze as _analyze
@@ -50,4 +64,4 @@ def analyze_file(*args: Any, **kwargs: Any) -> Any:
     return _analyze_file(*args, **kwargs)
 
 
-__all__ = ["__version__", "analyze", "analyze_file", "devices", "run", "tune"]
+__all__ = ["__version__", "analyze", "analyze_file", "compare", "devices", "run", "tune"]

@@ -58,6 +58,31 @@ def _param(text: str) -> tuple[str, int]:
                                          f"{value!r}") from None
 
 
+def _dims(text: str) -> dict[str, int]:
+    """``m=5000,n=3000,k=700``: a size, each dimension a whole number (``1_000_000`` too)."""
+    dims: dict[str, int] = {}
+    for part in text.split(","):
+        name, sep, value = (piece.strip() for piece in part.partition("="))
+        if not sep or not name:
+            raise argparse.ArgumentTypeError(f"expected NAME=VALUE[,NAME=VALUE...] "
+                                             f"(m=5000,n=3000,k=700), got {text!r}")
+        if name in dims:
+            raise argparse.ArgumentTypeError(f"{name} given twice in {text!r}")
+        try:
+            dims[name] = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name}={value}: not a whole number") from None
+    return dims
+
+
+def _define(text: str) -> tuple[str, str]:
+    """``NAME`` or ``NAME=VALUE`` of ``-D``, as a C compiler takes it (``NAME`` means 1)."""
+    name, sep, value = text.partition("=")
+    if not name.isidentifier():
+        raise argparse.ArgumentTypeError(f"not a macro name: {name!r}")
+    return name, value if sep else "1"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="loclab", description="Reason about and measure locality of "
                            "reference on multi-core CPUs and GPUs.")
@@ -76,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--size", choices=SIZE_PRESETS, default="default",
                      help="size preset: small (seconds on 2 cores), default (the lectures'), "
                           "large (at least 4x the last-level cache)")
+    run.add_argument("--dims", action="append", type=_dims, metavar="NAME=VALUE,...",
+                     help="run the --case at this size instead of the preset's, e.g. --case "
+                          "mmm --dims m=5000,n=3000,k=700 (repeatable: several sizes)")
     run.add_argument("--threads", type=_positive_int, help="CPU threads (default: all cores)")
     run.add_argument("--json", type=Path, metavar="FILE", help="write the results as JSON")
     run.add_argument("--report", type=Path, metavar="DIR",
@@ -101,6 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="where to tune (default: all found)")
     tune.add_argument("--size", choices=SIZE_PRESETS, default="default",
                       help="size preset: every size it names is tuned")
+    tune.add_argument("--dims", action="append", type=_dims, metavar="NAME=VALUE,...",
+                      help="tune at this size instead of the preset's, e.g. --dims "
+                           "m=5000,n=3000,k=700 (repeatable)")
     tune.add_argument("--strategy", choices=STRATEGY_NAMES, default="local",
                       help="exhaustive (every configuration), random (seeded samples) or local "
                            "(steepest descent from the best of the default and a few samples; "
@@ -141,7 +172,25 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("--param", action="append", default=[], type=_param,
                          metavar="NAME=VALUE",
                          help="fix a size parameter, repeatable (default: symbolic sizes)")
+    analyze.add_argument("-I", dest="include_dirs", action="append", default=[], type=Path,
+                         metavar="DIR", help="C: search DIR for #include files, repeatable")
+    analyze.add_argument("-D", dest="defines", action="append", default=[], type=_define,
+                         metavar="NAME[=VALUE]",
+                         help="C: define a macro before preprocessing, repeatable")
     analyze.set_defaults(handler=_analyze)
+
+    compare = commands.add_parser(
+        "compare", help="compare two results files, row by row",
+        description="Match the rows of two 'loclab run --json' files by case, variant, device "
+        "and size; show the ratio of their median times, whether the change is larger than "
+        "the two runs' spread, validation changes, and rows found in one file only.")
+    compare.add_argument("base", type=Path, metavar="BASE.json", help="the reference run")
+    compare.add_argument("new", type=Path, metavar="NEW.json", help="the run compared with it")
+    compare.add_argument("--report", type=Path, metavar="DIR",
+                         help="write the comparison as HTML and Markdown with a chart")
+    compare.add_argument("--json", type=Path, metavar="FILE",
+                         help="write the comparison as JSON")
+    compare.set_defaults(handler=_compare)
 
     report = commands.add_parser("report", help="make a report from a results JSON file",
                                  description="Write an HTML and Markdown report, with charts, "
@@ -155,14 +204,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _check_writable(path: Path, option: str, directory: bool) -> None:
     """Fail before a long run, not after it, when an output cannot be written."""
-    if path.exists() and path.is_dir() != directory:
-        raise UsageError(f"{option} {path}: " + ("not a directory" if directory
-                                                  else "is a directory"))
-    parent = next(p for p in path.parents if p.exists())
-    if not parent.is_dir():
-        raise UsageError(f"{option} {path}: {parent} is not a directory")
-    if not os.access(parent, os.W_OK):
-        raise UsageError(f"{option} {path}: no permission to write in {parent}")
+    from loclab.outputs import check_file, check_report_directory
+
+    (check_report_directory if directory else check_file)(path, option)
 
 
 def _console(stderr: bool = False) -> Any:
@@ -188,24 +232,33 @@ def _with_progress(work: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
 
 def _run(args: argparse.Namespace) -> int:
     from loclab.bench.runner import execute, plan
+    from loclab.report.text import duration, failures, finished_line
 
     if args.json:
         _check_writable(args.json, "--json", directory=False)
     if args.report:
         _check_writable(args.report, "--report", directory=True)
     request = plan(cases=args.case, device=args.device, size=args.size, threads=args.threads,
-                   tuned=args.tuned, tuning_cache=args.tuning_cache)
+                   tuned=args.tuned, tuning_cache=args.tuning_cache, dims=args.dims)
     if args.quiet:
-        from loclab.report.text import failures
-
         document = execute(request)
         for line in failures(document):
             print(f"loclab run: FAILED {line}", file=sys.stderr)
-    else:
-        from loclab.report.console import print_results
+        return max(_write_outputs(document, args), 1 if document["failures"] else 0)
+    from loclab.report.console import print_results
 
+    log = _console(stderr=True)
+    log.print(f"loclab run: {request.variant_count} variants of {len(request.case_names)} "
+              f"cases on the {' and '.join(d.upper() for d in request.devices)}; expect about "
+              f"{duration(request.expected_seconds())}", highlight=False, soft_wrap=True)
+    if log.is_terminal:
         document = _with_progress(lambda progress: execute(request, progress))
-        print_results(document, _console())
+    else:  # a file or a pipe: a line per variant as it finishes, so that a log shows progress
+        done = iter(range(1, request.variant_count + 1))
+        document = execute(request, finished=lambda row: log.print(
+            f"loclab run: [{next(done)}/{request.variant_count}] {finished_line(row)}",
+            highlight=False, soft_wrap=True))
+    print_results(document, _console())
     return max(_write_outputs(document, args), 1 if document["failures"] else 0)
 
 
@@ -250,7 +303,8 @@ def _tune(args: argparse.Namespace) -> int:
         _check_writable(args.json, "--json", directory=False)
     request = plan_tuning(args.case, args.variant, device=args.device, size=args.size,
                           strategy=args.strategy, limit=args.budget, seconds=args.seconds,
-                          seed=args.seed, threads=args.threads, cache_path=cache)
+                          seed=args.seed, threads=args.threads, cache_path=cache,
+                          dims=args.dims)
     if args.quiet:
         document = execute_tuning(request)
     else:
@@ -289,12 +343,32 @@ def _analyze(args: argparse.Namespace) -> int:
     from loclab.deps import analyze_file
 
     path, _, function = args.target.partition("::")
-    analyses = analyze_file(path, function or None, params=dict(args.param))
+    analyses = analyze_file(path, function or None, params=dict(args.param),
+                            include_dirs=args.include_dirs, defines=dict(args.defines))
     if args.json:
         documents = [a.to_json() for a in analyses]
         print(json.dumps(documents[0] if function else documents, indent=2))
     else:
         print("\n\n".join(a.explain() for a in analyses))
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from loclab.bench.compare import compare
+    from loclab.bench.results import load_json, write_json
+    from loclab.report.compare import print_comparison, write_comparison_report
+
+    if args.json:
+        _check_writable(args.json, "--json", directory=False)
+    if args.report:
+        _check_writable(args.report, "--report", directory=True)
+    comparison = compare(load_json(args.base), load_json(args.new),
+                         base_label=str(args.base), new_label=str(args.new))
+    print_comparison(comparison, _console())
+    if args.json:
+        write_json(comparison, args.json)
+    if args.report:
+        print(f"report: {write_comparison_report(comparison, args.report)}")
     return 0
 
 

@@ -7,6 +7,7 @@ a variant that moves more bytes to do the same work is slower, and its rate says
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from loclab.cases import ROOF_CASE
@@ -16,17 +17,39 @@ from loclab.hw import Machine
 Row = dict[str, Any]
 
 
-def derive_references(rows: Iterable[Row], machine: Machine) -> dict[str, float | None]:
-    """The best valid copy on each device is its memory roof; peaks come from the hardware."""
+@dataclass(frozen=True)
+class CpuClock:
+    """The clock the CPU's fp32 peak is computed at, and where it comes from."""
+
+    mhz: float | None
+    source: str
+
+
+def peak_clock(machine: Machine, measured_mhz: float | None) -> CpuClock:
+    """The higher of the measured all-core clock and the detected one: a peak must bound
+    what runs, and a measurement on a busy machine only comes out low."""
+    detected = machine.cpu.clock_mhz
+    if measured_mhz is not None and measured_mhz >= (detected or 0.0):
+        return CpuClock(measured_mhz, "measured all-core clock")
+    return CpuClock(detected, machine.cpu.clock_source)
+
+
+def derive_references(rows: Iterable[Row], machine: Machine,
+                      cpu_clock: CpuClock | None = None) -> dict[str, Any]:
+    """The best valid copy on each device is its memory roof; peaks come from the hardware,
+    the CPU's at ``cpu_clock`` (default: the detected clock)."""
     copy = {"cpu": None, "gpu": None}
     for row in rows:
         if row["case"] == ROOF_CASE and row["valid"] and row["gbps"]:
             copy[row["device"]] = max(copy[row["device"]] or 0.0, row["gbps"])
     gpu = machine.gpu
+    clock = cpu_clock or CpuClock(machine.cpu.clock_mhz, machine.cpu.clock_source)
     return {
         "cpu_copy_gbps": copy["cpu"],
         "gpu_copy_gbps": copy["gpu"],
-        "cpu_peak_gflops_fp32": machine.cpu.peak_gflops_fp32,
+        "cpu_peak_gflops_fp32": machine.cpu.peak_gflops_at(clock.mhz),
+        "cpu_peak_clock_mhz": clock.mhz,
+        "cpu_peak_clock_source": clock.source,
         "gpu_peak_gflops_fp32": gpu.peak_gflops_fp32 if gpu else None,
         "gpu_theoretical_gbps": gpu.theoretical_gbps if gpu else None,
     }

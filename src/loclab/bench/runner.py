@@ -9,7 +9,7 @@ device and size runs with the cached configuration (``loclab.bench.tuning.cache`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,7 @@ import numpy as np
 
 from loclab.bench.backend import make_backend
 from loclab.bench.measure import Attempt, Golden, attempt, describe, inputs_and_golden
-from loclab.bench.metrics import Row, add_comparisons, derive_references, rates
+from loclab.bench.metrics import Row, add_comparisons, derive_references, peak_clock, rates
 from loclab.bench.results import build_document
 from loclab.bench.timing import BUDGETS, Budget
 from loclab.bench.tuning.cache import Entry, TuningCache, device_name
@@ -36,6 +36,12 @@ Progress = Callable[[int, int, str], None]
 # fetched from the GPU. GPU: inputs, an output, a library's temporary.
 HOST_BYTES_PER_WORK_BYTE = 2.0
 GPU_BYTES_PER_WORK_BYTE = 1.5
+CUSTOM_SIZE = "custom"  # the document's size when the user gave dims instead of a preset
+# What a run costs besides the timing budget (Plan.expected_seconds): per variant (compile,
+# validate, warm up, the runs a slow variant takes beyond its budget) and per size (inputs,
+# golden output, staging), measured over the default preset on a 2-core VM.
+VARIANT_OVERHEAD_S = 1.0
+SIZE_OVERHEAD_S = 1.0
 
 
 def choose(kind: str, value: str, choices: Sequence[str]) -> str:
@@ -83,7 +89,8 @@ def check_memory(case: Case, device: str, dims: dict[str, int], size: str) -> No
         needs.append(("GPU memory", work * GPU_BYTES_PER_WORK_BYTE, free))
     for where, need, free in needs:
         if free is not None and need > free:
-            raise UsageError(f"{case.name} at size {size} ({dims_text(dims)}) on the {device} "
+            origin = "--dims" if size == CUSTOM_SIZE else f"size {size}"
+            raise UsageError(f"{case.name} at {dims_text(dims)} ({origin}) on the {device} "
                              f"needs about {need / 2**30:.1f} GiB of {where}, "
                              f"{free / 2**30:.1f} GiB is free")
 
@@ -95,6 +102,7 @@ def _empty_row(case: Case, variant: Variant, dims: dict[str, int], timer: str,
     return {"case": case.name, "variant": variant.name, "device": variant.device,
             "role": variant.role, "description": variant.description, "size": dict(dims),
             "params": {}, "median_s": None, "min_s": None, "max_s": None, "iqr_s": None,
+            "q1_s": None, "q3_s": None,
             "runs": 0, "batch": 0, "timer": timer, "bytes": work.bytes, "flops": work.flops,
             "gbps": None, "gflops": None, "unit": case.unit, "items": work.items,
             "items_per_s": None,
@@ -149,7 +157,8 @@ def _record(row: Row, result: Attempt) -> None:
     if result.summary:
         summary = result.summary
         row.update(median_s=summary.median, min_s=summary.min, max_s=summary.max,
-                   iqr_s=summary.iqr, runs=summary.runs, batch=result.batch)
+                   iqr_s=summary.iqr, q1_s=summary.q1, q3_s=summary.q3, runs=summary.runs,
+                   batch=result.batch)
         rates(row)
 
 
@@ -169,6 +178,18 @@ class Plan:
     def variant_count(self) -> int:
         return sum(len(case.variants_on(device)) for case, device, _ in self.work)
 
+    @property
+    def case_names(self) -> list[str]:
+        return list(dict.fromkeys(case.name for case, _, _ in self.work))
+
+    def expected_seconds(self) -> float:
+        """A first guess of how long the run takes: each variant's timing budget, and what
+        building, validating and warming it up and making the inputs and golden output cost
+        on top (measured over the default preset on a 2-core VM; a size far beyond the
+        presets takes longer)."""
+        return (self.variant_count * (self.budget.seconds + VARIANT_OVERHEAD_S)
+                + len(self.work) * SIZE_OVERHEAD_S)
+
     def tuned(self, case: Case, device: str, dims: dict[str, int]) -> dict[str, Entry]:
         """The cached configurations of the tunable variants at this size, by variant name."""
         if self.tuning is None:
@@ -179,64 +200,130 @@ class Plan:
         return {name: entry for name, entry in found.items() if entry}
 
 
+SizeRequest = Mapping[str, int] | Sequence[Mapping[str, int]]
+
+
+def requested_sizes(dims: SizeRequest | None) -> list[Mapping[str, int]] | None:
+    """The sizes a user asked for (one mapping, or a list of them), or None for a preset."""
+    if dims is None:
+        return None
+    sizes = [dims] if isinstance(dims, Mapping) else list(dims)
+    if not sizes or not all(isinstance(size, Mapping) for size in sizes):
+        raise UsageError("dims: give a size as NAME=VALUE pairs (m=5000,n=3000,k=700)")
+    return sizes
+
+
+def case_sizes(case: Case, device: str, size: str, machine: Machine,
+               dims: list[Mapping[str, int]] | None, asked: bool) -> list[dict[str, int]]:
+    """The sizes ``case`` runs at on ``device``: the preset's, or the user's, each checked.
+
+    The roof (copy) runs at the user's size when it has the same dimensions (the fairest
+    roof for a matrix case), else at the default preset's, unless it was asked for itself.
+    """
+    if dims is None:
+        return case.dims(size, device, machine)
+    if case.name == ROOF_CASE and not asked and set(dims[0]) != set(case.dimensions):
+        return case.dims("default", device, machine)
+    return [case.checked_dims(one) for one in dims]
+
+
 def plan(cases: Sequence[str] | None = None, device: str = "all", size: str = "default",
          threads: int | None = None, budget: Budget | None = None, tuned: bool = True,
-         tuning_cache: Path | None = None) -> Plan:
+         tuning_cache: Path | None = None, dims: SizeRequest | None = None) -> Plan:
     """Check a request (raising UsageError with one line on bad input) before anything runs.
 
     ``tuned``: set tunable variants up with the configuration ``loclab tune`` stored for this
-    device and size in ``tuning_cache`` (default: ``loclab.bench.tuning.cache.default_path``).
+    device and size in ``tuning_cache`` (default: ``loclab.bench.tuning.cache.default_path``;
+    a file named that does not exist is an error). ``dims``: run at this size (or these
+    sizes) instead of the preset's: every case named in ``cases`` must take these dimensions;
+    the preset ``size`` then only sets the timing budget.
     """
     choose("size", size, SIZE_PRESETS)
+    sizes = requested_sizes(dims)
+    if sizes is not None and not cases:
+        raise UsageError("--dims needs --case: each case has its own dimensions "
+                         "(mmm: m, n, k; transpose: rows, cols)")
     selected = resolve_cases(cases)
     devices = resolve_devices(device)
     if threads is not None and "cpu" not in devices:
         raise UsageError("--threads sets CPU threads, but --device gpu runs nothing on the CPU")
+    if tuned and tuning_cache is not None and not tuning_cache.is_file():
+        raise UsageError(f"--tuning-cache {tuning_cache}: no such file")
     machine = detect_machine(with_gpu=device != "cpu")  # "all" records why there is no GPU
     numba_threads = configure_threads(threads) if "cpu" in devices else None
-    work = [(case, dev, dims) for case in selected for dev in devices
-            for dims in case.dims(size, dev, machine)]
-    for case, dev, dims in work:
-        check_memory(case, dev, dims, size)
-    return Plan(size=size, devices=devices, machine=machine, numba_threads=numba_threads,
-                budget=budget or BUDGETS[size], work=work,
+    asked = set(cases or ())
+    work = [(case, dev, one) for case in selected for dev in devices
+            for one in case_sizes(case, dev, size, machine, sizes, case.name in asked)]
+    for case, dev, one in work:
+        check_memory(case, dev, one, size if sizes is None else CUSTOM_SIZE)
+    return Plan(size=size if sizes is None else CUSTOM_SIZE, devices=devices, machine=machine,
+                numba_threads=numba_threads, budget=budget or BUDGETS[size], work=work,
                 tuning=load_tuning_cache(tuning_cache) if tuned else None)
 
 
-def execute(request: Plan, progress: Progress | None = None) -> dict[str, Any]:
-    """Run a plan and return the results document (see ``loclab.bench.results``)."""
-    total = request.variant_count
-    report = progress or (lambda done, total, label: None)
-    started = 0
+class _Tracker:
+    """Where a run is: ``progress(done, total, label)`` before each variant starts (a progress
+    bar), ``finished(row)`` once its row is complete (a log line)."""
 
-    def starting(label: str) -> None:
-        nonlocal started
-        report(started, total, label)
-        started += 1
+    def __init__(self, total: int, progress: Progress | None,
+                 finished: Callable[[Row], None] | None) -> None:
+        self.total = total
+        self.started = 0
+        self._progress = progress or (lambda done, total, label: None)
+        self._finished = finished or (lambda row: None)
 
+    def report(self, label: str) -> None:
+        self._progress(self.started, self.total, label)
+
+    def starting(self, label: str) -> None:
+        self.report(label)
+        self.started += 1
+
+    def finished(self, row: Row) -> Row:
+        self._finished(row)
+        return row
+
+
+def execute(request: Plan, progress: Progress | None = None,
+            finished: Callable[[Row], None] | None = None) -> dict[str, Any]:
+    """Run a plan and return the results document (see ``loclab.bench.results``).
+
+    ``progress(done, total, label)`` is called before each variant and once at the end;
+    ``finished(row)`` with each variant's row as soon as it is measured (its comparisons with
+    the naive and library rows come at the end).
+    """
+    tracker = _Tracker(request.variant_count, progress, finished)
+    clock = None
+    if "cpu" in request.devices:
+        from loclab.bench.clock import measure_clock_mhz
+
+        tracker.report("measuring the CPU clock")
+        clock = peak_clock(request.machine, measure_clock_mhz(request.numba_threads or 1))
     rows: list[Row] = []
     backends = {dev: make_backend(dev) for dev in request.devices}
     for case, device, dims in request.work:
-        report(started, total, f"{case.name}: inputs and golden output")
+        tracker.report(f"{case.name}: inputs and golden output")
         try:
             inputs, golden = inputs_and_golden(case, dims)
         except Exception as err:  # a bug in the case: its rows say so, the run goes on
-            rows.extend(_failed_rows(case, dims, backends[device], request.machine, starting,
+            rows.extend(_failed_rows(case, dims, backends[device], request.machine, tracker,
                                      f"inputs or golden output failed: {describe(err)}"))
             continue
         rows.extend(_run_on_device(case, dims, inputs, golden, backends[device],
-                                   request.machine, request.budget, starting,
+                                   request.machine, request.budget, tracker,
                                    request.tuned(case, device, dims)))
         del inputs, golden  # before the next case allocates its own
-    report(total, total, "done")
+    tracker.started = tracker.total
+    tracker.report("done")
 
-    references = derive_references(rows, request.machine)
+    references = derive_references(rows, request.machine, clock)
     add_comparisons(rows, references)
     machine_json = request.machine.to_json()
     machine_json["cpu"]["numba_threads"] = request.numba_threads
     return build_document(machine=machine_json, references=references,
                           cases={case.name: {"lesson": case.lesson,
                                              "description": case.description,
+                                             "limit": case.limit,
                                              "sweep": case.sweep,
                                              "sweep_param": case.sweep_param}
                                  for case, _, _ in request.work},
@@ -246,40 +333,45 @@ def execute(request: Plan, progress: Progress | None = None) -> dict[str, Any]:
 def run(cases: Sequence[str] | None = None, device: str = "all", size: str = "default",
         threads: int | None = None, budget: Budget | None = None,
         progress: Progress | None = None, tuned: bool = True,
-        tuning_cache: Path | None = None) -> dict[str, Any]:
+        tuning_cache: Path | None = None, dims: SizeRequest | None = None,
+        finished: Callable[[Row], None] | None = None) -> dict[str, Any]:
     """Check, then run case studies; return the results document.
 
-    ``progress(done, total, label)`` is called before each variant and once at the end.
+    ``dims`` (``{"m": 5000, "n": 3000, "k": 700}``, or a list of such) replaces the preset's
+    sizes of the cases named (see :func:`plan`); ``progress`` and ``finished`` as for
+    :func:`execute`.
     """
-    return execute(plan(cases, device, size, threads, budget, tuned, tuning_cache), progress)
+    return execute(plan(cases, device, size, threads, budget, tuned, tuning_cache, dims),
+                   progress, finished)
 
 
 def _failed_rows(case: Case, dims: dict[str, int], backend: Any, machine: Machine,
-                 starting: Callable[[str], None], error: str) -> list[Row]:
+                 tracker: _Tracker, error: str) -> list[Row]:
     """A row per variant of ``case`` on the backend's device, each failed with ``error``: no
     variant could run (the inputs, the golden output or staging failed)."""
     rows = []
     for variant in case.variants_on(backend.device):
-        starting(f"{case.name} {variant.name}")
-        rows.append({**_empty_row(case, variant, dims, backend.clock.name, machine),
-                     "error": error})
+        tracker.starting(f"{case.name} {variant.name}")
+        rows.append(tracker.finished({**_empty_row(case, variant, dims, backend.clock.name,
+                                                   machine), "error": error}))
     return rows
 
 
 def _run_on_device(case: Case, dims: dict[str, int], inputs: dict[str, np.ndarray],
                    golden: Golden, backend: Any, machine: Machine, budget: Budget,
-                   starting: Callable[[str], None], tuned: dict[str, Entry]) -> list[Row]:
+                   tracker: _Tracker, tuned: dict[str, Entry]) -> list[Row]:
     try:
         staged = {name: backend.stage(array) for name, array in inputs.items()}
     except Exception as err:  # e.g. out of device memory: every variant here fails alike
-        rows = _failed_rows(case, dims, backend, machine, starting,
+        rows = _failed_rows(case, dims, backend, machine, tracker,
                             f"staging inputs failed: {describe(err)}")
     else:
         rows = []
         for variant in case.variants_on(backend.device):
-            starting(f"{case.name} {variant.name}")
-            rows.append(measure_variant(case, variant, dims, staged, golden, backend, machine,
-                                        budget, tuned.get(variant.name)))
+            tracker.starting(f"{case.name} {variant.name}")
+            rows.append(tracker.finished(measure_variant(
+                case, variant, dims, staged, golden, backend, machine, budget,
+                tuned.get(variant.name))))
         del staged
     try:
         backend.release()

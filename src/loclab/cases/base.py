@@ -7,9 +7,12 @@ variants; the harness (``loclab.bench``) does everything else the same way for e
 from __future__ import annotations
 
 import importlib
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
+
+from loclab.errors import UsageError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -18,6 +21,9 @@ if TYPE_CHECKING:
 
 Device = Literal["cpu", "gpu"]
 Role = Literal["golden", "naive", "optimized", "library"]
+# What bounds a case's best variant, and so the rate reports show first (loclab.report.metric):
+# the golden bytes against the copy roof, the flops against the fp32 peak, or ``Case.unit``.
+Limit = Literal["memory", "compute", "unit"]
 SIZE_PRESETS = ("small", "default", "large")
 DEVICE_CHOICES = ("cpu", "gpu", "all")
 Dims = Mapping[str, int]
@@ -27,6 +33,8 @@ Dims = Mapping[str, int]
 SizeRule = Dims | Sequence[Dims] | Callable[["Machine"], Dims | Sequence[Dims]]
 # Why a variant does not apply at a size on a machine (sub-histograms that do not fit), or None.
 SkipRule = Callable[[Dims, "Machine"], str | None]
+# The kernels index one dimension with a 32-bit int (their offsets are 64-bit).
+MAX_DIMENSION = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -135,12 +143,39 @@ class Case:
     # and the roof of that rate on a device of a machine, where one is known.
     unit: str | None = None
     unit_roof: Callable[[Device, "Machine"], UnitRoof | None] | None = None
+    limit: Limit = "memory"
+    # The names of a size's dimensions, in the order sizes are written (a user's --dims must
+    # give each), and a rule refusing, with a UsageError naming the size, what no variant can
+    # run beyond whole numbers from 1 to MAX_DIMENSION (partitioning: more slots than keys).
+    dimensions: tuple[str, ...] = ()
+    check: Callable[[Dims], None] | None = None
 
     def dims(self, preset: str, device: Device, machine: Machine) -> list[dict[str, int]]:
         """Every size the preset names on this device and machine, in run order."""
         rule = self.sizes[preset][device]
         sizes = rule(machine) if callable(rule) else rule
         return [dict(sizes)] if isinstance(sizes, Mapping) else [dict(s) for s in sizes]
+
+    def checked_dims(self, dims: Mapping[str, Any]) -> dict[str, int]:
+        """A size a user asked for, in the case's order of dimensions, or a UsageError saying
+        in one line which dimension is missing, unknown or refused."""
+        known = ", ".join(self.dimensions)
+        unknown = [name for name in dims if name not in self.dimensions]
+        if unknown:
+            raise UsageError(f"{self.name}: unknown dimension {', '.join(unknown)} "
+                             f"(its dimensions: {known})")
+        missing = [name for name in self.dimensions if name not in dims]
+        if missing:
+            raise UsageError(f"{self.name}: missing dimension {', '.join(missing)} "
+                             f"(give each of {known})")
+        ordered = {name: _whole(dims[name]) for name in self.dimensions}
+        for name, value in ordered.items():
+            if value is None or not 1 <= value <= MAX_DIMENSION:
+                raise UsageError(f"{self.name}: {name}={dims[name]}: must be a whole number "
+                                 f"from 1 to {MAX_DIMENSION:,}")
+        if self.check:
+            self.check(ordered)
+        return ordered
 
     def tolerance_for(self, inputs: dict[str, np.ndarray]) -> float:
         return self.tolerance(inputs) if callable(self.tolerance) else self.tolerance
@@ -151,6 +186,16 @@ class Case:
     def roof_of_unit(self, device: Device, machine: Machine) -> UnitRoof | None:
         """The roof rows of this case on ``device`` are rated against, if the case knows one."""
         return self.unit_roof(device, machine) if self.unit_roof else None
+
+
+def _whole(value: Any) -> int | None:
+    """An integer (Python's or NumPy's) as an int; None for anything else, bools included."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
 
 
 MATRIX_DIMS = ("rows", "cols")

@@ -1,9 +1,10 @@
 """What the cases on one float32 matrix (``copy``, ``transpose``) share: inputs, work, sizes.
 
 ``small`` runs in seconds on 2 CPU cores and has odd sides, so every run exercises the edges
-of the tiles; ``default`` is the lectures' size (8192 x 8192 on the CPU, 16384 x 16384 on the
-GPU, where it takes that much to fill the chip); ``large`` keeps the footprint (input plus
-output) at least four times the last-level cache of the machine it runs on.
+of the tiles; ``default`` keeps the footprint (input plus output) at least four times the
+last-level cache of the machine on the CPU (5120 x 5120 for 32 MiB: beyond the cache, yet
+seconds on 2 cores) and is the lectures' 16384 x 16384 on the GPU, where it takes that much to
+fill the chip; ``large`` is at least 16384 (CPU) or 32768 (GPU) and four times the cache.
 """
 
 from __future__ import annotations
@@ -13,13 +14,17 @@ from collections.abc import Callable
 
 import numpy as np
 
-from loclab.cases.base import Case, Variant, Work
+from loclab.cases.base import MATRIX_DIMS, Case, Variant, Work
 from loclab.hw import Machine
 
 ITEMSIZE = 4  # float32
 
 
-def _large(minimum_side: int, cache_bytes: Callable[[Machine], int]) -> Callable[[Machine], dict]:
+def _beyond_cache(minimum_side: int,
+                  cache_bytes: Callable[[Machine], int]) -> Callable[[Machine], dict]:
+    """Square matrices of at least ``minimum_side`` whose input and output are at least four
+    times the cache, sides a multiple of 1024."""
+
     def rule(machine: Machine) -> dict[str, int]:
         # 2 matrices * side^2 * 4 bytes >= 4 * cache  <=>  side >= sqrt(cache / 2)
         side = math.isqrt(cache_bytes(machine) // 2) + 1
@@ -35,8 +40,10 @@ def _gpu_l2(machine: Machine) -> int:
 
 MATRIX_SIZES = {
     "small": {"cpu": {"rows": 1999, "cols": 3001}, "gpu": {"rows": 5003, "cols": 7001}},
-    "default": {"cpu": {"rows": 8192, "cols": 8192}, "gpu": {"rows": 16384, "cols": 16384}},
-    "large": {"cpu": _large(16384, lambda m: m.cpu.llc_bytes), "gpu": _large(32768, _gpu_l2)},
+    "default": {"cpu": _beyond_cache(2048, lambda m: m.cpu.llc_bytes),
+                "gpu": {"rows": 16384, "cols": 16384}},
+    "large": {"cpu": _beyond_cache(16384, lambda m: m.cpu.llc_bytes),
+              "gpu": _beyond_cache(32768, _gpu_l2)},
 }
 
 
@@ -64,4 +71,5 @@ def matrix_case(*, name: str, lesson: str, description: str,
     """A case on one float32 matrix ``a`` whose output must match golden exactly."""
     return Case(name=name, lesson=lesson, description=description, sizes=MATRIX_SIZES,
                 test_dims=MATRIX_TEST_DIMS, make_inputs=make_matrix, golden=golden,
-                output=output, work=matrix_work, tolerance=0.0, variants=variants)
+                output=output, work=matrix_work, tolerance=0.0, variants=variants,
+                dimensions=MATRIX_DIMS)

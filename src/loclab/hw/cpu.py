@@ -40,14 +40,20 @@ class CpuInfo:
     isa: str | None
     flops_per_cycle: int | None
     memory_bytes: int | None
+    clock_source: str = "/proc/cpuinfo"  # where clock_mhz comes from
 
     @property
     def peak_gflops_fp32(self) -> float | None:
-        """Cores x clock x flops/cycle: an estimate, the CPU publishes no peak."""
-        if self.clock_mhz is None or self.flops_per_cycle is None:
+        """Cores x clock x flops/cycle at the detected clock: an estimate, the CPU publishes
+        no peak (a run rates against ``peak_gflops_at`` its measured clock)."""
+        return self.peak_gflops_at(self.clock_mhz)
+
+    def peak_gflops_at(self, clock_mhz: float | None) -> float | None:
+        """Cores x ``clock_mhz`` x flops/cycle."""
+        if clock_mhz is None or self.flops_per_cycle is None:
             return None
         cores = self.physical_cores or self.logical_cpus
-        return cores * self.clock_mhz * 1e-3 * self.flops_per_cycle
+        return cores * clock_mhz * 1e-3 * self.flops_per_cycle
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "peak_gflops_fp32": self.peak_gflops_fp32}
@@ -156,6 +162,7 @@ def detect_cpu() -> CpuInfo:
     caches, source = detect_caches()
     logical = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     physical = info["physical_cores"]
+    maximum = read_max_clock_mhz()
     return CpuInfo(
         model=info["model"] or platform.processor() or platform.machine(),
         logical_cpus=logical or 1,
@@ -164,7 +171,8 @@ def detect_cpu() -> CpuInfo:
         l2_bytes=caches["l2"],
         llc_bytes=caches["llc"],
         cache_source=source,
-        clock_mhz=read_max_clock_mhz() or info["mhz"],
+        clock_mhz=maximum or info["mhz"],
+        clock_source="maximum frequency (sysfs)" if maximum else "/proc/cpuinfo",
         isa=isa,
         flops_per_cycle=per_cycle,
         memory_bytes=read_meminfo("MemTotal"),

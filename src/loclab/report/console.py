@@ -1,6 +1,7 @@
-"""The results on the terminal (rich): a table per case, invalid rows in red.
+"""The results on the terminal (rich): a table per case, device and size, invalid rows in red.
 
-Case, size and device move from columns into each table's title, so that it fits 80 columns.
+Case, size and device move from columns into titles, so that a table fits 80 columns; the same
+tables go to a file or a pipe (rich then renders 80 columns wide, without colour).
 """
 
 from __future__ import annotations
@@ -9,52 +10,73 @@ from typing import Any
 
 from rich import box
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table as RichTable
 from rich.text import Text
 
 from loclab.cases.base import dims_text
-from loclab.report.text import (failures, gpu_note, number, prefixed, results_table,
-                                 reuse_lines, roof_line, skips)
+from loclab.report.text import (Table, by_case, by_section, case_heading, case_table, failures,
+                                 gpu_note, number, reuse_lines, roof_line, skips)
 
 
-UNIT_HIDES = ("GFlop/s", "% peak")  # console columns a case rated in its own unit leaves out
+def _case_title(document: dict[str, Any], case: str) -> Text:
+    """The case's name and lesson, wrapped by the console to its width."""
+    return Text.assemble((case, "bold"), "  ", (case_heading(document, case), "dim"))
 
 
-def _section_title(document: dict[str, Any], case: str, device: str, size: str) -> Text:
-    lesson = document.get("cases", {}).get(case, {}).get("lesson", "")
-    return Text.assemble((case, "bold"), f" ({device} {size})",
-                         (f"  {lesson}" if lesson else "", "dim"))
+def _table(title: str, table: Table, width: int) -> RichTable:
+    """A table that fits ``width`` columns without cutting what a user needs: where it would
+    be too wide, headers wrap at their spaces ('median ms' over two lines), then the columns
+    move closer; a variant name or a number keeps its whole width (rich, left to itself,
+    would shorten them to 'cpu-re…')."""
+
+    def build(widths: list[int] | None, gap: int) -> RichTable:
+        rich_table = RichTable(title=title, title_justify="left", box=box.SIMPLE_HEAD,
+                               padding=(0, gap), pad_edge=False, collapse_padding=True)
+        for index, (header, numeric) in enumerate(zip(table.headers, table.numeric)):
+            rich_table.add_column(header, justify="right" if numeric else "left",
+                                  width=widths[index] if widths else None)
+        for cells, valid in zip(table.rows, table.valid):
+            rich_table.add_row(*cells, style=None if valid else "bold red")
+        return rich_table
+
+    cells = [max((len(line[i]) for line in table.rows), default=0)
+             for i in range(len(table.headers))]
+    widest = [max(cell, len(header)) for cell, header in zip(cells, table.headers)]
+    wide = Console(width=10**4)
+    for gap in (1, 0):
+        natural = build(None, gap)
+        frame = Measurement.get(wide, wide.options, natural).maximum - sum(widest)
+        if sum(widest) + frame <= width:
+            return natural
+        widths = _wrapped_header_widths(table.headers, cells, width - frame)
+        if widths:
+            return build(widths, gap)
+    return build(None, 1)  # nothing fits: rich shortens what it must
+
+
+def _wrapped_header_widths(headers: list[str], cells: list[int],
+                           room: int) -> list[int] | None:
+    """Column widths within ``room`` that wrap headers at their spaces and never cut a cell,
+    the most wrappable headers first; None where they cannot fit."""
+    widest = [max(cell, len(header)) for cell, header in zip(cells, headers)]
+    narrowest = [max(cell, *(len(word) for word in header.split()))
+                 for cell, header in zip(cells, headers)]
+    widths = list(widest)
+    for index in sorted(range(len(widths)), key=lambda i: narrowest[i] - widest[i]):
+        widths[index] -= min(max(sum(widths) - room, 0), widest[index] - narrowest[index])
+    return widths if sum(widths) <= room else None
 
 
 def print_results(document: dict[str, Any], console: Console) -> None:
-    """One table per case, device and size (a case may sweep several sizes)."""
-    full = results_table(document)
-    table = full.without("case", "size", "dev")
-    sections = [(row["case"], row["device"], dims_text(row["size"]))
-                for row in document["results"]]
-    for section in dict.fromkeys(sections):
-        rich_table = RichTable(title=_section_title(document, *section), title_justify="left",
-                               box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False,
-                               collapse_padding=True)
-        rows = [(row, cells, valid) for row, row_section, cells, valid
-                in zip(document["results"], sections, table.rows, table.valid)
-                if row_section == section]
-        # A column no row of this section fills (no flops, no unit) would only take width; so
-        # would GFlop/s where the case's own unit says the same (the JSON and HTML keep it).
-        unit = next((row["unit"] for row, _, _ in rows if row.get("unit")), None)
-        hidden = UNIT_HIDES if unit else ()
-        shown = [i for i, numeric in enumerate(table.numeric)
-                 if table.headers[i] not in hidden
-                 and (not numeric or any(cells[i] != "-" for _, cells, _ in rows))]
-        rate = table.headers.index("rate") if unit else None
-        for i in shown:
-            rich_table.add_column(f"{unit}/s" if i == rate else table.headers[i],
-                                  justify="right" if table.numeric[i] else "left")
-        for row, cells, valid in rows:
-            # The unit is in the header: '2.93 G' under 'pairs/s'.
-            rich_table.add_row(*(prefixed(row.get("items_per_s")) if i == rate else cells[i]
-                                 for i in shown), style=None if valid else "bold red")
-        console.print(rich_table)
+    """Per case its lesson, then a table per device and size (a case may sweep several
+    sizes), its own metric first."""
+    for case, rows in by_case(document).items():
+        console.print(_case_title(document, case))
+        for (device, size), section in by_section(rows).items():
+            console.print(_table(f"{device.upper()}, {size}",
+                                 case_table(document, case, section, place=False),
+                                 console.width))
     console.print(Text(roof_line(document)))
     note = gpu_note(document)
     if note:

@@ -6,8 +6,9 @@ import html
 from pathlib import Path
 from typing import Any
 
-from loclab.report.text import (failures, machine_lines, results_table, reuse_lines, roof_line,
-                                 skips)
+from loclab.outputs import REPORT_MARK
+from loclab.report.text import (Table, by_case, case_heading, case_table, failures,
+                                 machine_lines, reuse_lines, roof_line, skips)
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
@@ -28,30 +29,42 @@ def _title(document: dict[str, Any]) -> str:
             f"{', '.join(document['devices'])}, {document['created']}")
 
 
-def write_html(document: dict[str, Any], charts: list[tuple[str, str]], path: Path) -> Path:
+def _case_sections(document: dict[str, Any]) -> list[tuple[str, str, Table]]:
+    """(case, heading, table) per case: its lesson and rate, and its rows in its metric."""
+    return [(case, case_heading(document, case), case_table(document, case, rows))
+            for case, rows in by_case(document).items()]
+
+
+def _html_table(table: Table) -> str:
     esc = html.escape
-    table = results_table(document)
     head = "".join(f"<th>{esc(h)}</th>" for h in table.headers)
     body = []
     for cells, valid in zip(table.rows, table.valid):
         tds = "".join(f'<td class="num">{esc(c)}</td>' if numeric else f"<td>{esc(c)}</td>"
                       for c, numeric in zip(cells, table.numeric))
         body.append(f'<tr class="{"valid" if valid else "invalid"}">{tds}</tr>')
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def write_html(document: dict[str, Any], charts: list[tuple[str, str]], path: Path) -> Path:
+    esc = html.escape
     machine = "".join(f"<dt>{esc(label)}</dt><dd>{esc(text)}</dd>"
                       for label, text in machine_lines(document["machine"]))
+    tables = "".join(f"<h2>{esc(case)}</h2><p>{esc(heading)}.</p>{_html_table(table)}"
+                     for case, heading, table in _case_sections(document))
     failed = "".join(f"<li>{esc(line)}</li>" for line in failures(document))
     skipped = "".join(f"<li>{esc(line)}</li>" for line in skips(document))
     reuse = "".join(f"<li>{esc(line)}</li>" for line in reuse_lines(document))
     images = "".join(f'<h2>{esc(title)}</h2><img src="{esc(name)}" alt="{esc(title)}">'
                      for title, name in charts)
     path.write_text(f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{esc(_title(document))}</title>
+<html lang="en"><head><meta charset="utf-8">{REPORT_MARK}<title>{esc(_title(document))}</title>
 <style>{STYLE}</style></head><body>
 <h1>{esc(_title(document))}</h1>
 <dl>{machine}</dl>
 <p>{esc(roof_line(document))}. Rates use the golden algorithm's bytes and flops; times are
 medians (IQR beside them); every row was validated against the golden output.</p>
-<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>
+{tables}
 {f'<h2>Failures</h2><ul class="failures">{failed}</ul>' if failed else ''}
 {f'<h2>{REUSE_TITLE}</h2><ul>{reuse}</ul>' if reuse else ''}
 {f'<h2>Not applicable at their size</h2><ul>{skipped}</ul>' if skipped else ''}
@@ -61,16 +74,21 @@ medians (IQR beside them); every row was validated against the golden output.</p
     return path
 
 
-def write_markdown(document: dict[str, Any], charts: list[tuple[str, str]], path: Path) -> Path:
-    table = results_table(document)
-    lines = [f"# {_title(document)}", ""]
-    lines += [f"- **{label}**: {text}" for label, text in machine_lines(document["machine"])]
-    lines += ["", roof_line(document) + ".", ""]
-    lines.append("| " + " | ".join(table.headers) + " |")
-    lines.append("|" + "|".join("---:" if numeric else "---" for numeric in table.numeric) + "|")
+def _markdown_table(table: Table) -> list[str]:
+    lines = ["| " + " | ".join(table.headers) + " |",
+             "|" + "|".join("---:" if numeric else "---" for numeric in table.numeric) + "|"]
     for cells, valid in zip(table.rows, table.valid):
         shown = cells if valid else [f"**{cell}**" for cell in cells]
         lines.append("| " + " | ".join(shown) + " |")
+    return lines
+
+
+def write_markdown(document: dict[str, Any], charts: list[tuple[str, str]], path: Path) -> Path:
+    lines = [f"# {_title(document)}", ""]
+    lines += [f"- **{label}**: {text}" for label, text in machine_lines(document["machine"])]
+    lines += ["", roof_line(document) + "."]
+    for case, heading, table in _case_sections(document):
+        lines += ["", f"## {case}", "", f"{heading}.", ""] + _markdown_table(table)
     failed = failures(document)
     if failed:
         lines += ["", "## Failures", ""] + [f"- {line}" for line in failed]

@@ -2,34 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from loclab.cases.base import dims_text
-
-
-@dataclass(frozen=True)
-class Table:
-    headers: list[str]
-    rows: list[list[str]]
-    valid: list[bool]
-    numeric: list[bool]  # right-align these columns
-
-    def without(self, *headers: str) -> Table:
-        """The same table less some columns (the console shows case and size as titles)."""
-        keep = [i for i, header in enumerate(self.headers) if header not in headers]
-        return Table(headers=[self.headers[i] for i in keep],
-                     rows=[[row[i] for i in keep] for row in self.rows], valid=self.valid,
-                     numeric=[self.numeric[i] for i in keep])
+from loclab.report.metric import Metric, case_metric
 
 
 def number(value: float | None, digits: int = 3) -> str:
-    """Three significant digits, thousands grouped; a dash for missing values."""
+    """``digits`` significant digits, trailing zeros kept ('1.00', '45.2', '0.0412'), whole
+    numbers from 10^(digits-1) on with thousands grouped ('137', '25,153'); a dash for missing
+    values."""
     if value is None:
         return "-"
-    if abs(value) >= 10 ** digits:
-        return f"{value:,.0f}"
-    return f"{value:.{digits}g}"
+    rounded = float(f"{value:.{digits}g}")  # 99.96 -> 100.0: then shown whole
+    if abs(rounded) >= 10 ** (digits - 1):
+        return f"{rounded:,.0f}" if abs(value) < 10 ** digits else f"{value:,.0f}"
+    return f"{value:#.{digits}g}"
 
 
 def prefixed(value: float | None) -> str:
@@ -38,7 +28,7 @@ def prefixed(value: float | None) -> str:
     if value is None:
         return "-"
     for prefix, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if value >= scale:
+        if value >= scale * 0.9995:  # what rounds to 1,000 G is 1 T
             return f"{number(value / scale)} {prefix}"
     return number(value)
 
@@ -51,59 +41,113 @@ def per_second(value: float | None, unit: str | None) -> str:
 
 
 def ratio(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}x"
+    """A speedup or slowdown to three significant figures: '124x', '7.52x', '0.14x'."""
+    return "-" if value is None else f"{number(value)}x"
 
 
 def percent(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}%"
+    """A fraction of a roof to three significant figures: '97%', '82.9%', '0.44%'."""
+    return "-" if value is None else f"{number(value)}%"
 
 
 def spread(row: dict[str, Any]) -> str:
     """Interquartile range relative to the median."""
     if not row.get("median_s") or row.get("iqr_s") is None:
         return "-"
-    return f"{100 * row['iqr_s'] / row['median_s']:.1f}%"
+    return percent(100 * row["iqr_s"] / row["median_s"])
 
 
 def valid_cell(row: dict[str, Any]) -> str:
     if row.get("skipped"):
-        return "skipped"
+        return "n/a"
     return "yes" if row["valid"] else "NO"
 
 
-def results_table(document: dict[str, Any]) -> Table:
-    rows = document["results"]
-    with_flops = any(row["flops"] for row in rows)
-    with_peak = any(row["pct_of_peak"] is not None for row in rows)
-    with_unit = any(row.get("unit") for row in rows)
-    with_unit_roof = any(row.get("pct_of_unit_roof") is not None for row in rows)
-    columns: list[tuple[str, bool, Any]] = [
-        ("case", False, lambda r: r["case"]),
-        ("variant", False, lambda r: r["variant"]),
-        ("dev", False, lambda r: r["device"]),
-        ("size", False, lambda r: dims_text(r["size"])),
-        ("median ms", True, lambda r: number(r["median_s"] * 1e3 if r["median_s"] else None)),
-        ("IQR", True, spread),
-        ("GB/s", True, lambda r: number(r["gbps"])),
-    ]
-    if with_flops:
-        columns.append(("GFlop/s", True, lambda r: number(r["gflops"]) if r["flops"] else "-"))
-    if with_unit:
-        columns.append(("rate", True, lambda r: per_second(r.get("items_per_s"), r.get("unit"))))
-    columns.append(("% copy", True, lambda r: percent(r["pct_of_copy"])))
-    if with_peak:
-        columns.append(("% peak", True, lambda r: percent(r["pct_of_peak"])))
-    if with_unit_roof:
-        columns.append(("% limit", True, lambda r: percent(r.get("pct_of_unit_roof"))))
-    columns += [
-        ("vs naive", True, lambda r: ratio(r["speedup_vs_naive"])),
-        ("vs lib", True, lambda r: ratio(r["vs_library"])),
-        ("valid", False, valid_cell),
-    ]
-    return Table(headers=[name for name, _, _ in columns],
-                 rows=[[cell(row) for _, _, cell in columns] for row in rows],
-                 valid=[bool(row["valid"] or row.get("skipped")) for row in rows],
-                 numeric=[right for _, right, _ in columns])
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Column:
+    header: str
+    cell: Callable[[Row], str]
+    numeric: bool = True  # right-aligned; left out where every row shows '-'
+
+
+@dataclass(frozen=True)
+class Table:
+    headers: list[str]
+    rows: list[list[str]]
+    valid: list[bool]  # rows to show as failures are False
+    numeric: list[bool]  # right-align these columns
+
+    @classmethod
+    def of(cls, rows: list[Row], columns: list[Column]) -> Table:
+        """The cells of ``rows``, less the numeric columns no row fills."""
+        cells = [[column.cell(row) for column in columns] for row in rows]
+        keep = [i for i, column in enumerate(columns)
+                if not column.numeric or any(line[i] != "-" for line in cells)]
+        return cls(headers=[columns[i].header for i in keep],
+                   rows=[[line[i] for i in keep] for line in cells],
+                   valid=[bool(row["valid"] or row.get("skipped")) for row in rows],
+                   numeric=[columns[i].numeric for i in keep])
+
+
+def metric_columns(metric: Metric) -> list[Column]:
+    """The rate a case is judged by and its fraction of that roof: GB/s and % of copy,
+    GFlop/s and % of peak, or the case's unit per second ('5.49 T' under 'pairs/s') and % of
+    its limit."""
+    if metric.limit == "unit":
+        rate = Column(metric.rate_header, lambda r: prefixed(r.get(metric.rate_key)))
+    else:
+        rate = Column(metric.rate_header, lambda r: number(r.get(metric.rate_key)))
+    return [rate, Column(metric.percent_header, lambda r: percent(r.get(metric.percent_key)))]
+
+
+TIME_COLUMNS = [
+    Column("median ms", lambda r: number(r["median_s"] * 1e3 if r["median_s"] else None)),
+    Column("IQR", spread),
+    Column("vs naive", lambda r: ratio(r["speedup_vs_naive"])),
+    Column("vs lib", lambda r: ratio(r["vs_library"])),
+    Column("valid", valid_cell, numeric=False),
+]
+PLACE_COLUMNS = [Column("dev", lambda r: r["device"], numeric=False),
+                 Column("size", lambda r: dims_text(r["size"]), numeric=False)]
+
+
+def case_table(document: dict[str, Any], case: str, rows: list[Row],
+               place: bool = True) -> Table:
+    """The rows of one case, its own metric first (``loclab.report.metric``); ``place``
+    adds the device and size columns (the console puts them in each table's title)."""
+    columns = [Column("variant", lambda r: r["variant"], numeric=False)]
+    columns += (PLACE_COLUMNS if place else [])
+    columns += metric_columns(case_metric(document, case)) + TIME_COLUMNS
+    return Table.of(rows, columns)
+
+
+def by_case(document: dict[str, Any]) -> dict[str, list[Row]]:
+    """The rows of each case, cases and rows in run order."""
+    grouped: dict[str, list[Row]] = {}
+    for row in document["results"]:
+        grouped.setdefault(row["case"], []).append(row)
+    return grouped
+
+
+def by_section(rows: list[Row]) -> dict[tuple[str, str], list[Row]]:
+    """The rows of each (device, size) of a case: what is compared with what."""
+    grouped: dict[tuple[str, str], list[Row]] = {}
+    for row in rows:
+        grouped.setdefault((row["device"], dims_text(row["size"])), []).append(row)
+    return grouped
+
+
+def case_heading(document: dict[str, Any], case: str) -> str:
+    """The case's lesson, and what its rate is measured against."""
+    lesson = (document.get("cases") or {}).get(case, {}).get("lesson")
+    metric = case_metric(document, case)
+    against = {"memory": "GB/s of the golden bytes against the copy roof",
+               "compute": "GFlop/s against the fp32 peak",
+               "unit": f"{metric.unit} per second against its limit"}[metric.limit]
+    return (f"{lesson}; " if lesson else "") + f"rated in {against}"
 
 
 def roof_line(document: dict[str, Any]) -> str:
@@ -116,12 +160,22 @@ def roof_line(document: dict[str, Any]) -> str:
             parts.append(f"{device.upper()} copy {number(copy)} GB/s")
         peak = refs.get(f"{device}_peak_gflops_fp32")
         if peak and device in document.get("devices", []):
-            kind = "estimated" if device == "cpu" else "theoretical"
-            parts.append(f"{device.upper()} fp32 peak {number(peak)} GFlop/s ({kind})")
+            parts.append(f"{device.upper()} fp32 peak {number(peak)} GFlop/s "
+                         f"({_peak_basis(refs, device)})")
     for (case, device), roof in _unit_roofs(document).items():
         parts.append(f"{case} {device.upper()} {roof['what']}: "
                      f"{per_second(roof['per_s'], roof['unit'])}")
     return ("Roofs, measured in this run: " + "; ".join(parts)) if parts else "No roof measured."
+
+
+def _peak_basis(refs: dict[str, Any], device: str) -> str:
+    """What a peak is computed from: the GPU's datasheet numbers, the CPU's clock."""
+    clock = refs.get("cpu_peak_clock_mhz")
+    if device == "gpu":
+        return "theoretical"
+    if not clock:
+        return "estimated"
+    return f"at {number(clock / 1000)} GHz, {refs.get('cpu_peak_clock_source', 'estimated')}"
 
 
 def _unit_roofs(document: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
@@ -173,6 +227,24 @@ def skips(document: dict[str, Any]) -> list[str]:
             for row in document["results"] if row.get("skipped")]
 
 
+def finished_line(row: dict[str, Any]) -> str:
+    """A variant as it finishes, for a log: its name, median time and whether it is valid."""
+    if row.get("skipped"):
+        return f"{_row_name(row)}: not applicable ({row['skipped']})"
+    if not row["valid"]:
+        return f"{_row_name(row)}: FAILED: {row.get('error') or 'invalid'}"
+    return f"{_row_name(row)}: {number(row['median_s'] * 1e3)} ms, valid"
+
+
+def duration(seconds: float) -> str:
+    """A time span as a person says it: '40 seconds', '3 minutes', '1.5 hours'."""
+    if seconds < 90:
+        return f"{max(10, round(seconds, -1)):.0f} seconds"
+    if seconds < 90 * 60:
+        return f"{round(seconds / 60):.0f} minutes"
+    return f"{number(seconds / 3600, 2)} hours"
+
+
 def _row_name(row: dict[str, Any]) -> str:
     return f"{row['case']} {row['variant']} ({row['device']}, {dims_text(row['size'])})"
 
@@ -199,9 +271,10 @@ def machine_lines(machine: dict[str, Any]) -> list[tuple[str, str]]:
         ("caches", f"L1d {binary_size(cpu['l1d_bytes'])}, L2 {binary_size(cpu['l2_bytes'])}, "
                    f"LLC {binary_size(cpu['llc_bytes'])} (from {cpu['cache_source']})"),
     ]
-    if cpu.get("peak_gflops_fp32"):
-        lines.append(("CPU peak", f"{cpu['clock_mhz']:.0f} MHz, {cpu['isa']}: fp32 peak about "
-                                  f"{number(cpu['peak_gflops_fp32'])} GFlop/s (estimate)"))
+    if cpu.get("clock_mhz") and cpu.get("isa"):
+        lines.append(("CPU clock", f"{number(cpu['clock_mhz'])} MHz "
+                                   f"({cpu.get('clock_source', '/proc/cpuinfo')}), {cpu['isa']}: "
+                                   f"{cpu['flops_per_cycle']} fp32 flops a cycle per core"))
     gpu = machine.get("gpu")
     if not gpu:
         lines.append(("GPU", f"none: {machine.get('gpu_unavailable') or 'not detected'}"))

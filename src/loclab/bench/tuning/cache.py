@@ -11,8 +11,9 @@ One JSON file (``$LOCLAB_TUNING_CACHE``, else ``$XDG_CACHE_HOME/loclab/tuning.js
 
 A best configuration holds only for the device it was measured on and the exact size: the
 device key is the GPU's name, or the CPU's model and the thread count the variants ran with.
-A cache that cannot be read is worth less than none: it gives a one-line warning and counts as
-empty, and the next store replaces it.
+A cache that cannot be read is worth less than none to ``loclab run``: a one-line warning, and
+the run goes on untuned. It is still the user's file: ``loclab tune`` refuses to store into it
+(one line, exit 2) rather than replace it.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from loclab.cases.base import Config, Dims
-from loclab.errors import LoclabError
+from loclab.errors import LoclabError, UsageError
 from loclab.hw import Machine
 
 CACHE_ENV = "LOCLAB_TUNING_CACHE"
@@ -108,26 +109,46 @@ def _warn(message: str) -> None:
     print(f"loclab: warning: {message}", file=sys.stderr)
 
 
-def load(path: Path | None = None) -> TuningCache:
-    """Read the cache; a missing file is an empty cache, an unreadable one too (with a
-    one-line warning on stderr). Never raises."""
-    path = path or default_path()
+def read(path: Path) -> TuningCache:
+    """Read the cache; a missing file is an empty cache. One that cannot be read or is not a
+    tuning cache is a UsageError saying so: the file is left as it is."""
     try:
         return TuningCache(path, _checked(json.loads(path.read_text())))
     except FileNotFoundError:
         return TuningCache(path)
     except OSError as err:
-        _warn(f"{path}: cannot read the tuning cache ({err.strerror or err}); ignoring it")
+        problem = f"cannot read the tuning cache ({err.strerror or err})"
     except (UnicodeDecodeError, json.JSONDecodeError, ValueError) as err:
-        _warn(f"{path}: corrupt tuning cache ({err}); ignoring it")
-    return TuningCache(path)
+        problem = f"corrupt tuning cache ({err})"
+    raise UsageError(f"{path}: {problem}")
+
+
+def load(path: Path | None = None) -> TuningCache:
+    """Read the cache for a run: one that cannot be read counts as empty, with a one-line
+    warning on stderr. Never raises."""
+    path = path or default_path()
+    try:
+        return read(path)
+    except UsageError as err:
+        _warn(f"{err}; ignoring it")
+        return TuningCache(path)
+
+
+def check_writable(path: Path) -> None:
+    """Before a search: a cache that exists must be one loclab can add to, never replaced."""
+    try:
+        read(path)
+    except UsageError as err:
+        raise UsageError(f"{err}; loclab keeps the file as it is: fix or move it, or name "
+                         "another with --tuning-cache") from None
 
 
 def store(path: Path, device: str, case: str, variant: str, entry: Entry) -> None:
     """Add or replace one entry, keeping every other: read again just before writing (another
     tune may have stored meanwhile), write a temporary file beside the cache, rename it over.
-    A reader sees the old file or the new one, never half of one."""
-    entries = load(path).entries
+    A reader sees the old file or the new one, never half of one; a file that is not a tuning
+    cache is never replaced (UsageError)."""
+    entries = read(path).entries
     entries.setdefault(device, {}).setdefault(f"{case}/{variant}", {})[
         size_key(entry["dims"])] = entry
     text = json.dumps({"format": FORMAT, "entries": entries}, indent=2) + "\n"

@@ -16,7 +16,8 @@ from typing import Any
 
 from loclab.bench.backend import make_backend
 from loclab.bench.measure import Golden, describe, inputs_and_golden
-from loclab.bench.runner import (Progress, check_memory, choose, configure_threads,
+from loclab.bench.runner import (CUSTOM_SIZE, Progress, SizeRequest, case_sizes,
+                                 check_memory, choose, configure_threads, requested_sizes,
                                  resolve_devices)
 from loclab.bench.timing import Budget
 from loclab.bench.tuning import cache
@@ -73,8 +74,11 @@ def _tunable(case: Case, names: Sequence[str] | None, devices: list[str]) -> lis
 def plan_tuning(case: str, variants: Sequence[str] | None = None, device: str = "all",
                 size: str = "default", strategy: str = "local", limit: int | None = None,
                 seconds: float | None = None, seed: int = 0, threads: int | None = None,
-                cache_path: Path | None = None, timing: Budget | None = None) -> TunePlan:
-    """Check a request (UsageError, one line, on bad input) before anything is built."""
+                cache_path: Path | None = None, timing: Budget | None = None,
+                dims: SizeRequest | None = None) -> TunePlan:
+    """Check a request (UsageError, one line, on bad input) before anything is built.
+
+    ``dims``: tune at this size (or these sizes) instead of the preset's."""
     chosen_case = get_case(choose("case", case, case_names()))
     choose("size", size, SIZE_PRESETS)
     choose("strategy", strategy, list(STRATEGIES))
@@ -89,12 +93,17 @@ def plan_tuning(case: str, variants: Sequence[str] | None = None, device: str = 
         raise UsageError("--threads sets CPU threads, but no variant tuned runs on the CPU")
     machine = detect_machine(with_gpu="gpu" in devices)
     numba_threads = configure_threads(threads) if "cpu" in devices else None
-    work = [(dev, dims) for dev in devices for dims in chosen_case.dims(size, dev, machine)]
-    for dev, dims in work:
-        check_memory(chosen_case, dev, dims, size)
+    cache_path = cache_path or cache.default_path()
+    cache.check_writable(cache_path)
+    sizes = requested_sizes(dims)
+    work = [(dev, one) for dev in devices
+            for one in case_sizes(chosen_case, dev, size, machine, sizes, asked=True)]
+    size = size if sizes is None else CUSTOM_SIZE
+    for dev, one in work:
+        check_memory(chosen_case, dev, one, size)
     return TunePlan(case=chosen_case, variants=chosen, size=size, machine=machine,
                     numba_threads=numba_threads, work=work, strategy=strategy, limit=limit,
-                    seconds=seconds, seed=seed, cache_path=cache_path or cache.default_path(),
+                    seconds=seconds, seed=seed, cache_path=cache_path,
                     timing=timing or TUNE_TIMING)
 
 
@@ -182,7 +191,9 @@ def execute_tuning(request: TunePlan, progress: Progress | None = None) -> dict[
 def tune(case: str, variants: Sequence[str] | None = None, device: str = "all",
          size: str = "default", strategy: str = "local", limit: int | None = None,
          seconds: float | None = None, seed: int = 0, threads: int | None = None,
-         cache_path: Path | None = None, progress: Progress | None = None) -> dict[str, Any]:
-    """Check, then tune; return the tuning document (see ``execute_tuning``)."""
+         cache_path: Path | None = None, progress: Progress | None = None,
+         dims: SizeRequest | None = None) -> dict[str, Any]:
+    """Check, then tune; return the tuning document (see ``execute_tuning``); ``dims`` as for
+    :func:`loclab.bench.runner.run`."""
     return execute_tuning(plan_tuning(case, variants, device, size, strategy, limit, seconds,
-                                      seed, threads, cache_path), progress)
+                                      seed, threads, cache_path, dims=dims), progress)

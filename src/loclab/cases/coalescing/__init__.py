@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from loclab.cases.base import FLOAT32_UNIT_ROUNDOFF, Case, Variant, Work, lazy
+from loclab.cases.base import FLOAT32_UNIT_ROUNDOFF, MATRIX_DIMS, Case, Variant, Work, lazy
 from loclab.hw import Machine
 
 CPU = "loclab.cases.coalescing.cpu"
@@ -27,6 +27,7 @@ GPU = "loclab.cases.coalescing.gpu"
 
 ITEMSIZE = 4  # float32
 COLS = 64  # the lectures' row length
+DEFAULT_MIN_ROWS = 64 * 1024
 LARGE_MIN_ROWS = 4 * 1024 * 1024
 GOLDEN_ROW_BLOCK = 1 << 14  # rows converted to float64 at a time (8 MiB for 64 columns)
 
@@ -75,23 +76,27 @@ def work(dims: dict[str, int]) -> Work:
     return Work(bytes=2 * elements * ITEMSIZE, flops=3 * elements)
 
 
-def _large(cache_bytes: int) -> dict[str, int]:
+def _beyond_cache(cache_bytes: int, minimum_rows: int) -> dict[str, int]:
     """Rows such that ``a`` and ``B`` together are at least four times the cache."""
     rows = -(-4 * cache_bytes // (2 * COLS * ITEMSIZE))
-    return {"rows": max(LARGE_MIN_ROWS, -(-rows // 1024) * 1024), "cols": COLS}
+    return {"rows": max(minimum_rows, -(-rows // 1024) * 1024), "cols": COLS}
+
+
+def _default_cpu(machine: Machine) -> dict[str, int]:
+    return _beyond_cache(machine.cpu.llc_bytes, DEFAULT_MIN_ROWS)
 
 
 def _large_cpu(machine: Machine) -> dict[str, int]:
-    return _large(machine.cpu.llc_bytes)
+    return _beyond_cache(machine.cpu.llc_bytes, LARGE_MIN_ROWS)
 
 
 def _large_gpu(machine: Machine) -> dict[str, int]:
-    return _large(machine.gpu.l2_bytes if machine.gpu else 0)
+    return _beyond_cache(machine.gpu.l2_bytes if machine.gpu else 0, LARGE_MIN_ROWS)
 
 
 SIZES = {
     "small": {"cpu": {"rows": 100003, "cols": 61}, "gpu": {"rows": 1000003, "cols": 61}},
-    "default": {"cpu": {"rows": 1048576, "cols": COLS}, "gpu": {"rows": 1048576, "cols": COLS}},
+    "default": {"cpu": _default_cpu, "gpu": {"rows": 1048576, "cols": COLS}},
     "large": {"cpu": _large_cpu, "gpu": _large_gpu},
 }
 
@@ -139,4 +144,5 @@ CASE = Case(
                 "coalesced loads and stores; each thread walks its row's chunk there",
                 lazy(GPU, "staged")),
     ),
+    dimensions=MATRIX_DIMS,
 )

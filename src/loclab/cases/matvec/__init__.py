@@ -17,7 +17,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from loclab.cases.base import Case, Variant, Work, lazy, summation_tolerance, uniform_nonzero
+from loclab.cases.base import (MATRIX_DIMS, Case, Variant, Work, lazy, summation_tolerance,
+                               uniform_nonzero)
 from loclab.hw import Machine
 
 CPU = "loclab.cases.matvec.cpu"
@@ -85,8 +86,9 @@ SIZES = {
                       {"rows": 61, "cols": 100003}],
               "gpu": [{"rows": 1000003, "cols": 61}, {"rows": 7817, "cols": 7811},
                       {"rows": 61, "cols": 1000003}]},
-    # A of 256 MiB (CPU) and 1 GiB (GPU) in each shape.
-    "default": {"cpu": shapes(8192), "gpu": shapes(16384)},
+    # A of at least 4x the LLC on the CPU (144 MiB for 32 MiB), of 1 GiB on the GPU, in each
+    # shape.
+    "default": {"cpu": _large(2048, lambda m: m.cpu.llc_bytes), "gpu": shapes(16384)},
     "large": {"cpu": _large(16384, lambda m: m.cpu.llc_bytes), "gpu": _large(32768, _gpu_l2)},
 }
 
@@ -142,4 +144,5 @@ CASE = Case(
                 "cupy.cublas.gemv: cuBLAS SGEMV into y (fp32, no TF32)",
                 lazy(GPU, "library")),
     ),
+    dimensions=MATRIX_DIMS,
 )

@@ -19,8 +19,8 @@ import math
 
 import numpy as np
 
-from loclab.cases.base import (Case, Variant, Work, flop_limit, lazy, summation_tolerance,
-                               uniform_nonzero)
+from loclab.cases.base import (PRODUCT_DIMS, Case, Variant, Work, flop_limit, lazy,
+                               summation_tolerance, uniform_nonzero)
 from loclab.hw import Machine
 
 CPU = "loclab.cases.mmm.cpu"
@@ -67,6 +67,14 @@ def _cube(side: int) -> dict[str, int]:
     return {"m": side, "n": side, "k": side}
 
 
+def _cpu_default(machine: Machine) -> dict[str, int]:
+    """Each matrix at least twice a core's L2 (768 for 1 MiB), a multiple of 256: beyond the
+    cache that tiles are sized for, and the untiled nests take a second, not minutes, on 2
+    cores."""
+    side = math.isqrt(2 * machine.cpu.l2_bytes // ITEMSIZE - 1) + 1
+    return _cube(-(-side // 256) * 256)
+
+
 def _cpu_large(machine: Machine) -> dict[str, int]:
     """Three side x side float32 matrices at least four times the LLC, at least 4096."""
     side = math.isqrt(4 * machine.cpu.llc_bytes // (3 * ITEMSIZE)) + 1
@@ -75,7 +83,7 @@ def _cpu_large(machine: Machine) -> dict[str, int]:
 
 SIZES = {
     "small": {"cpu": {"m": 500, "n": 499, "k": 501}, "gpu": {"m": 1000, "n": 999, "k": 1001}},
-    "default": {"cpu": _cube(2048), "gpu": [_cube(4096), _cube(8192)]},
+    "default": {"cpu": _cpu_default, "gpu": [_cube(4096), _cube(8192)]},
     "large": {"cpu": _cpu_large, "gpu": _cube(16384)},
 }
 
@@ -131,4 +139,6 @@ CASE = Case(
         Variant("cublas", "gpu", "library", "cuBLAS SGEMM through CuPy, TF32 off",
                 lazy(GPU, "cublas")),
     ),
+    limit="compute",
+    dimensions=PRODUCT_DIMS,
 )

@@ -254,4 +254,7 @@ CASE = Case(
                 "argmin(abs(q[:, None] - points), axis=1) over 256 MiB chunks of queries",
                 lazy(GPU, "library")),
     ),
+    limit="unit",
+    dimensions=("queries", "points"),
+    check=check_dims,
 )

@@ -259,4 +259,7 @@ CASE = Case(
                 "hash computations per key, atomicCAS among the k_i threads of a range",
                 lazy(GPU, "both")),
     ),
+    limit="unit",
+    dimensions=("keys", "slots", "threads"),
+    check=check_dims,
 )
