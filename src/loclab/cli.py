@@ -319,7 +319,7 @@ def _tune(args: argparse.Namespace) -> int:
 
 def _devices(args: argparse.Namespace) -> int:
     from loclab.bench.devices import devices
-    from loclab.report.text import machine_lines, number
+    from loclab.report.text import machine_lines, number, peak_text
 
     info = devices(measure=not args.no_measure, threads=args.threads)
     if args.json:
@@ -328,6 +328,10 @@ def _devices(args: argparse.Namespace) -> int:
     from rich.text import Text
 
     lines = machine_lines(info["machine"])
+    for device in ("cpu", "gpu"):
+        peak = peak_text(info["references"] or {}, device)
+        if peak and info["machine"].get(device):
+            lines.append((f"{device.upper()} peak", f"fp32 {peak}"))
     for copy in info["copies"]:
         measured = (f"{number(copy['gbps'])} GB/s" if copy["valid"]
                     else f"FAILED: {copy['error']}")
