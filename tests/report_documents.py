@@ -1,0 +1,180 @@
+"""A results document of a full run (every case, CPU and GPU) built without running anything:
+the real cases' sizes, work and roofs on an H200 and its 16-core Xeon host, with the medians
+of benchmarks/RESULTS.md, so that report code can be tested, and looked at, on the numbers a
+user sees."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loclab.bench.metrics import add_comparisons, derive_references, rates
+from loclab.bench.results import build_document
+from loclab.cases import case_names, get_case
+from loclab.cases.partitioning import gpu_threads
+from loclab.hw import Machine
+from loclab.hw.cpu import CpuInfo
+from tests.gpus import H200
+
+XEON = CpuInfo(model="Intel(R) Xeon(R) Platinum 8480+", logical_cpus=16, physical_cores=16,
+               l1d_bytes=48 * 2**10, l2_bytes=2 * 2**20, llc_bytes=300 * 2**20,
+               cache_source="sysfs", clock_mhz=2100.0, isa="AVX-512", flops_per_cycle=64,
+               memory_bytes=512 * 2**30)
+MACHINE = Machine(cpu=XEON, gpu=H200, gpu_unavailable=None)
+CPU_THREADS = [1, 2, 4, 8, 16]
+KEYS = {"keys": 2**22, "slots": 2**23}
+SKIP = None  # a variant that does not apply at that size
+
+# Median ms of each variant at each of its case's sizes on its device, in run order.
+MEDIAN_MS: dict[str, dict[str, list[float | None]]] = {
+    "copy": {"cpu-copy": [2.66], "numpy": [14.4], "gpu-copy": [0.505], "cuda-memcpy": [0.505]},
+    "transpose": {"cpu-naive": [97.9], "cpu-blocked": [7.95], "numpy": [721],
+                  "gpu-naive": [3.91], "gpu-shared": [1.35], "gpu-shared-padded": [0.609],
+                  "gpu-optimized": [0.521], "cupy": [1.88]},
+    "partitioning": {
+        "cpu-input-partitioned": [54.9, 32.0, 18.2, 12.2, 6.82],
+        "cpu-output-partitioned": [54.9, 56.4, 54.4, 47.7, 41.3],
+        "cpu-both": [54.8, 32.9, 31.2, 18.8, 16.1],
+        "gpu-input-partitioned": [137.7, 35.5, 9.31, 2.53, 0.725, 0.309],
+        "gpu-output-partitioned": [527.1, 428.4, 441.3, 440.2, 447.3, SKIP],
+        "gpu-both": [349.1, 105.9, 34.2, 11.8, 4.55, 4.18]},
+    "nearest-neighbour": {"cpu-naive": [75.4], "cpu-tiled": [6.49], "cpu-min-first": [3.62],
+                          "numpy": [231], "gpu-naive": [14.39], "gpu-shared": [12.52],
+                          "gpu-min-first": [5.44], "cupy": [1057]},
+    "coalescing": {"cpu-rows": [96.5], "cpu-transposed": [132], "gpu-naive": [3.701],
+                   "gpu-transposed": [0.447], "gpu-staged": [0.145]},
+    "matvec": {"cpu-rows": [9.27, 20.3, 18.4], "cpu-split": [6.49, 6.57, 6.38],
+               "numpy": [7.03, 6.03, 6.02], "gpu-row-per-thread": [1.097, 2.242, 296.6],
+               "gpu-block-thread0": [4.306, 1.460, 21.57],
+               "gpu-block-reduce": [3.890, 0.261, 2.384],
+               "gpu-warp-per-row": [0.484, 0.248, 12.96],
+               "gpu-optimized": [0.292, 0.247, 0.241], "cublas": [0.582, 0.264, 0.263]},
+    "histogram": {"cpu-atomic": [652, 375, 1126, 1450], "cpu-multipass": [688, 376, 3995, 7509],
+                  "cpu-privatized": [70.5, 145, SKIP, SKIP], "numpy": [860, 843, 1246, 1426],
+                  "gpu-atomic": [10.6, 5.63, 24.9, 31.8],
+                  "gpu-multipass": [10.6, 5.63, 11.9, 25.7],
+                  "gpu-partitioned": [14.8, 9.86, 12.4, 20.9],
+                  "gpu-bucketed": [6.75, 5.62, 6.72, 10.3],
+                  "gpu-shared": [3.71, SKIP, SKIP, SKIP],
+                  "cupy.bincount": [27.3, 25.5, 48.6, 53.2],
+                  "cupy.add.at": [25.95, 21.06, 40.29, 47.13]},
+    "mmm": {"cpu-naive": [1233], "cpu-transposed-b": [278], "cpu-blocked": [39.2],
+            "cpu-register-tiled": [13.6], "numpy": [5.81], "gpu-naive": [23.49, SKIP],
+            "gpu-block-tiled": [16.59, 132.26], "gpu-register-tiled": [4.936, 39.24],
+            "gpu-optimized": [3.123, 24.67], "cublas": [2.699, 21.54]},
+    "bmmm": {"cpu-naive": [168, 45.0, SKIP], "cpu-tiled": [26.1, 12.7, 87.2],
+             "gpu-naive": [3.115, 1.565, 8.371], "gpu-tiled": [0.920, 0.870, 2.980],
+             "gpu-optimized": [0.248, 0.112, 0.914], "cublas": [0.868, 0.785, 1.373]},
+}
+
+
+def _square(side: int) -> dict[str, int]:
+    return {"rows": side, "cols": side}
+
+
+def _matrices(side: int, long: int) -> list[dict[str, int]]:
+    """matvec's three shapes: tall-skinny, square, short-wide."""
+    return [{"rows": long, "cols": 64}, _square(side), {"rows": 64, "cols": long}]
+
+
+def _bmmm(m: int) -> list[dict[str, int]]:
+    return [{"m": m, "k": k, "n": 512} for k in (8, 4, 16)]
+
+
+# The sizes MEDIAN_MS were measured at (the presets' rules have moved since, and read the
+# machine running the tests): (CPU sizes, GPU sizes) of each case, in run order.
+SIZES: dict[str, tuple[list[dict[str, int]], list[dict[str, int]]]] = {
+    "copy": ([_square(8192)], [_square(16384)]),
+    "transpose": ([_square(8192)], [_square(16384)]),
+    "partitioning": ([{**KEYS, "threads": t} for t in CPU_THREADS],
+                     [{**KEYS, "threads": t} for t in gpu_threads(MACHINE)]),
+    "nearest-neighbour": ([{"queries": 2**15, "points": 2**15}],
+                          [{"queries": 2**18, "points": 2**18}]),
+    "coalescing": ([{"rows": 2**20, "cols": 64}], [{"rows": 2**20, "cols": 64}]),
+    "matvec": (_matrices(8192, 2**20), _matrices(16384, 2**22)),
+    "histogram": ([{"bins": b, "n": 2**27} for b in (65536, 2097152, 16777216, 67108864)],
+                  [{"bins": b, "n": 2**29} for b in (12288, 3932160, 31457280, 125829120)]),
+    "mmm": ([{"m": 2048, "n": 2048, "k": 2048}],
+            [{"m": s, "n": s, "k": s} for s in (4096, 8192)]),
+    "bmmm": (_bmmm(131000), _bmmm(131000)),
+}
+
+
+# Hash computations per key of the `both` plans (k_o of their grid), by threads (RESULTS.md).
+BOTH_HASHES = {1: 1, 2: 1, 4: 2, 8: 2, 16: 4, 256: 16, 1024: 32, 4096: 64, 16384: 128,
+               65536: 256, 270336: 512}
+
+
+def _hashes_per_key(variant: str, threads: int) -> int:
+    """Hash computations per key of a partitioning plan: input 1, output t, both k_o."""
+    if "input" in variant:
+        return 1
+    return threads if "output" in variant else BOTH_HASHES[threads]
+
+
+def _timed(row: dict[str, Any], median_ms: float, spread: float) -> None:
+    """A valid row timed at ``median_ms``, its quartiles and extremes ``spread`` apart."""
+    median = median_ms * 1e-3
+    row.update(median_s=median, min_s=median * (1 - spread), max_s=median * (1 + 4 * spread),
+               q1_s=median * (1 - spread / 2), q3_s=median * (1 + spread),
+               iqr_s=median * 1.5 * spread, runs=20, batch=1, valid=True, max_rel_err=0.0)
+    rates(row)
+
+
+def _row(case: str, variant: Any, dims: dict[str, int], median_ms: float | None) -> dict:
+    """One result row as the runner writes it (``runner._empty_row``, then the timing)."""
+    spec = get_case(case)
+    work = spec.work(dims)
+    roof = spec.roof_of_unit(variant.device, MACHINE)
+    row = {"case": case, "variant": variant.name, "device": variant.device,
+           "role": variant.role, "description": variant.description, "size": dict(dims),
+           "params": {}, "median_s": None, "min_s": None, "max_s": None, "iqr_s": None,
+           "q1_s": None, "q3_s": None, "runs": 0, "batch": 0,
+           "timer": "cuda-events" if variant.device == "gpu" else "perf_counter",
+           "bytes": work.bytes, "flops": work.flops, "gbps": None, "gflops": None,
+           "unit": spec.unit, "items": work.items, "items_per_s": None,
+           "unit_roof": {"per_s": roof.per_s, "what": roof.what} if roof else None,
+           "valid": False, "max_rel_err": None, "error": None, "skipped": None, "tuned": None}
+    if "threads" in dims:
+        row["params"] = {"hashes_per_key": _hashes_per_key(variant.name, dims["threads"])}
+    if median_ms is None:
+        row["skipped"] = "does not apply at this size"
+    else:
+        _timed(row, median_ms, 0.004 if variant.device == "gpu" else 0.03)
+    return row
+
+
+def _break(row: dict[str, Any], crash: bool) -> None:
+    """A row whose output was wrong (still timed), or that failed before any time."""
+    row.update(valid=False, error="max relative error 0.5 > 1e-05")
+    if crash:
+        row.update(error="launch failed: out of resources", median_s=None, min_s=None,
+                   max_s=None, q1_s=None, q3_s=None, iqr_s=None, runs=0)
+        rates(row)
+
+
+def full_run(failing: tuple[tuple[str, str], ...] = (),
+             crashed: tuple[tuple[str, str], ...] = ()) -> dict[str, Any]:
+    """Every case on the CPU and the GPU at the default preset. At the first size of each:
+    ``failing`` (case, variant) pairs gave a wrong output, still timed; ``crashed`` pairs
+    failed before any time."""
+    rows = []
+    for case in case_names():
+        for device in ("cpu", "gpu"):
+            variants = get_case(case).variants_on(device)
+            for index, dims in enumerate(SIZES[case][device == "gpu"]):
+                for variant in variants:
+                    row = _row(case, variant, dims, MEDIAN_MS[case][variant.name][index])
+                    if index == 0 and (case, variant.name) in failing + crashed:
+                        _break(row, (case, variant.name) in crashed)
+                    rows.append(row)
+    references = derive_references(rows, MACHINE)
+    add_comparisons(rows, references)
+    machine = MACHINE.to_json()
+    machine["cpu"]["numba_threads"] = 16
+    return build_document(
+        machine=machine, references=references, rows=rows, size="default",
+        devices=["cpu", "gpu"],
+        cases={name: {"lesson": get_case(name).lesson,
+                      "description": get_case(name).description,
+                      "limit": get_case(name).limit, "sweep": get_case(name).sweep,
+                      "sweep_param": get_case(name).sweep_param} for name in case_names()})
