@@ -197,7 +197,23 @@ def _statement(draw: Draw, budget: _Budget, loop_vars: tuple[str, ...]) -> str:
     joined = "".join(f"{draw(st.sampled_from((' + ', ' * ')))}{operand}"
                      for operand in operands[1:])
     rhs = operands[0] + joined if operands else "1.0"
-    return f"{target} {draw(st.sampled_from(('=', '=', '+=', '*=')))} {rhs}"
+    op = draw(st.sampled_from(('=', '=', '+=', '*=')))
+    if op == "=" and draw(st.integers(0, 3)) == 0:
+        target = _chained(draw, budget, loop_vars, target)
+    return f"{target} {op} {rhs}"
+
+
+def _chained(draw: Draw, budget: _Budget, loop_vars: tuple[str, ...], target: str) -> str:
+    """``first = second`` for a chained assignment ``first = second = rhs``: Python assigns
+    the value to ``first``, then to ``second``.  The two name different variables, so that
+    one instance never writes one location twice (the oracle groups a line's writes)."""
+    root = target.split("[")[0]
+    others = [name for name in SCALARS if name != root]
+    second = draw(st.sampled_from(others)) if draw(st.booleans()) else \
+        _array_ref(draw, budget, loop_vars)
+    if second.split("[")[0] == root:
+        return target
+    return f"{second} = {target}" if draw(st.booleans()) else f"{target} = {second}"
 
 
 def _condition(draw: Draw, budget: _Budget, loop_vars: tuple[str, ...]) -> str:
@@ -410,14 +426,14 @@ class _Interpreter:
         self._loops.pop()
 
     def _statement(self, node: ast.Assign | ast.AugAssign) -> None:
-        """Reads first (the target's too for ``op=``), then the write."""
+        """Reads first (the target's too for ``op=``), then the writes, left to right as
+        Python assigns the targets of ``a = b = rhs``."""
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        if len(targets) != 1:
-            raise ValueError(f"line {node.lineno}: one target per assignment")
         if isinstance(node, ast.AugAssign):
             self._reads(node.target)
         self._reads(node.value)
-        self._record(self._location(targets[0]), True)
+        for target in targets:
+            self._record(self._location(target), True)
 
     def _reads(self, node: ast.AST) -> None:
         if isinstance(node, (ast.Subscript, ast.Name)):

@@ -145,3 +145,17 @@ def test_a_size_fixed_for_a_file_applies_where_it_is_used(tmp_path: Path) -> Non
     assert first.params == {"N": 3} and second.params == {}
     with pytest.raises(loclab.errors.UsageError, match="unknown size parameter Q"):
         loclab.analyze_file(path, params={"Q": 3})
+
+
+def test_analyze_help_does_not_import_the_preprocessor() -> None:
+    code = ("import sys\nfrom loclab.cli import main\ntry:\n    main(['analyze', '--help'])\n"
+            "except SystemExit:\n    pass\n"
+            "assert not {'pcpp', 'pycparserext'} & set(sys.modules)\n")
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+
+
+def test_a_directory_is_not_a_missing_file(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["analyze", f"{tmp_path}::f"]) == 2
+    err = capsys.readouterr().err
+    assert "is a directory" in err and "no such file" not in err and err.count("\n") == 1

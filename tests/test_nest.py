@@ -199,3 +199,10 @@ def test_a_reassigned_argument_is_data_not_a_size() -> None:
                        "    A[k] = A[i];\n  k = N;\n}\n", language="c")
     assert python.nest.parameters == ["N"] and c.nest.parameters == ["N"]
     assert not any(d.exact for d in c.dependences if d.array == "A")
+
+
+def test_strip_preprocessor_keeps_every_column() -> None:
+    source = "int x; /* a */ int y; // z\n#define Q 1 \\\n  2\nA[i] = '/*';\n"
+    stripped = strip_preprocessor(source)
+    assert [len(line) for line in stripped.split("\n")[:1]] == [len(source.split("\n")[0])]
+    assert stripped.split("\n") == ["int x;         int y;     ", "", "", "A[i] = '/*';", ""]

@@ -2,12 +2,13 @@
 
 ``analyze`` takes a Python function or source text (Python, or C with ``language="c"``);
 ``analyze_file`` every function of a file. Both return :class:`~loclab.deps.analysis.Analysis`
-objects: loops, statements, dependences, ``.explain()`` and ``.to_json()``.
+objects: loops, statements, dependences, ``.explain()`` and ``.to_json()``. C is preprocessed
+first: ``include_dirs`` and ``defines`` are a compiler's ``-I`` and ``-D``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,8 @@ from loclab.nest.ir import Nest
 
 def analyze(func_or_source: Callable[..., Any] | str, function: str | None = None, *,
             params: Mapping[str, int] | None = None, language: str | None = None,
-            filename: str | None = None) -> Analysis:
+            filename: str | None = None, include_dirs: Iterable[str | Path] = (),
+            defines: Mapping[str, str] | None = None) -> Analysis:
     """Analyze one function: a live Python function, or source text holding it."""
     from loclab.nest import load_function, load_source
 
@@ -30,7 +32,8 @@ def analyze(func_or_source: Callable[..., Any] | str, function: str | None = Non
         raise UsageError(f"analyze() takes a function or source text, not "
                          f"{type(func_or_source).__name__}")
     nests = load_source(func_or_source, language=language or "python",
-                        filename=filename or "<source>", function=function)
+                        filename=filename or "<source>", function=function,
+                        include_dirs=include_dirs, defines=defines)
     if len(nests) > 1:
         names = ", ".join(n.name for n in nests)
         raise UsageError(f"the source defines {names}: pass function=NAME")
@@ -39,11 +42,13 @@ def analyze(func_or_source: Callable[..., Any] | str, function: str | None = Non
 
 
 def analyze_file(path: str | Path, function: str | None = None, *,
-                 params: Mapping[str, int] | None = None) -> list[Analysis]:
+                 params: Mapping[str, int] | None = None,
+                 include_dirs: Iterable[str | Path] = (),
+                 defines: Mapping[str, str] | None = None) -> list[Analysis]:
     """Analyze every function of a .py or .c file (or the one named ``function``)."""
     from loclab.nest import load_file
 
-    nests = load_file(path, function)
+    nests = load_file(path, function, include_dirs=include_dirs, defines=defines)
     _check_params(nests, params)
     return [analyze_nest(nest, params) for nest in nests]
 

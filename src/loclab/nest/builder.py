@@ -29,11 +29,14 @@ class NestBuilder:
         self.arguments: set[str] = set()  # the function's parameter names
 
     # -- errors and notes -------------------------------------------------------------------
-    def error(self, line: int, column: int, message: str) -> NestError:
-        return NestError(f"{self.nest.filename}:{line}:{column}: {message}")
+    def error(self, line: int, column: int, message: str,
+              filename: str | None = None) -> NestError:
+        """``filename`` where the code comes from another file (a header) than the nest."""
+        return NestError(f"{filename or self.nest.filename}:{line}:{column}: {message}")
 
     def note(self, line: int, message: str) -> None:
-        text = f"line {line}: {message}"
+        """A note on the analysis; ``line`` 0 for one about no line in particular."""
+        text = f"line {line}: {message}" if line else message
         if text not in self.nest.notes:
             self.nest.notes.append(text)
 

@@ -1,26 +1,29 @@
-"""C frontend: pycparser's syntax tree to the loop-nest IR.
+"""C frontend: pycparser's syntax tree (``loclab.nest.cunit``) to the loop-nest IR.
 
 Supported: ``for (int i = lo; i < hi; i++)`` in its usual spellings (``<=``, ``>``, ``>=``,
-``i += c``, ``i--``), assignments and compound assignments, ``x++``, declarations (a variable
-declared inside a loop body is a fresh location per iteration, as C scoping says), ``if``/
-``else``, casts, ``?:``, pure math calls. Preprocessor lines and comments are removed before
-parsing (so ``#pragma omp`` is ignored and macros such as ``N`` stay symbolic sizes); common
-integer typedefs are predeclared. C's ``/`` and ``%`` truncate toward zero, so index
-expressions using them are treated as non-affine.
+``i += c``, ``i--``), assignments, compound and chained assignments (``a = b = e`` stores
+``b`` then ``a``, one statement), ``x++``, declarations (a variable declared inside a loop
+body is a fresh location per iteration, as C scoping says), ``if``/``else``, casts, ``?:``,
+pure math calls. The file is preprocessed first (macros expanded, the user's headers read,
+system headers left out); ``#pragma omp`` is ignored; where a function holds a ``#pragma
+scop`` region only that region is analyzed (declarations before it still count). C's ``/``
+and ``%`` truncate toward zero, so index expressions using them are treated as non-affine.
+Every line and column is the user's: the preprocessor's output is mapped back.
 """
 
 from __future__ import annotations
 
-import re
+import functools
 from typing import Any
 
 from loclab.nest.builder import NestBuilder, NestError
+from loclab.nest.cunit import CUnit, has_scop, is_pragma
 from loclab.nest.expr import BoolOp, Compare, Condition, Poly
 from loclab.nest.ir import Access, Nest, Update
+from loclab.nest.preprocess import looks_like_macro, strip_preprocessor
 
-PRELUDE_TYPES = ["uint8_t", "uint16_t", "uint32_t", "uint64_t", "int8_t", "int16_t",
-                 "int32_t", "int64_t", "size_t", "ssize_t", "bool", "uint", "real", "ElTp",
-                 "float4", "half"]
+__all__ = ["build_c", "strip_preprocessor"]
+
 PURE_FUNCTIONS = {"sqrt", "sqrtf", "fsqrt", "fabs", "fabsf", "abs", "exp", "expf", "log",
                   "logf", "sin", "sinf", "cos", "cosf", "tan", "tanf", "tanh", "tanhf",
                   "pow", "powf", "fmin", "fminf", "fmax", "fmaxf", "min", "max", "MIN",
@@ -32,60 +35,34 @@ COMMUTATIVE = {"+", "*", "&", "|", "^"}
 COMPARISONS = {"<", "<=", ">", ">=", "==", "!="}
 _UNSUPPORTED = {"While": "a while loop", "DoWhile": "a do-while loop", "Break": "break",
                 "Continue": "continue", "Goto": "goto", "Switch": "switch", "Label": "a label",
-                "Case": "case", "Default": "default"}
+                "Case": "case", "Default": "default", "ExprList": "a comma expression",
+                "Asm": "inline assembly"}
 
 
-def strip_preprocessor(text: str) -> str:
-    """Remove comments and preprocessor lines, keeping every line where it was."""
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            i = n if j < 0 else j
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            out.append("\n" * text.count("\n", i, j))
-            i = j
-        elif text[i] in "\"'":
-            j = i + 1
-            while j < n and text[j] != text[i]:
-                j += 2 if text[j] == "\\" else 1
-            out.append(text[i:j + 1])
-            i = j + 1
-        else:
-            out.append(text[i])
-            i += 1
-    lines = "".join(out).split("\n")
-    kept: list[str] = []
-    continuing = False
-    for line in lines:
-        directive = continuing or line.lstrip().startswith("#")
-        continuing = directive and line.rstrip().endswith("\\")
-        kept.append("" if directive else line)
-    cleaned = "\n".join(kept)
-    return re.sub(r"\b(__restrict__|__restrict|__global__|__device__|__host__|"
-                  r"__forceinline__|inline|static)\b", "", cleaned)
+def build_c(function: Any, unit: CUnit, note: str | None = None) -> Nest:
+    """The IR of one function of a parsed file; ``note`` joins the nest's notes."""
+    nest = _CNest(function, unit).build()
+    if note:
+        nest.notes.insert(0, note)
+    return nest
 
 
-def c_functions(source: str, filename: str) -> list[Any]:
-    """pycparser ``FuncDef`` nodes of a C source file."""
-    from pycparser import c_ast, c_parser
-    from pycparser.c_parser import ParseError
+@functools.cache
+def _generator() -> Any:
+    """pycparserext's C generator (it knows the GNU nodes), writing ``-1`` and ``!x`` as
+    pycparser does rather than ``- 1`` (it keeps the space only where ``- -x`` needs one)."""
+    from pycparserext.ext_c_generator import GnuCGenerator
 
-    prelude = "".join(f"typedef int {name};\n" for name in PRELUDE_TYPES)
-    text = f'{prelude}# 1 "{filename}"\n{strip_preprocessor(source)}'
-    try:
-        tree = c_parser.CParser().parse(text, filename)
-    except ParseError as err:
-        raise NestError(f"{err}: not C that loclab can read (declare unusual types with "
-                        "typedef)") from None
-    return [node for node in tree.ext if isinstance(node, c_ast.FuncDef)]
+    class Generator(GnuCGenerator):  # type: ignore[misc]
+        def visit_UnaryOp(self, n: Any) -> str:
+            text: str = super().visit_UnaryOp(n)
+            rest = text[len(n.op) + 1:]
+            if n.op in {"-", "+", "!", "~", "*", "&"} and text.startswith(n.op + " ") \
+                    and not rest.startswith(n.op):
+                return n.op + rest
+            return text
 
-
-def build_c(function: Any, filename: str, source: str) -> Nest:
-    return _CNest(function, filename, strip_preprocessor(source).split("\n")).build()
+    return Generator()
 
 
 def _slice_statement(lines: list[str], line: int, column: int, closing: str) -> str | None:
@@ -110,32 +87,72 @@ def _slice_statement(lines: list[str], line: int, column: int, closing: str) -> 
 
 
 class _CNest:
-    def __init__(self, function: Any, filename: str, lines: list[str]) -> None:
-        from pycparser import c_ast, c_generator
+    def __init__(self, function: Any, unit: CUnit) -> None:
+        from pycparser import c_ast
+        from pycparserext.ext_c_parser import FuncDeclExt
 
-        self.lines = lines
+        self.unit = unit
         self.ast = c_ast
-        self.generator = c_generator.CGenerator()
+        self.function_types = (c_ast.FuncDecl, FuncDeclExt)
+        self.generator = _generator()
         self.function = function
-        self.builder = NestBuilder(function.decl.name, filename, "c", function.coord.line)
+        self.file, line, _ = unit.locate(function.coord)
+        self.builder = NestBuilder(function.decl.name, self.file, "c", line)
         self.assigned: set[str] = set()
         self.mutable = self._mutable_names()
+        # with a #pragma scop region, only the region is analyzed (as PET extracts scops)
+        self.active = not has_scop(function.body)
+        self.scops: list[tuple[int, int]] = []  # (first, last line) of each region
 
     # -- helpers ----------------------------------------------------------------------------
+    def place(self, node: Any) -> tuple[str, int, int]:
+        """(file, line, column) of a node in the user's text."""
+        return self.unit.locate(getattr(node, "coord", None))
+
     def where(self, node: Any) -> tuple[int, int]:
-        coord = getattr(node, "coord", None)
-        return (coord.line, coord.column or 1) if coord else (0, 1)
+        return self.place(node)[1:]
 
     def error(self, node: Any, message: str) -> NestError:
-        return self.builder.error(*self.where(node), message)
+        file, line, column = self.place(node)
+        macro = self.unit.macro(getattr(node, "coord", None))
+        if macro and macro not in message:
+            message += f" (in the expansion of macro {macro})"
+        return self.builder.error(line, column, message, filename=file)
 
     def text(self, node: Any) -> str:
         return " ".join(self.generator.visit(node).split())
 
     def original(self, node: Any, closing: str = ";") -> str:
         """The statement as the user wrote it (pycparser's regenerated text adds parens)."""
-        line, column = self.where(node)
-        return _slice_statement(self.lines, line, column, closing) or self.text(node)
+        file, line, column = self.place(node)
+        return _slice_statement(self.unit.lines(file), line, column, closing) \
+            or self.text(node)
+
+    def call_error(self, call: Any, statement: bool) -> NestError:
+        """A call that may write; a name that looks like a macro nobody defined says so."""
+        name = call.name.name if isinstance(call.name, self.ast.ID) else ""
+        if name and name not in self.unit.declared and looks_like_macro(name):
+            return self.macro_error(call, self.original(call, closing=")"), name)
+        if statement:
+            return self.error(call, f"call {self.text(call)} as a statement may write its "
+                              "arguments; only assignments are supported")
+        return self.error(call, f"call to {self.text(call.name)} may write its arguments; "
+                          "only pure math functions are supported")
+
+    def macro_error(self, node: Any, text: str, name: str) -> NestError:
+        return self.error(node, f"{text}: {name} looks like a macro that loclab could not "
+                          "expand (defined in none of the files it read"
+                          f"{self.unit.source.missing_hint()}): give the directory of the "
+                          "header that defines it with -I DIR, or define it with -D")
+
+    def check_declarator(self, decl: Any) -> None:
+        """``DATA_TYPE POLYBENCH_1D(x, N, n)`` with ``POLYBENCH_1D`` undefined parses as a
+        function declarator with an identifier list, which C allows only where a function
+        is defined: it is a macro that was not expanded, not a declaration of ``x``."""
+        args = decl.type.args
+        if args is not None and any(isinstance(p, self.ast.ID) for p in args.params):
+            text = f"{decl.name}({', '.join(self.text(p) for p in args.params)})"
+            raise self.macro_error(decl, text, decl.name)
 
     # -- walking ----------------------------------------------------------------------------
     def build(self) -> Nest:
@@ -144,17 +161,65 @@ class _CNest:
             if isinstance(param, self.ast.Decl):
                 self.declare(param, private=False, argument=True)
         self.compound(self.function.body, top=True)
+        if self.scops:  # a region never closed runs to the end of the function
+            spans = ", ".join(f"{a}-{b}" if b > a else f"{a}-end" for a, b in self.scops)
+            self.builder.note(self.scops[0][0], f"only the #pragma scop region (lines {spans}) "
+                              "is analyzed")
         return self.builder.finish()
 
     def compound(self, node: Any, top: bool = False) -> None:
         self.builder.push_scope()
         items = node.block_items or []
         for index, item in enumerate(items):
-            self.statement(item, top and index == len(items) - 1)
+            if is_pragma(item, "scop") or is_pragma(item, "endscop"):
+                self.scop_pragma(item)
+            elif self.active:
+                self.statement(item, top and index == len(items) - 1)
+            else:
+                self.outside(item)
         self.builder.pop_scope()
+
+    def scop_pragma(self, pragma: Any) -> None:
+        line = self.where(pragma)[0]
+        opening = is_pragma(pragma, "scop")
+        if opening and not self.active:
+            self.scops.append((line, line))
+        elif not opening and self.active and self.scops:
+            self.scops[-1] = (self.scops[-1][0], line)
+        self.active = opening
+
+    def outside(self, node: Any) -> None:
+        """Code outside the scop regions: declarations still declare; a loop or branch that
+        holds a region is entered without being analyzed (its variables are then fixed)."""
+        a = self.ast
+        if isinstance(node, a.Decl):
+            self.declare_only(node)
+        elif isinstance(node, a.DeclList):
+            for decl in node.decls:
+                self.declare_only(decl)
+        elif isinstance(node, a.Compound) and has_scop(node):
+            self.compound(node)
+        elif isinstance(node, (a.For, a.While, a.DoWhile)) and has_scop(node):
+            self.builder.note(self.where(node)[0], "this loop holds a #pragma scop region but "
+                              "is outside it: its variables are fixed values in the region")
+            self.outside(node.stmt)
+        elif isinstance(node, a.If) and has_scop(node):
+            for branch in (node.iftrue, node.iffalse):
+                if branch is not None:
+                    self.outside(branch)
+
+    def declare_only(self, decl: Any) -> None:
+        if isinstance(decl.type, self.function_types):
+            self.check_declarator(decl)
+        else:
+            self.declare(decl)
 
     def statement(self, node: Any, last_top: bool = False) -> None:
         a = self.ast
+        file = self.place(node)[0]
+        if file != self.file:
+            self.builder.note(0, f"code included from {file}: its statements' lines are lines "
+                              f"of {file}")
         if isinstance(node, a.Compound):
             self.compound(node)
         elif isinstance(node, a.For):
@@ -177,8 +242,7 @@ class _CNest:
             if reads:
                 self.builder.add_statement(*self.where(node), self.original(node), reads)
         elif isinstance(node, a.FuncCall):
-            raise self.error(node, f"call {self.text(node)} as a statement may write its "
-                             "arguments; only assignments are supported")
+            raise self.call_error(node, statement=True)
         else:
             kind = _UNSUPPORTED.get(type(node).__name__, type(node).__name__)
             if isinstance(node, a.Return):
@@ -190,6 +254,8 @@ class _CNest:
         a = self.ast
         line = self.where(decl)[0]
         kind = decl.type
+        if isinstance(kind, self.function_types):
+            self.check_declarator(decl)
         if isinstance(kind, (a.ArrayDecl, a.PtrDecl)):
             extents: list[Poly | None] = []
             while isinstance(kind, a.ArrayDecl):
@@ -208,17 +274,19 @@ class _CNest:
         if isinstance(decl.type, self.ast.PtrDecl) and decl.init is not None:
             raise self.error(decl, f"pointer {decl.name} initialized here would alias an "
                              "array; aliasing is not supported")
-        if isinstance(decl.type, self.ast.FuncDecl):
+        if isinstance(decl.type, self.function_types):
+            self.check_declarator(decl)
             return
         self.declare(decl)
         if decl.init is None:
             return
         if isinstance(decl.init, self.ast.InitList):
             raise self.error(decl, "initializer lists are not supported")
-        reads = self.reads(decl.init)
+        accesses = self.stored(*self.chain(decl.init))
         write = self.target_access(self.ast.ID(decl.name, coord=decl.coord), write=True)
         line, column = self.where(decl)
-        self.builder.add_statement(line, column, self.text(decl).rstrip(";"), reads + [write])
+        self.builder.add_statement(line, column, self.text(decl).rstrip(";"),
+                                   accesses + [write])
 
     def loop(self, node: Any) -> None:
         var, start = self.loop_start(node)
@@ -313,20 +381,38 @@ class _CNest:
         self.builder.pop_guard()
 
     def assignment(self, node: Any) -> None:
-        a = self.ast
-        target = node.lvalue
-        if isinstance(target, a.ID) and target.name in self.builder.loop_vars:
-            raise self.error(node, f"assignment to loop variable {target.name} is not "
-                             "supported")
-        update = self.update(node)
-        reads: list[Access] = []
-        if node.op != "=":
-            reads.append(self.target_access(target, write=False))
-        reads += self.reads(node.rvalue)
-        write = self.target_access(target, write=True)
-        reads += self.subscript_reads(target)
+        steps, value = self.chain(node)
+        update = self.update(node) if len(steps) == 1 else None
         line, column = self.where(node)
-        self.builder.add_statement(line, column, self.original(node), reads + [write], update)
+        self.builder.add_statement(line, column, self.original(node),
+                                   self.stored(steps, value), update)
+
+    def chain(self, node: Any) -> tuple[list[Any], Any]:
+        """The assignments of ``a = b = e`` (outermost first) and the value ``e``."""
+        steps: list[Any] = []
+        while isinstance(node, self.ast.Assignment):
+            steps.append(node)
+            node = node.rvalue
+        return steps, node
+
+    def stored(self, steps: list[Any], value: Any) -> list[Access]:
+        """The accesses of ``a = b = e``: the reads, then the stores, ``b`` first.
+
+        C sequences every store after the value computations of both operands, so every
+        read (``e``, subscripts, the targets of ``op=``) comes before the stores, and ``a``
+        gets ``b``'s new value without reading ``b`` again.
+        """
+        for step in steps:
+            target = step.lvalue
+            if isinstance(target, self.ast.ID) and target.name in self.builder.loop_vars:
+                raise self.error(step, f"assignment to loop variable {target.name} is not "
+                                 "supported")
+        reads = [self.target_access(s.lvalue, write=False) for s in steps if s.op != "="]
+        reads += self.reads(value)
+        writes = [self.target_access(s.lvalue, write=True) for s in reversed(steps)]
+        for step in steps:
+            reads += self.subscript_reads(step.lvalue)
+        return reads + writes
 
     def increment(self, node: Any) -> None:
         target = node.expr
@@ -420,8 +506,11 @@ class _CNest:
         base, indices = self.flatten(node)
         line, column = self.where(node)
         variable = self.builder.variable(base.name, is_array=True, line=line, column=column)
-        return self.builder.access(variable, write, [self.index(i) for i in indices],
-                                   self.original(node, closing="]"), line, column)
+        text = self.original(node, closing="]")
+        if not text.startswith(base.name):  # written inside a macro: as pycparser reads it
+            text = self.text(node)
+        return self.builder.access(variable, write, [self.index(i) for i in indices], text,
+                                   line, column)
 
     def subscript_reads(self, target: Any) -> list[Access]:
         if not isinstance(target, self.ast.ArrayRef):
@@ -454,8 +543,7 @@ class _CNest:
         elif isinstance(node, a.FuncCall):
             name = node.name.name if isinstance(node.name, a.ID) else ""
             if name not in PURE_FUNCTIONS:
-                raise self.error(node, f"call to {self.text(node.name)} may write its "
-                                 "arguments; only pure math functions are supported")
+                raise self.call_error(node, statement=False)
             for arg in (node.args.exprs if node.args else []):
                 self._collect(arg, out)
         elif isinstance(node, a.Assignment) or (isinstance(node, a.UnaryOp)

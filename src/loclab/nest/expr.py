@@ -120,8 +120,9 @@ class Poly:
     def minmax(function: str, args: Iterable["Poly"]) -> "Poly":
         unique = tuple(dict.fromkeys(args))
         values = [a.constant_value() for a in unique]
-        if all(v is not None for v in values):
-            return Poly.const(min(values) if function == "min" else max(values))  # type: ignore[type-var]
+        known = [v for v in values if v is not None]
+        if len(known) == len(values):
+            return Poly.const(min(known) if function == "min" else max(known))
         if len(unique) == 1:
             return unique[0]
         return Poly.atom(MinMax(function, unique))

@@ -1,9 +1,11 @@
 """The loop-nest IR both frontends produce and the dependence analysis reads.
 
 A function becomes a tree of loops and statements. Every statement lists its memory accesses
-in execution order (reads, then the write), the loops around it, and the conditions that guard
-it. Subscripts are polynomials (``loclab.nest.expr``) or ``None`` where the frontend could not
-express them (data-dependent, like ``hist[ind[i]]``); the analysis treats those conservatively.
+in execution order (reads, then the write; a chained assignment ``a = b = e`` is one statement
+with two writes, in the order the language stores them), the loops around it, and the
+conditions that guard it. Subscripts are polynomials (``loclab.nest.expr``) or ``None`` where
+the frontend could not express them (data-dependent, like ``hist[ind[i]]``); the analysis
+treats those conservatively.
 """
 
 from __future__ import annotations

@@ -1,10 +1,12 @@
 """Python frontend: a function's ``ast`` to the loop-nest IR.
 
-Supported: ``for v in range(...)`` (and numba's ``prange``), assignments and augmented
-assignments to scalars and subscripted arrays (``A[i][j]``, ``A[i, j]``), ``if``/``elif``/
-``else``, pure math calls, NumPy allocations (``np.empty(...)``; inside a loop that is a fresh
-array per iteration). Python scalars are function-wide: one location, whatever loop assigns
-them. Anything else (while, break, calls that may write, slices, tuple assignment) is a one-line
+Supported: ``for v in range(...)`` (and numba's ``prange``), assignments, chained assignments
+(``a = b = e``: ``e`` once, then ``a``, then ``b``) and augmented assignments to scalars and
+subscripted arrays (``A[i][j]``, ``A[i, j]``), ``if``/``elif``/``else``, pure math calls, NumPy
+allocations (``np.empty(...)``; inside a loop that is a fresh array per iteration). Functions
+are the module's and its classes' (``Class.method``; ``self`` is an argument like any other).
+Python scalars are function-wide: one location, whatever loop assigns them. Anything else
+(while, break, calls that may write, slices, tuple assignment, ``range(2.5)``) is a one-line
 error with file:line:column.
 """
 
@@ -16,6 +18,7 @@ from collections import Counter
 from loclab.nest.builder import NestBuilder
 from loclab.nest.expr import BoolOp, Compare, Condition, Poly
 from loclab.nest.ir import Access, Nest, Update
+from loclab.nest.source import SourceLines
 
 RANGE_FUNCTIONS = {"range", "prange"}
 ALLOCATORS = {"empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like",
@@ -37,8 +40,9 @@ COMPARE_OPS: dict[type, str] = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE
                                 ast.Eq: "==", ast.NotEq: "!="}
 
 
-def python_functions(source: str, filename: str) -> list[ast.FunctionDef]:
-    """The module's top-level functions (``filename`` only names syntax errors)."""
+def python_functions(source: str, filename: str) -> list[tuple[str, ast.FunctionDef]]:
+    """(name, node) of the module's functions and of its classes' methods (``Class.method``,
+    nested classes too), in source order (``filename`` only names syntax errors)."""
     from loclab.nest.builder import NestError
 
     try:
@@ -46,23 +50,33 @@ def python_functions(source: str, filename: str) -> list[ast.FunctionDef]:
     except SyntaxError as err:
         raise NestError(f"{filename}:{err.lineno}:{err.offset}: invalid Python: {err.msg}") \
             from None
-    return [node for node in tree.body if isinstance(node, ast.FunctionDef)]
+    found: list[tuple[str, ast.FunctionDef]] = []
+
+    def visit(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if isinstance(node, ast.FunctionDef):
+                found.append((prefix + node.name, node))
+            elif isinstance(node, ast.ClassDef):
+                visit(node.body, f"{prefix}{node.name}.")
+
+    visit(tree.body, "")
+    return found
 
 
-def build_python(source: str, function: ast.FunctionDef, filename: str,
-                 line_offset: int = 0) -> Nest:
-    """The IR of one function of ``source`` (lines shifted by ``line_offset``)."""
-    return _PythonNest(source, function, filename, line_offset).build()
+def build_python(lines: SourceLines, function: ast.FunctionDef, filename: str,
+                 line_offset: int = 0, name: str | None = None) -> Nest:
+    """The IR of one function of a file split into ``lines`` (lines shifted by
+    ``line_offset``); ``name`` is its qualified name (``Class.method``)."""
+    return _PythonNest(lines, function, filename, line_offset, name or function.name).build()
 
 
 class _PythonNest:
-    def __init__(self, source: str, function: ast.FunctionDef, filename: str,
-                 line_offset: int) -> None:
-        self.source = source
+    def __init__(self, lines: SourceLines, function: ast.FunctionDef, filename: str,
+                 line_offset: int, name: str) -> None:
+        self.lines = lines
         self.function = function
         self.offset = line_offset
-        self.builder = NestBuilder(function.name, filename, "python",
-                                   function.lineno + line_offset)
+        self.builder = NestBuilder(name, filename, "python", function.lineno + line_offset)
         self.assigned, self.mutable = _assigned_names(function)
 
     # -- helpers ----------------------------------------------------------------------------
@@ -73,7 +87,7 @@ class _PythonNest:
         return self.builder.error(self.line(node), getattr(node, "col_offset", 0) + 1, message)
 
     def text(self, node: ast.AST) -> str:
-        segment = ast.get_source_segment(self.source, node) or ast.unparse(node)
+        segment = self.lines.segment(node) or ast.unparse(node)
         return " ".join(segment.split())
 
     # -- walking ----------------------------------------------------------------------------
@@ -121,6 +135,10 @@ class _PythonNest:
         if node.orelse:
             raise self.error(node, "for ... else is not supported")
         args = call.args
+        for position, arg in enumerate(args):
+            if _non_integer(arg):
+                role = "step" if position == 2 else "argument"
+                raise self.error(arg, f"range() {role} {self.text(arg)} is not an integer")
         start_node = args[0] if len(args) >= 2 else None
         stop_node = args[1] if len(args) >= 2 else args[0]
         step = 1
@@ -171,33 +189,53 @@ class _PythonNest:
         self.builder.pop_guard()
 
     def assignment(self, node: ast.Assign | ast.AugAssign | ast.AnnAssign) -> None:
-        if isinstance(node, ast.Assign):
-            if len(node.targets) != 1:
-                raise self.error(node, "chained assignment (a = b = ...) is not supported")
-            target, value = node.targets[0], node.value
-        else:
-            target, value = node.target, node.value
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        value = node.value
         if value is None:
             return  # a bare annotation declares nothing we track
-        if isinstance(target, (ast.Tuple, ast.List)):
-            raise self.error(node, "tuple assignment is not supported; assign one name per "
-                             "statement")
-        if isinstance(target, ast.Name) and target.id in self.builder.loop_vars:
-            raise self.error(node, f"assignment to loop variable {target.id} is not "
-                             "supported")
-        if (isinstance(node, ast.Assign) and isinstance(target, ast.Name)
-                and _is_allocation(value)):
-            self.allocation(target.id, value, node)
-            return
-        update = self.update(node, target, value)
+        for target in targets:
+            if isinstance(target, (ast.Tuple, ast.List)):
+                raise self.error(node, "tuple assignment is not supported; assign one name "
+                                 "per statement")
+            if isinstance(target, ast.Name) and target.id in self.builder.loop_vars:
+                raise self.error(node, f"assignment to loop variable {target.id} is not "
+                                 "supported")
+        if isinstance(node, ast.Assign) and _is_allocation(value):
+            if len(targets) > 1:
+                raise self.error(node, "a chained assignment of a new array gives it two "
+                                 "names; aliasing is not supported")
+            if isinstance(targets[0], ast.Name):
+                self.allocation(targets[0].id, value, node)
+                return
+        update = self.update(node, targets[0], value) if len(targets) == 1 else None
         reads: list[Access] = []
         if isinstance(node, ast.AugAssign):
-            reads.append(self.target_access(target, write=False))
+            reads.append(self.target_access(node.target, write=False))
         reads += self.reads(value)
-        write = self.target_access(target, write=True)
-        reads += self.subscript_reads(target)
         self.builder.add_statement(self.line(node), node.col_offset + 1, self.text(node),
-                                   reads + [write], update)
+                                   reads + self.stores(targets), update)
+
+    def stores(self, targets: list[ast.expr]) -> list[Access]:
+        """The accesses of assigning ``a = b = e``'s value: left to right, as Python does,
+        each target's subscript reads and then its write.
+
+        The IR orders every read of a statement before its writes; a target whose subscript
+        reads what an earlier target wrote (``k = A[k] = e``) would break that, so it is an
+        error rather than a wrong answer.
+        """
+        accesses: list[Access] = []
+        written: dict[str, Access] = {}
+        for target in targets:
+            for read in self.subscript_reads(target):
+                if read.variable.key in written:
+                    raise self.error(target, f"{self.text(target)} reads {read.text}, which "
+                                     f"{written[read.variable.key].text} = ... assigns "
+                                     "first in this chained assignment; write two statements")
+                accesses.append(read)
+            write = self.target_access(target, write=True)
+            written[write.variable.key] = write
+            accesses.append(write)
+        return accesses
 
     def allocation(self, name: str, call: ast.Call, node: ast.stmt) -> None:
         shape = call.args[0] if call.args else None
@@ -459,6 +497,18 @@ def _assigned_names(function: ast.FunctionDef) -> tuple[set[str], set[str]]:
     # reassigning an argument gives it two values (before and after): data, not a size
     mutable |= {name for name, count in top_counts.items() if count > 1 or name in arguments}
     return assigned, mutable
+
+
+def _non_integer(node: ast.expr) -> bool:
+    """A constant or arithmetic that is not an integer: ``2.5``, ``N / 2``, ``"3"``."""
+    if isinstance(node, ast.Constant):
+        return not isinstance(node.value, int)
+    if isinstance(node, ast.UnaryOp):
+        return _non_integer(node.operand)
+    if isinstance(node, ast.BinOp):
+        return isinstance(node.op, ast.Div) or _non_integer(node.left) \
+            or _non_integer(node.right)
+    return False
 
 
 def _callee(func: ast.expr) -> str:
