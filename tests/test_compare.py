@@ -371,3 +371,13 @@ def test_a_narrow_terminal_leaves_out_the_spreads_not_the_names(base, new):
     headers = [line for line in text.splitlines() if "BASE ms" in line]
     assert headers and not any("IQR" in line for line in headers)
     assert long_name in "".join(line.strip().split(" ")[0] for line in text.splitlines())
+
+
+def test_references_far_apart_on_one_machine_are_pointed_out(base, new):
+    new["references"]["cpu_copy_gbps"] = 2 * base["references"]["cpu_copy_gbps"]
+    new["references"]["cpu_peak_gflops_fp32"] *= 1.05  # measured again: within 10%
+    comparison = compare(base, new)
+    text = " ".join(printed(comparison).split())
+    assert "references differ CPU copy GB/s: 90.6 in BASE, 181 in NEW (2.00x)" in text
+    assert "fp32 peak" not in text
+    assert "references differ" not in printed(compare(base, base))

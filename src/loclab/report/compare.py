@@ -105,6 +105,23 @@ def same_machine_line(comparison: Comparison) -> str:
             f"devices {fields['devices']}.")
 
 
+REFERENCE_DRIFT = 1.1  # references further apart than this are pointed out
+
+
+def reference_lines(comparison: Comparison) -> list[str]:
+    """The references (copy bandwidth, peaks) each run measured, where they differ by more
+    than 10%: on one machine, a sign that its state (clocks, other load) changed between the
+    runs, and that the rows may have changed with it rather than with the code."""
+    lines = []
+    for f in comparison["machines"]["fields"]:
+        before, after = f["base"], f["new"]
+        if (not f["identity"] and before and after
+                and max(before / after, after / before) > REFERENCE_DRIFT):
+            lines.append(f"{f['label']}: {number(before)} in BASE, {number(after)} in NEW "
+                         f"({ratio(after / before)}), measured in each run")
+    return lines
+
+
 def validation_lines(comparison: Comparison) -> list[str]:
     """One line per row whose validation changed: 'valid in BASE, INVALID in NEW: why'."""
     lines = []
@@ -223,6 +240,8 @@ def print_comparison(comparison: Comparison, console: Console) -> None:
         console.print(_machine_table(comparison))
     else:
         console.print(Text(same_machine_line(comparison), style="dim"))
+        for line in reference_lines(comparison):
+            console.print(Text.assemble(("references differ ", "yellow"), line))
     case, narrow = None, False
     for (name, device, size), rows in sections(comparison).items():
         if name != case:
@@ -385,7 +404,10 @@ def write_html(comparison: Comparison, chart: str | None, path: Path) -> Path:
 def _machine_sentence(comparison: Comparison) -> str:
     if comparison["machines"]["differ"]:
         return "The runs' machines or settings differ (highlighted)."
-    return "Same machine and settings; the references were measured in each run."
+    drift = reference_lines(comparison)
+    return ("Same machine and settings; the references were measured in each run" +
+            ("; they differ by more than 10%, so the machine's state (clocks, other load) "
+             "changed between the runs and may explain changes of the rows." if drift else "."))
 
 
 def _lists(comparison: Comparison) -> list[tuple[str, list[str]]]:
