@@ -114,8 +114,9 @@ def test_atomic_add_rejects_what_it_cannot_do():
 def test_default_sizes_sweep_the_caches(machine):
     sizes = CASE.dims("default", "cpu", machine)
     bins = [dims["bins"] * 4 for dims in sizes]
+    # on the CPU the default stops at 2x the LLC (the run stays within minutes on 2 cores)
     assert bins == [machine.cpu.l2_bytes // 4] + [int(m * machine.cpu.llc_bytes)
-                                                  for m in (0.25, 2, 8)]
+                                                  for m in (0.25, 2)]
     assert len({dims["n"] for dims in sizes}) == 1
     assert all(8 * dims["n"] >= 4 * 4 * dims["bins"] for dims in sizes)
 

@@ -76,9 +76,11 @@ def _dims(text: str) -> dict[str, int]:
 
 
 def _define(text: str) -> tuple[str, str]:
-    """``NAME`` or ``NAME=VALUE`` of ``-D``, as a C compiler takes it (``NAME`` means 1)."""
+    """``NAME``, ``NAME=VALUE`` or ``NAME(ARGS)=VALUE`` of ``-D``, as a C compiler takes it
+    (``NAME`` means 1)."""
     name, sep, value = text.partition("=")
-    if not name.isidentifier():
+    head, paren, _ = name.partition("(")
+    if not head.isidentifier() or (paren and not name.endswith(")")):
         raise argparse.ArgumentTypeError(f"not a macro name: {name!r}")
     return name, value if sep else "1"
 
