@@ -370,13 +370,13 @@ def _machine_table_data(comparison: Comparison) -> Table:
 
 def write_html(comparison: Comparison, chart: str | None, path: Path) -> Path:
     from loclab.outputs import REPORT_MARK
-    from loclab.report.pages import STYLE, _html_table
+    from loclab.report.pages import STYLE, html_table
 
     esc = html.escape
     runs = "".join(f"<dt>{esc(label)}</dt><dd>{esc(text)}</dd>"
                    for label, text in run_lines(comparison))
     tables = "".join(f"<h2>{esc(case)}: {esc(device.upper())}, {esc(size)}</h2>"
-                     f"{_html_table(section_table(rows))}"
+                     f"{html_table(section_table(rows))}"
                      for (case, device, size), rows in sections(comparison).items())
     lists = "".join(f"<h2>{esc(title)}</h2><ul>{''.join(f'<li>{esc(x)}</li>' for x in lines)}</ul>"
                     for title, lines in _lists(comparison) if lines)
@@ -391,7 +391,7 @@ def write_html(comparison: Comparison, chart: str | None, path: Path) -> Path:
 <p><strong>{esc(summary_line(comparison))}</strong></p>
 <h2>Machines</h2>
 <p>{esc(_machine_sentence(comparison))}</p>
-{_html_table(_machine_table_data(comparison))}
+{html_table(_machine_table_data(comparison))}
 {legend}
 {tables}
 {lists}
@@ -417,18 +417,18 @@ def _lists(comparison: Comparison) -> list[tuple[str, list[str]]]:
 
 
 def write_markdown(comparison: Comparison, chart: str | None, path: Path) -> Path:
-    from loclab.report.pages import _markdown_table
+    from loclab.report.pages import markdown_table
 
     lines = [f"# {_title(comparison)}", ""]
     lines += [f"- **{label}**: {text}" for label, text in run_lines(comparison)]
     lines += ["", f"**{summary_line(comparison)}**", "", "## Machines", "",
               _machine_sentence(comparison), ""]
-    lines += _markdown_table(_machine_table_data(comparison))
+    lines += markdown_table(_machine_table_data(comparison))
     for line in legend_lines(comparison):
         lines += ["", line]
     for (case, device, size), rows in sections(comparison).items():
         lines += ["", f"## {case}: {device.upper()}, {size}", ""]
-        lines += _markdown_table(section_table(rows))
+        lines += markdown_table(section_table(rows))
     for title, items in _lists(comparison):
         if items:
             lines += ["", f"## {title}", ""] + [f"- {item}" for item in items]

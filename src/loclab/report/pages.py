@@ -35,7 +35,7 @@ def _case_sections(document: dict[str, Any]) -> list[tuple[str, str, Table]]:
             for case, rows in by_case(document).items()]
 
 
-def _html_table(table: Table) -> str:
+def html_table(table: Table) -> str:
     esc = html.escape
     head = "".join(f"<th>{esc(h)}</th>" for h in table.headers)
     body = []
@@ -50,7 +50,7 @@ def write_html(document: dict[str, Any], charts: list[tuple[str, str]], path: Pa
     esc = html.escape
     machine = "".join(f"<dt>{esc(label)}</dt><dd>{esc(text)}</dd>"
                       for label, text in machine_lines(document["machine"]))
-    tables = "".join(f"<h2>{esc(case)}</h2><p>{esc(heading)}.</p>{_html_table(table)}"
+    tables = "".join(f"<h2>{esc(case)}</h2><p>{esc(heading)}.</p>{html_table(table)}"
                      for case, heading, table in _case_sections(document))
     failed = "".join(f"<li>{esc(line)}</li>" for line in failures(document))
     skipped = "".join(f"<li>{esc(line)}</li>" for line in skips(document))
@@ -74,7 +74,7 @@ medians (IQR beside them); every row was validated against the golden output.</p
     return path
 
 
-def _markdown_table(table: Table) -> list[str]:
+def markdown_table(table: Table) -> list[str]:
     lines = ["| " + " | ".join(table.headers) + " |",
              "|" + "|".join("---:" if numeric else "---" for numeric in table.numeric) + "|"]
     for cells, valid in zip(table.rows, table.valid):
@@ -88,7 +88,7 @@ def write_markdown(document: dict[str, Any], charts: list[tuple[str, str]], path
     lines += [f"- **{label}**: {text}" for label, text in machine_lines(document["machine"])]
     lines += ["", roof_line(document) + "."]
     for case, heading, table in _case_sections(document):
-        lines += ["", f"## {case}", "", f"{heading}.", ""] + _markdown_table(table)
+        lines += ["", f"## {case}", "", f"{heading}.", ""] + markdown_table(table)
     failed = failures(document)
     if failed:
         lines += ["", "## Failures", ""] + [f"- {line}" for line in failed]
