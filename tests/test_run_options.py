@@ -161,6 +161,14 @@ def test_a_log_shows_the_expected_time_and_each_variant_as_it_finishes(capsys):
     assert err[5].startswith("loclab run: [5/5] transpose numpy")
 
 
+def test_the_expected_time_counts_budgets_and_the_golden_work():
+    small = plan(cases=["mmm"], device="cpu", size="small", dims={"m": 8, "n": 8, "k": 8})
+    large = plan(cases=["mmm"], device="cpu", size="small",
+                 dims={"m": 4096, "n": 4096, "k": 4096})
+    timing = small.variant_count * small.budget.seconds
+    assert timing < small.expected_seconds() < large.expected_seconds()
+
+
 def test_the_peak_clock_is_the_higher_of_measured_and_detected(machine):
     detected = machine.cpu.clock_mhz
     assert peak_clock(machine, detected + 500).mhz == detected + 500

@@ -220,10 +220,11 @@ def _console(stderr: bool = False) -> Any:
 def _with_progress(work: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
     """Call ``work(progress)`` under a transient progress bar on stderr."""
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                               TimeElapsedColumn)
+                               TimeElapsedColumn, TimeRemainingColumn)
 
     with Progress(TextColumn("{task.description:<32}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=_console(stderr=True), transient=True) as bar:
+                  TimeElapsedColumn(), TimeRemainingColumn(), console=_console(stderr=True),
+                  transient=True) as bar:
         task = bar.add_task("starting", total=None)
 
         def progress(done: int, total: int, label: str) -> None:

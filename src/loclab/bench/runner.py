@@ -38,10 +38,12 @@ HOST_BYTES_PER_WORK_BYTE = 2.0
 GPU_BYTES_PER_WORK_BYTE = 1.5
 CUSTOM_SIZE = "custom"  # the document's size when the user gave dims instead of a preset
 # What a run costs besides the timing budget (Plan.expected_seconds): per variant (compile,
-# validate, warm up, the runs a slow variant takes beyond its budget) and per size (inputs,
-# golden output, staging), measured over the default preset on a 2-core VM.
+# validate, warm up, the runs a slow variant takes beyond its budget); per size (inputs, the
+# golden output in float64 on the host, staging) a second and the golden work at these rates.
 VARIANT_OVERHEAD_S = 1.0
 SIZE_OVERHEAD_S = 1.0
+HOST_BYTES_PER_S = 1e9
+HOST_FLOPS_PER_S = 20e9
 
 
 def choose(kind: str, value: str, choices: Sequence[str]) -> str:
@@ -183,12 +185,15 @@ class Plan:
         return list(dict.fromkeys(case.name for case, _, _ in self.work))
 
     def expected_seconds(self) -> float:
-        """A first guess of how long the run takes: each variant's timing budget, and what
-        building, validating and warming it up and making the inputs and golden output cost
-        on top (measured over the default preset on a 2-core VM; a size far beyond the
-        presets takes longer)."""
-        return (self.variant_count * (self.budget.seconds + VARIANT_OVERHEAD_S)
-                + len(self.work) * SIZE_OVERHEAD_S)
+        """A first guess of how long the run takes: each variant's timing budget and what
+        building, validating and warming it up cost on top; per size, making the inputs and
+        the golden output on the host, which grows with the golden algorithm's bytes and
+        flops (the rates below: within 20% of the default preset on a 2-core VM and of the
+        GPU's on an H100 host)."""
+        sizes = sum(SIZE_OVERHEAD_S + work.bytes / HOST_BYTES_PER_S
+                    + work.flops / HOST_FLOPS_PER_S
+                    for work in (case.work(dims) for case, _, dims in self.work))
+        return self.variant_count * (self.budget.seconds + VARIANT_OVERHEAD_S) + sizes
 
     def tuned(self, case: Case, device: str, dims: dict[str, int]) -> dict[str, Entry]:
         """The cached configurations of the tunable variants at this size, by variant name."""
