@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import sys
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from types import FrameType
 from typing import Any, NamedTuple
 
@@ -22,6 +23,8 @@ from hypothesis import strategies as st
 import loclab
 from tests.nestgen import (INDEX_ARRAY, SCALARS, Access, Dep, Truth, index_value, nests, oracle,
                            parse, trace)
+from tests.reorder import (Flow, Plan, Step, carried, executions, flow, privatizing_nests, steps,
+                           visible_names)
 
 PROPERTY = settings(deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -382,3 +385,300 @@ def test_strided_nests_found_by_the_generator(source: str,
         check(source, union(oracle(source, sizes(n, 0)) for n in range(8)), None, exact=False)
     else:
         check(source, oracle(source, params), params, exact=True)
+
+
+# --------------------------------------------------------------------------- transformations
+#
+# Verdicts about transformed code, judged by running it (tests.reorder): every order called
+# legal (as written, or after privatizing variables) and every distribution plan computes what
+# the original computes, and every loop called parallel in them carries nothing. Sizes are
+# fixed for the analysis, or symbolic with the verdicts run at several sizes.
+
+
+def _remedy_names(remedies: Iterable[Any]) -> frozenset[str]:
+    return frozenset(r.variable for r in remedies)
+
+
+def band_plan(option: Any, privatized: Iterable[Any] = ()) -> Plan:
+    """The interchange ``option`` (with ``privatized`` remedies applied) as a run order:
+    each execution of the band in the permuted order, private copies per band iteration."""
+    band, privatized = option.band, list(privatized)
+    depth = band[0].depth
+    positions = [band.index(loop) for loop in option.order]
+    return Plan(band[0].line, depth, lambda step: tuple(step.order[depth + k] for k in positions),
+                _remedy_names(privatized), depth + len(band),
+                _remedy_names(r for r in privatized if r.live_out))
+
+
+def distribution_plan(loop: Any, pieces: list[Any]) -> Plan:
+    """The distribution of ``loop`` into ``pieces`` as a run order: each execution runs the
+    pieces one after the other; expanded and privatized variables get a copy per iteration."""
+    piece_of = {statement.line: k for k, piece in enumerate(pieces)
+                for statement in piece.statements}
+    private = {name for piece in pieces for name in piece.expand if name.isidentifier()}
+    private |= {r.variable for piece in pieces for r in piece.parallel_after}
+    copy_out = {name for piece in pieces for name in piece.copy_out}
+    copy_out |= {r.variable for piece in pieces for r in piece.parallel_after if r.live_out}
+    return Plan(loop.line, loop.depth, lambda step: (piece_of[step.line],), frozenset(private),
+                loop.depth + 1, frozenset(copy_out))
+
+
+def loop_plan(report: Any) -> Plan:
+    """A loop whose only remedies are privatizations, with them applied (same order)."""
+    loop = report.loop
+    return Plan(loop.line, loop.depth, private=_remedy_names(report.remedies),
+                copy=loop.depth + 1, copy_out=_remedy_names(r for r in report.remedies
+                                                            if r.live_out))
+
+
+def _same_flow(original: Flow, run: list[Step], plan: Plan, visible: Callable[[str], bool],
+               what: str) -> list[str]:
+    differences = original.differences(flow(run, plan, visible))
+    return [f"{what} computes something else:", *differences[:6]] if differences else []
+
+
+def _conflicts(chunks: Iterable[list[Step]], coords: Callable[[Step], tuple[int, ...]],
+               level: int, plan: Plan, what: str) -> list[str]:
+    found = [c for chunk in chunks for c in carried(chunk, coords, level, plan.place)]
+    return [f"{what} is called parallel but carries:", *found[:4]] if found else []
+
+
+def order_problems(option: Any, run: list[Step], original: Flow,
+                   visible: Callable[[str], bool]) -> list[str]:
+    """Whether an interchange verdict holds in this run (legal: same result; parallel: no
+    conflict between iterations), as written and after the privatizations it names."""
+    name = f"({' '.join(loop.var for loop in option.order)})"
+    claims = [("as written", option.legal, (), option.parallel)]
+    if option.legal_once_privatized:
+        claims.append((f"after {', '.join(r.label() for r in option.legal_after)}"
+                       f"{' + ' if option.legal_after else ''}"
+                       f"{', '.join(r.label() for r in option.privatizing)}",
+                       True, (*option.legal_after, *option.privatizing),
+                       option.parallel_after_privatizing))
+    out: list[str] = []
+    for label, legal, privatized, parallel in claims:
+        if not legal:
+            continue
+        plan = band_plan(option, privatized)
+        out += _same_flow(original, run, plan, visible, f"{name} {label}")
+        chunks = executions(run, plan.loop, plan.depth)
+        for loop in parallel:
+            out += _conflicts(chunks, plan.key, option.order.index(loop), plan,
+                              f"{name} {label}: loop {loop.var}")
+    return out
+
+
+def distribution_problems(analysis: Any, run: list[Step], original: Flow,
+                          visible: Callable[[str], bool]) -> list[str]:
+    """Whether each distribution plan holds in this run: the pieces in order (with their
+    expansions) compute the same, and each loop called parallel in a piece carries nothing."""
+    out: list[str] = []
+    for loop in dict.fromkeys(piece.loop for piece in analysis.pieces):
+        pieces = [piece for piece in analysis.pieces if piece.loop is loop]
+        plan = distribution_plan(loop, pieces)
+        out += _same_flow(original, run, plan, visible, f"distributing {loop.var}")
+        for k, piece in enumerate(pieces):
+            lines = {statement.line for statement in piece.statements}
+            chunks = [[step for step in chunk if step.line in lines]
+                      for chunk in executions(run, plan.loop, plan.depth)]
+            what = f"distributing {loop.var}, {{{' '.join(s.id for s in piece.statements)}}}"
+            if piece.parallel:
+                out += _conflicts(chunks, lambda step: step.order, loop.depth, plan,
+                                  f"{what}: loop {loop.var}")
+            for inner in piece.parallel_loops:
+                if inner is not loop:
+                    inside = [[s for s in chunk if s.inside(inner.line, inner.depth)]
+                              for chunk in chunks]
+                    out += _conflicts(inside, lambda step: step.order, inner.depth, plan,
+                                      f"{what}: loop {inner.var}")
+    return out
+
+
+def privatization_problems(analysis: Any, run: list[Step], original: Flow,
+                           visible: Callable[[str], bool]) -> list[str]:
+    """Loops called parallel after privatizing variables: with a copy per iteration they
+    compute the same and carry nothing."""
+    out: list[str] = []
+    for report in analysis.loops:
+        if report.parallel_after and all(r.kind == "privatize" for r in report.remedies):
+            plan = loop_plan(report)
+            what = f"loop {report.var} after {', '.join(report.parallel_after)}"
+            out += _same_flow(original, run, plan, visible, what)
+            out += _conflicts(executions(run, plan.loop, plan.depth), lambda step: step.order,
+                              report.depth, plan, what)
+    return out
+
+
+def transformation_problems(source: str, analysis: Any, params: Mapping[str, int],
+                            seed: int = 0) -> list[str]:
+    run = steps(trace(source, params, seed))
+    visible = visible_names(source)
+    original = flow(run, None, visible)
+    out = [p for option in analysis.interchange_options
+           for p in order_problems(option, run, original, visible)]
+    out += distribution_problems(analysis, run, original, visible)
+    return out + privatization_problems(analysis, run, original, visible)
+
+
+def check_transformations(source: str, size_pairs: list[tuple[int, int]],
+                          seeds: Iterable[int] = (0,)) -> None:
+    """The verdicts of the analysis at each fixed size, and of the symbolic analysis at
+    every size, hold when run."""
+    symbolic = loclab.analyze(source)
+    for n, m in size_pairs:
+        fixed = loclab.analyze(source, params=used(source, sizes(n, m)))
+        for analysis, label in ((fixed, sizes(n, m)), (symbolic, "symbolic")):
+            for seed in seeds:
+                found = transformation_problems(source, analysis, sizes(n, m), seed)
+                assert not found, report(source, f"{label}, run at {sizes(n, m)}", found,
+                                         analysis)
+
+
+MATMUL = """\
+def f(A, B, C, N, M):
+    for i in range(N):
+        for j in range(M):
+            t = 0.0
+            for k in range(N):
+                t += A[i][k] * B[k][j]
+            C[i][j] = t
+"""
+MATMUL_BAND = """\
+def f(A, B, C, N, M):
+    for i in range(N):
+        for j in range(M):
+            s = A[i][j]
+            C[i][j] = s * s
+"""
+# the next i reads what the last j left in s: privatizing s in j needs the copy out
+LIVE_BEFORE = """\
+def f(A, B, N, M):
+    for i in range(N):
+        A[i] = s
+        for j in range(M):
+            s = B[j]
+"""
+# t is used in one new loop only: that loop is parallel after privatizing t, and says so
+ONE_PIECE_PRIVATE = """\
+def f(A, B, C, N, M):
+    for i in range(N):
+        for j in range(M):
+            t = A[i][j]
+            B[i][j] = t
+        C[i] = 1.0
+"""
+
+
+def test_the_replay_rejects_wrong_transformations() -> None:
+    """The judge itself: an illegal interchange, a privatization that a read before the
+    write breaks, a distribution against a dependence, and a loop that carries one."""
+    outer = oracle_run(SLIDE_OUTER_CARRIED, sizes(4, 5))
+    swapped = Plan(2, 0, lambda step: (step.order[1], step.order[0]))
+    assert outer.original.differences(flow(outer.run, swapped, outer.visible))
+    reads_first = oracle_run("def f(A, N):\n    for i in range(N):\n        A[i] = s\n"
+                             "        s = A[i + 1]\n", sizes(3, 0))
+    private = Plan(2, 0, private=frozenset({"s"}), copy=1)
+    assert reads_first.original.differences(flow(reads_first.run, private, reads_first.visible))
+    backwards = Plan(2, 0, lambda step: (-step.line,))
+    assert reads_first.original.differences(flow(reads_first.run, backwards,
+                                                 reads_first.visible))
+    inner = oracle_run(SLIDE_INNER_CARRIED, sizes(4, 5))
+    [chunk] = executions(inner.run, 2, 0)
+    assert carried(chunk, lambda step: step.order, 1, lambda step, loc: loc)
+    assert not carried(chunk, lambda step: step.order, 0, lambda step, loc: loc)
+
+
+class OracleRun(NamedTuple):
+    run: list[Step]
+    original: Flow
+    visible: Callable[[str], bool]
+
+
+def oracle_run(source: str, params: Mapping[str, int]) -> OracleRun:
+    run = steps(trace(source, params))
+    visible = visible_names(source)
+    return OracleRun(run, flow(run, None, visible), visible)
+
+
+def test_matmul_j_i_is_legal_after_privatizing_t_and_the_replay_agrees() -> None:
+    analysis = loclab.analyze(MATMUL)
+    [ij, ji] = analysis.interchange_options
+    assert ij.legal and not ij.parallel and [l.var for l in ij.parallel_after_privatizing] == [
+        "i", "j"]
+    assert not ji.legal and [r.label() for r in ji.legal_after] == ["privatize t"]
+    assert [l.var for l in ji.parallel_after_privatizing] == ["j", "i"]
+    for n, m in [(3, 4), (1, 1), (0, 2)]:
+        found = transformation_problems(MATMUL, analysis, sizes(n, m))
+        assert not found, found
+    # the memory-based verdict stays exact: one t for all (i, j) is overwritten in another
+    # order (which only t's last value, unseen by the caller, would show)
+    assert ji.blocking is not None and ji.blocking.array == "t"
+
+
+def test_privatizing_a_value_read_before_the_loop_copies_it_out() -> None:
+    j = loclab.analyze(LIVE_BEFORE).loop("j")
+    assert j.parallel_after == ["privatize s (copy out the last value written if it is used "
+                                "after the loop)"]
+
+
+def test_a_piece_parallel_only_after_privatizing_names_the_step() -> None:
+    pieces = loclab.analyze(ONE_PIECE_PRIVATE).to_json()["distribution"]
+    [nest_piece, tail] = [piece for piece in pieces if piece["loop"] == "L1"]
+    assert nest_piece["parallel"] and nest_piece["expand"] == []
+    assert nest_piece["parallel_after"] == ["privatize t"]
+    assert tail["parallel"] and tail["parallel_after"] == []
+
+
+@pytest.mark.parametrize("source", [MATMUL, MATMUL_BAND, LIVE_BEFORE, ONE_PIECE_PRIVATE,
+                                    SLIDE_INTERCHANGE, SLIDE_INNER_CARRIED,
+                                    SLIDE_OUTER_CARRIED] + [s for s, _ in FLOW_CRASHES])
+def test_transformations_of_hand_written_nests_hold(source: str) -> None:
+    check_transformations(source, [(4, 3), (2, 5)])
+
+
+@settings(PROPERTY, max_examples=400)
+@given(source=privatizing_nests(), size_pairs=SIZE_PAIRS)
+def test_transformation_verdicts_hold_when_run(source: str,
+                                               size_pairs: list[tuple[int, int]]) -> None:
+    """Interchange (as written and after privatization), distribution (with expansion) and
+    privatized loops, on nests whose loop bodies often start by defining a scalar."""
+    check_transformations(source, size_pairs)
+
+
+@settings(PROPERTY, max_examples=100)
+@given(source=privatizing_nests(nonaffine=True), size_pairs=SIZE_PAIRS, seeds=SEEDS)
+def test_transformation_verdicts_hold_on_nonaffine_nests(source: str,
+                                                         size_pairs: list[tuple[int, int]],
+                                                         seeds: list[int]) -> None:
+    """Whatever the index array holds, the conservative verdicts hold too."""
+    check_transformations(source, size_pairs, seeds)
+
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+# what the oracle's interpreter cannot run: a condition or subscript reading computed data,
+# a local NumPy allocation, a return
+NOT_RUN = {"nearest_neighbor", "histogram", "eliminating_waw", "eliminating_waw_privatized",
+           "reduction"}
+
+
+def example_functions() -> list[Any]:
+    """The lectures' Python nests, without their docstrings (the oracle runs statements)."""
+    out = []
+    for path in sorted(EXAMPLES.glob("*.py")):
+        for func in ast.parse(path.read_text()).body:
+            if isinstance(func, ast.FunctionDef) and func.name not in NOT_RUN:
+                if ast.get_docstring(func):
+                    func.body = func.body[1:]
+                out.append(pytest.param(ast.unparse(func) + "\n", id=func.name))
+    return out
+
+
+@pytest.mark.parametrize("source", example_functions())
+def test_transformations_of_the_lectures_examples_hold(source: str) -> None:
+    """E.g. Python matmul: (j i) after privatizing tmp, the distribution of j with tmp
+    expanded, i and j parallel after privatizing tmp, all compute what matmul computes."""
+    analysis = loclab.analyze(source)
+    for size in (2, 3):
+        found = transformation_problems(source, analysis, dict.fromkeys(analysis.nest.parameters,
+                                                                         size))
+        assert not found, report(source, f"all sizes {size}", found, analysis)

@@ -337,6 +337,37 @@ def test_matmul_python_i_j_parallel_after_privatizing_the_accumulator(function, 
     assert offers(loop(a, "k"), "reduction", acc)
 
 
+@MATMULS
+def test_matmul_python_orders_the_c_twin_takes_are_legal_after_privatizing(function, acc):
+    # One accumulator for the whole Python function: exactly, its WAW [<,*] forbids (j, i);
+    # with a copy per (i, j), as the C twin declares it, (j, i) is legal and both loops
+    # parallel. `legal` stays memory-based; `legal_after` says what makes the order legal.
+    c, py = analyzed("case_studies.c", function), analyzed("case_studies.py", function)
+    [ji] = [entry for entry in py.interchanges if entry["order"] == ["j", "i"]]
+    assert ji["legal"] is False and ji["legal_after"] == [f"privatize {acc}"]
+    assert ji["parallel_after_privatizing"] == ["j", "i"]
+    [ij] = [entry for entry in py.interchanges if entry["order"] == ["i", "j"]]
+    assert ij["legal"] is True and ij["parallel"] == [] and ij["legal_after"] == []
+    assert ij["privatizing"] == [f"privatize {acc}"]
+    assert ij["parallel_after_privatizing"] == ["i", "j"]
+    for entry_c, entry_py in zip(c.interchanges, py.interchanges, strict=True):
+        assert entry_c["order"] == entry_py["order"]
+        if entry_c["legal"]:
+            assert entry_py["legal"] or entry_py["legal_after"] == [f"privatize {acc}"]
+            assert entry_py["parallel_after_privatizing"] == entry_c["parallel"]
+
+
+@MATMULS
+def test_matmul_python_text_says_legal_after_privatize_and_summarizes_the_scalar(function, acc):
+    text = analyzed("case_studies.py", function).explain()
+    assert f"(j i)  legal after privatize {acc}   parallel loops: j, i" in text
+    assert f"(i j)  legal    parallel loops: none; after privatize {acc}: i, j" in text
+    # the accumulator's dependences are one summary, not 32 lines and 32 matrix rows
+    assert "Dependences on scalars" in text and f"{acc}: 32 dependences (D1-D32)" in text
+    assert "none on arrays" in text and "Direction matrix" not in text
+    assert all(len(line) <= 80 for line in text.splitlines())
+
+
 @BOTH
 def test_loop_distribution_expands_the_body_local_acc(lang):
     # Think like a compiler: distributing a parallel loop is safe once the variables local to
@@ -512,6 +543,23 @@ def test_c_twin_has_the_python_dependences_less_those_on_private_scalars(file, f
     assert {d for d in c_deps if d[3] not in private} == {d for d in py_deps if d[3] not in private}
     # A fresh location per iteration can only remove dependences.
     assert c_deps <= py_deps
+
+
+@pytest.mark.parametrize("file, function", TWINS)
+def test_python_twin_takes_the_c_orders_after_privatizing_what_c_declares_in_the_body(file,
+                                                                                      function):
+    c, py = analyzed(f"{file}.c", function), analyzed(f"{file}.py", function)
+    private = PRIVATE_IN_C.get(function, set())
+    for entry_c, entry_py in zip(c.interchanges, py.interchanges, strict=True):
+        assert entry_c["order"] == entry_py["order"]
+        if entry_c["legal"] and not entry_py["legal"]:
+            assert {label.split()[1] for label in entry_py["legal_after"]} <= private
+            assert entry_py["legal_after"], entry_py
+        if entry_py["legal"]:
+            assert entry_py["legal_after"] == []
+        # a copy per iteration can only remove dependences: never fewer parallel loops
+        if entry_c["legal"]:
+            assert set(entry_c["parallel"]) <= set(entry_py["parallel_after_privatizing"])
 
 
 # --- The examples themselves -----------------------------------------------------------------

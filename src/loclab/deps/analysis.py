@@ -49,6 +49,12 @@ class LoopReport:
         """A DOALL exactly as written: it carries no memory-based dependence."""
         return not self.carried
 
+    def remedy_for(self, key: str) -> Remedy | None:
+        """What removes the dependences this loop carries on one variable (by key), if any."""
+        if any(d.variable == key for d in self.unresolved):
+            return None
+        return next((r for r in self.remedies if r.key == key), None)
+
     @property
     def carries(self) -> list[str]:
         return [d.id for d in self.carried]
@@ -166,15 +172,15 @@ def analyze_nest(nest: Nest, params: Mapping[str, int] | None = None) -> Analysi
     dependences = compute_dependences(model)
     remedies = Remedies(model)
     reports: list[LoopReport] = []
-    privatizable: dict[int, set[str]] = {}
+    privatized: dict[int, dict[str, Remedy]] = {}
     for loop in nest.loops:
         carried = [d for d in dependences if d.carrier is loop]
         found, unresolved = remedies.for_loop(loop, carried)
         reports.append(LoopReport(loop, carried, found, unresolved))
-        names = {r.variable for r in found if r.kind == "privatize"}
-        privatizable[id(loop)] = {d.variable for d in carried if d.array in names}
-    pieces = distribute(nest, dependences, privatizable)
+        privatized[id(loop)] = {key: remedy for key in dict.fromkeys(d.variable for d in carried)
+                                if (remedy := remedies.privatization(loop, key)) is not None}
+    pieces = distribute(nest, dependences, privatized)
+    orders = interchanges(nest, dependences, remedies.privatization)
     return Analysis(nest=nest, params=dict(model.sizes), dependences=dependences,
                     loops=reports, statements=[StatementReport(s) for s in nest.statements],
-                    interchange_options=interchanges(nest, dependences), pieces=pieces,
-                    notes=model.notes)
+                    interchange_options=orders, pieces=pieces, notes=model.notes)

@@ -43,6 +43,11 @@ class Dependence:
     concrete: list[tuple[str, ...]] = field(default_factory=list)
 
     @property
+    def on_scalar(self) -> bool:
+        """On a scalar: one location (per function in Python, per iteration for a C local)."""
+        return not self.source_access.variable.is_array
+
+    @property
     def source(self) -> str:
         return self.source_statement.id
 
@@ -104,7 +109,14 @@ def compute_dependences(model: Model) -> list[Dependence]:
                 key = (s1.ordinal, s2.ordinal, kind_of(a1, a2), a1.variable.key, vector)
                 entry = found.setdefault(key, _Entry(first, second, loops))
                 entry.add(distance, exact)
-    return _compact(found)
+    return _compact(found, _ranks(model))
+
+
+def _ranks(model: Model) -> dict[str, int]:
+    """Variables in the order the function declares or first mentions them (the frontends
+    list them so): the order of dependences must not depend on what the user named them."""
+    keys = [v.key for v in model.nest.variables] + list(model.accesses)
+    return {key: rank for rank, key in enumerate(dict.fromkeys(keys))}
 
 
 def _order(s1: Statement, a1: Access, s2: Statement, a2: Access,
@@ -200,8 +212,12 @@ def _agree(a: tuple[int | None, ...], b: tuple[int | None, ...]) -> tuple[int | 
     return tuple(x if x == y else None for x, y in zip(a, b))
 
 
-def _compact(found: dict[tuple, _Entry]) -> list[Dependence]:
-    """Merge vectors that differ in one component and cover <, =, > into '*'; number them."""
+def _compact(found: dict[tuple, _Entry], rank: dict[str, int]) -> list[Dependence]:
+    """Merge vectors that differ in one component and cover <, =, > into '*'; number them.
+
+    ``rank`` orders variables by first use in the program, so that the numbering does not
+    depend on what the user named them.
+    """
     groups: dict[tuple, dict[tuple[str, ...], list[tuple[str, ...]]]] = {}
     for key in found:
         groups.setdefault(key[:4], {})[key[4]] = [key[4]]
@@ -222,9 +238,11 @@ def _compact(found: dict[tuple, _Entry]) -> list[Dependence]:
                 distance=tuple(None if v == "*" else d for v, d in zip(vector, distance)),
                 exact=any(e.exact for e in entries), source_access=a1, sink_access=a2,
                 concrete=sorted(members)))
-    dependences.sort(key=lambda d: (d.source_statement.ordinal, d.sink_statement.ordinal,
-                                    KIND_ORDER[d.kind],
-                                    d.array, d.direction))
+    # arrays first, then the scalars in order of first use, each one's together: the ids of
+    # a scalar's dependences form one range (D9-D40) that a summary can name
+    dependences.sort(key=lambda d: (d.on_scalar, rank[d.variable] if d.on_scalar else 0,
+                                    d.source_statement.ordinal, d.sink_statement.ordinal,
+                                    KIND_ORDER[d.kind], rank[d.variable], d.direction))
     for number, dependence in enumerate(dependences, 1):
         dependence.id = f"D{number}"
     return dependences

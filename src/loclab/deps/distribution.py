@@ -6,14 +6,18 @@ for every dependence not carried by an outer loop. Dependences that privatizing 
 removes are left out: distribution then needs that variable expanded into an array (one
 element per iteration) when it is used in more than one of the new loops. Units in a cycle
 stay in one loop; the others are split off in graph order (the slides' theorem), ties broken
-by program order. Each new loop is parallel iff it carries none of its own dependences.
+by program order. Each new loop is parallel iff it carries none of its own dependences, left
+out ones included: a new loop that is parallel only because privatization removed some names
+them (``parallel_after``: ``expand tmp`` for a variable the split expands anyway, ``privatize
+t`` for one only this loop uses), so that nothing is called parallel without its step.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from loclab.deps.dependences import Dependence
+from loclab.deps.remedies import Remedy
 from loclab.nest.ir import Loop, Nest, Node, Statement
 
 
@@ -27,33 +31,37 @@ class Piece:
     parallel_loops: tuple[Loop, ...]  # this loop (if parallel) and parallel inner loops
     expand: tuple[str, ...]  # variables to expand into arrays indexed by the loop
     cycle: bool  # a dependence cycle keeps these units together
+    parallel_after: tuple[Remedy, ...] = ()  # the steps `parallel` relies on
+    copy_out: tuple[str, ...] = ()  # expanded variables whose last value is used later
 
     def to_json(self) -> dict[str, object]:
         return {"loop": self.loop.id, "statements": [s.id for s in self.statements],
                 "parallel_loops": [l.var for l in self.parallel_loops],
                 "parallel": self.parallel, "expand": list(self.expand),
-                "cycle": self.cycle}
+                "cycle": self.cycle,
+                "parallel_after": [r.label() for r in self.parallel_after],
+                "copy_out": list(self.copy_out)}
 
 
 def distribute(nest: Nest, dependences: list[Dependence],
-               privatizable: dict[int, set[str]]) -> list[Piece]:
+               privatized: dict[int, dict[str, Remedy]]) -> list[Piece]:
     """Plans for every loop whose body has two units or more.
 
-    ``privatizable[id(loop)]`` holds the variable keys privatization removes for that loop.
-    Variables declared inside the loop body (C locals, NumPy allocations) are private
-    already; they too need expanding when they end up in two of the new loops.
+    ``privatized[id(loop)]`` maps the keys of the variables privatization removes for that
+    loop to their remedy. Variables declared inside the loop body (C locals, NumPy
+    allocations) are private already; they too need expanding when they end up in two of
+    the new loops.
     """
     pieces: list[Piece] = []
     for loop in nest.loops:
         if len(loop.body) >= 2:
             local = {v.key for v in nest.variables if v.scope and v.scope[-1] is loop}
-            pieces += _distribute_loop(loop, dependences,
-                                       privatizable.get(id(loop), set()), local)
+            pieces += _distribute_loop(loop, dependences, privatized.get(id(loop), {}), local)
     return pieces
 
 
-def _distribute_loop(loop: Loop, dependences: list[Dependence], expandable: set[str],
-                     local: set[str]) -> list[Piece]:
+def _distribute_loop(loop: Loop, dependences: list[Dependence],
+                     expandable: dict[str, Remedy], local: set[str]) -> list[Piece]:
     import networkx as nx
 
     unit_of = {id(s): k for k, unit in enumerate(loop.body) for s in _statements(unit)}
@@ -66,6 +74,7 @@ def _distribute_loop(loop: Loop, dependences: list[Dependence], expandable: set[
             if guard.test is not None and id(guard.test) in unit_of:
                 graph.add_edge(unit_of[id(guard.test)], unit_of[id(statement)])
     relevant: list[Dependence] = []
+    removed: list[Dependence] = []
     for dependence in dependences:
         source, sink = id(dependence.source_statement), id(dependence.sink_statement)
         if source not in unit_of or sink not in unit_of:
@@ -74,14 +83,15 @@ def _distribute_loop(loop: Loop, dependences: list[Dependence], expandable: set[
         if carried is not None and carried < level:
             continue  # an outer loop orders these instances already
         if dependence.variable in expandable and carried == level:
-            continue  # gone once the variable is expanded per iteration
+            removed.append(dependence)  # gone once the variable is expanded per iteration
+            continue
         relevant.append(dependence)
         graph.add_edge(unit_of[source], unit_of[sink])
     condensed = nx.condensation(graph)
     order = nx.lexicographical_topological_sort(
         condensed, key=lambda c: min(condensed.nodes[c]["members"]))
     groups = [sorted(condensed.nodes[c]["members"]) for c in order]
-    users = _users_per_group(loop, groups, expandable | local)
+    users = _users_per_group(loop, groups, set(expandable) | local)
     out: list[Piece] = []
     for members in groups:
         statements = tuple(s for k in members for s in _statements(loop.body[k]))
@@ -94,19 +104,41 @@ def _distribute_loop(loop: Loop, dependences: list[Dependence], expandable: set[
         parallel_inner = [l for l in inner if not any(
             d.carrier is l for d in dependences
             if id(d.source_statement) in inside and id(d.sink_statement) in inside)]
-        expand = tuple(sorted(name for name, count in users.items()
-                              if count > 1 and _uses(statements, name)))
+        expand = tuple(name for name, count in users.items()
+                       if count > 1 and _uses(statements, name))
         expand += _split_conditions(statements, inside)
         cycle = len(members) > 1 or not parallel
-        out.append(Piece(loop, statements, parallel,
-                         ((loop,) if parallel else ()) + tuple(parallel_inner), expand, cycle))
+        piece = Piece(loop, statements, parallel,
+                      ((loop,) if parallel else ()) + tuple(parallel_inner), expand, cycle)
+        out.append(_with_steps(piece, removed, expandable))
     return out
 
 
+def _with_steps(piece: Piece, removed: list[Dependence],
+                expandable: dict[str, Remedy]) -> Piece:
+    """Name what a new loop's parallelism relies on (the variables whose left-out
+    dependences it would carry) and which expanded variables need their last value."""
+    inside = {id(s) for s in piece.statements}
+    keys = dict.fromkeys(d.variable for d in removed
+                         if id(d.source_statement) in inside and id(d.sink_statement) in inside)
+    steps = tuple(_step(expandable[key], piece.expand) for key in keys) if piece.parallel \
+        else ()
+    copy_out = tuple(r.variable for r in expandable.values()
+                     if r.live_out and r.variable in piece.expand)
+    return replace(piece, parallel_after=steps, copy_out=copy_out)
+
+
+def _step(remedy: Remedy, expand: tuple[str, ...]) -> Remedy:
+    """A privatization is an expansion where the split expands the variable anyway."""
+    return replace(remedy, kind="expand") if remedy.variable in expand else remedy
+
+
 def _users_per_group(loop: Loop, groups: list[list[int]], keys: set[str]) -> dict[str, int]:
-    """How many new loops use each expandable variable (by the name the user wrote)."""
+    """How many new loops use each expandable variable (by the name the user wrote), in
+    the order the loop first uses them."""
     counts: dict[str, int] = {}
-    for key in keys:
+    used = dict.fromkeys(a.variable.key for s in loop.statements() for a in s.accesses)
+    for key in (k for k in used if k in keys):
         users = [members for members in groups
                  if any(a.variable.key == key for k in members
                         for s in _statements(loop.body[k]) for a in s.accesses)]

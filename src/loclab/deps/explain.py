@@ -5,10 +5,17 @@ variables 2), the relation they imply between the iterations, and the direction 
 ``S1->S1 RAW on A: (j1,i1) = (j2-1,i2) => i1 = i2 & j1 < j2 => [=,<]``. Then the direction
 matrix, each loop's verdict with its reason, the legal loop orders, the distribution plan and
 what would make each sequential loop parallel.
+
+Dependences on scalars are summarized, one block per scalar (how many, which loops carry
+them, what removes them), and counted per scalar in the loop verdicts: a Python scalar is one
+location for the whole function, so its dependences outnumber those on arrays (32 against
+none in matmul) and would bury them. ``--json`` keeps every one. Lines fit 80 columns where
+they can, broken between steps with indented continuations.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from loclab.nest.ir import Access, Loop, Node
@@ -16,7 +23,13 @@ from loclab.nest.ir import Access, Loop, Node
 if TYPE_CHECKING:
     from loclab.deps.analysis import Analysis, LoopReport
     from loclab.deps.dependences import Dependence
+    from loclab.deps.distribution import Piece
     from loclab.deps.interchange import Interchange
+    from loclab.deps.remedies import Remedy
+
+
+WIDTH = 80  # a terminal's width: continuation lines instead of the terminal's breaks
+_SCALARS_TITLE = "Dependences on scalars (a summary per scalar; --json lists each one)"
 
 
 def explain(analysis: "Analysis") -> str:
@@ -26,20 +39,49 @@ def explain(analysis: "Analysis") -> str:
         fixed = ", ".join(f"{k}={v}" for k, v in analysis.params.items())
         lines.append(f"  sizes fixed: {fixed} (answers hold for exactly these sizes)")
     lines += _structure(analysis)
+    on_arrays = [d for d in analysis.dependences if not d.on_scalar]
+    on_scalars = [d for d in analysis.dependences if d.on_scalar]
     lines += _section("Dependences (memory-based; source -> sink)",
-                      [_dependence_line(d) for d in analysis.dependences] or ["none"])
-    lines += _matrix(analysis)
+                      [line for d in on_arrays for line in _dependence_lines(d)]
+                      or [f"none{' on arrays' if on_scalars else ''}"])
+    if on_scalars:
+        lines += _section(_SCALARS_TITLE, _scalar_lines(analysis, on_scalars))
+    lines += _matrix(on_arrays)
     lines += _section("Loops", [line for r in analysis.loops for line in _verdict(r)]
                       or ["no loops"])
     if analysis.interchange_options:
         lines += _section("Loop orders of perfect nests (interchange theorem)",
-                          [_order_line(o) for o in analysis.interchange_options])
+                          [line for o in analysis.interchange_options
+                           for line in _order_lines(o)])
     if analysis.pieces:
         lines += _section("Loop distribution (statements in a dependence cycle stay "
                           "together)", _distribution_lines(analysis))
     if analysis.notes:
-        lines += _section("Treated conservatively / notes", analysis.notes)
+        lines += _section("Treated conservatively / notes",
+                          [line for note in analysis.notes for line in _wrap(note, 2, 4)])
     return "\n".join(lines)
+
+
+def _wrap(text: str, indent: int, hang: int) -> list[str]:
+    """Words of ``text`` in lines that fit WIDTH at ``indent`` columns, continued ``hang``
+    columns further in."""
+    return _fill(text.split(" "), indent, hang)
+
+
+def _fill(chunks: list[str], indent: int, hang: int, sep: str = " ") -> list[str]:
+    """``chunks`` joined by ``sep``, broken between chunks into lines that fit WIDTH at
+    ``indent`` columns (a chunk wider than a line alone between its words); continuation
+    lines start ``hang`` columns in."""
+    lines = [chunks[0]]
+    for chunk in chunks[1:]:
+        room = WIDTH - indent - (hang if len(lines) > 1 else 0)
+        if len(lines[-1]) + len(sep) + len(chunk) <= room:
+            lines[-1] += sep + chunk
+        elif " " in chunk.strip() and len(chunk) > WIDTH - indent - hang:
+            lines += _fill(chunk.split(" "), indent + hang, 0)  # too long: break its words
+        else:
+            lines.append(chunk.lstrip())
+    return [lines[0].rstrip()] + [" " * hang + line.rstrip() for line in lines[1:]]
 
 
 def _section(title: str, body: list[str]) -> list[str]:
@@ -71,19 +113,20 @@ def _vector(direction: tuple[str, ...]) -> str:
     return "[" + ",".join(direction) + "]"
 
 
-def _dependence_line(d: "Dependence") -> str:
+def _dependence_lines(d: "Dependence") -> list[str]:
+    """``D1 S1->S1 RAW on A: (j1,i1) = (j2-1,i2) => i1 = i2 & j1 < j2 => [=,<]  carried by j,
+    distance (0,1)``, broken between its steps where it would pass WIDTH."""
     head = f"{d.id} {d.source}->{d.sink} {d.kind} on {d.array}"
-    equations = _equations(d)
-    relation = _relation(d)
-    steps = [s for s in (equations, relation or "no common loop") if s]
-    vector = _vector(d.direction)
+    steps = [_equations(d), _relation(d) or "no common loop", _vector(d.direction)]
     carried = f"carried by {d.carrier.var}" if d.carrier else "loop-independent"
     distance = ""
     if d.loops and all(x is not None for x in d.distance):
         distance = f", distance ({','.join(str(x) for x in d.distance)})"
-    maybe = "" if d.exact else "  (possible: non-affine access or condition)"
-    chain = " => ".join(steps + [vector])
-    return f"{head}: {chain}  {carried}{distance}{maybe}"
+    chunks = [f"{head}: {steps[0]}"] + [f"=> {step}" for step in steps[1:]]
+    chunks.append(f" {carried}{distance}")
+    if not d.exact:
+        chunks.append(" (possible: non-affine access or condition)")
+    return _fill(chunks, 2, 4)
 
 
 def _access_subscripts(access: Access, suffix: str, loops: set[str]) -> str | None:
@@ -128,55 +171,152 @@ def _relation(d: "Dependence") -> str:
     return " & ".join(parts)
 
 
-def _matrix(analysis: "Analysis") -> list[str]:
-    if not analysis.dependences:
+def _scalar_lines(analysis: "Analysis", on_scalars: list["Dependence"]) -> list[str]:
+    """Per scalar: how many dependences, which loops carry them and what removes them."""
+    groups: dict[str, list["Dependence"]] = {}
+    for d in on_scalars:
+        groups.setdefault(d.variable, []).append(d)
+    reports = {id(r.loop): r for r in analysis.loops}
+    out: list[str] = []
+    for key, group in groups.items():
+        count = f"{len(group)} dependence{'s' if len(group) > 1 else ''}"
+        out.append(f"{group[0].array}: {count} ({_id_range(group)})")
+        rows = [("loop-independent", [d for d in group if d.carrier is None], "")]
+        for loop in dict.fromkeys(d.carrier for d in group if d.carrier is not None):
+            remedy = reports[id(loop)].remedy_for(key)
+            rows.append((f"carried by {loop.var}", [d for d in group if d.carrier is loop],
+                         f"-> {remedy.label()}" if remedy else "-> nothing removes them"))
+        out += _table([(title, members, remedy) for title, members, remedy in rows if members])
+    return out
+
+
+def _table(rows: list[tuple[str, list["Dependence"], str]]) -> list[str]:
+    """One scalar's rows in columns: where, how many, kinds, vectors, remedy."""
+    cells = []
+    for title, members, remedy in rows:
+        kinds = "/".join(k for k in ("RAW", "WAR", "WAW") if any(d.kind == k for d in members))
+        vectors = " ".join(dict.fromkeys(_vector(d.direction) for d in members))
+        cells.append((title, str(len(members)), kinds, vectors, remedy))
+    widths = [max([len(row[k]) for row in cells] + [3 if k == 1 else 0]) for k in range(4)]
+    out: list[str] = []
+    for title, count, kinds, vectors, remedy in cells:
+        text = (f"  {title:<{widths[0]}} {count:>{widths[1]}}  {kinds:<{widths[2]}}  "
+                f"{vectors:<{widths[3]}}")
+        out += _fill([text] + ([remedy] if remedy else []), 2, 6, "  ")
+    return out
+
+
+def _id_range(group: list["Dependence"]) -> str:
+    """``D9-D40``: a scalar's dependences are numbered together."""
+    return group[0].id if len(group) == 1 else f"{group[0].id}-{group[-1].id}"
+
+
+def _matrix(dependences: list["Dependence"]) -> list[str]:
+    if not dependences:
         return []
     rows = [f"{d.source}->{d.sink:<4} {_vector(d.direction):<12} {d.kind} {d.array}"
             + (f"  over ({','.join(l.var for l in d.loops)})" if d.loops else "")
-            for d in analysis.dependences]
+            for d in dependences]
     return _section("Direction matrix", rows)
+
+
+def _carried_items(dependences: list["Dependence"], item: Callable[["Dependence"], str],
+                   scalars: str = "on") -> str:
+    """Array dependences one by one (``item(d)``), then scalars counted per name
+    (``on scalars acc (12), a (3)``)."""
+    items = [item(d) for d in dependences if not d.on_scalar]
+    counts: dict[str, int] = {}
+    for d in dependences:
+        if d.on_scalar:
+            counts[d.array] = counts.get(d.array, 0) + 1
+    if counts:
+        items.append(f"{scalars} scalar{'s' if len(counts) > 1 else ''} "
+                     + ", ".join(f"{name} ({n})" for name, n in counts.items()))
+    return ", ".join(items)
 
 
 def _verdict(report: "LoopReport") -> list[str]:
     head = f"{report.id} {report.var} (line {report.line}): "
     if report.parallel:
         return [head + "PARALLEL - carries no dependence"]
-    carried = ", ".join(f"{d.id} {d.kind} {d.array} {_vector(d.direction)}"
-                        for d in report.carried)
-    lines = [head + f"sequential as written - carries {carried}"]
+    carried = _carried_items(report.carried,
+                             lambda d: f"{d.id} {d.kind} {d.array} {_vector(d.direction)}")
+    lines = _wrap(head + f"sequential as written - carries {carried}", 2, 4)
     if report.unresolved:
-        blocking = ", ".join(f"{d.id} {d.kind} on {d.array}" for d in report.unresolved)
-        lines.append(f"    nothing removes {blocking}: stays sequential"
-                     + (" (a true dependence)" if all(d.kind == "RAW"
-                                                     for d in report.unresolved) else ""))
-        helpful = [r.label() for r in report.remedies]
-        if helpful:
-            lines.append(f"    (would still help: {'; '.join(helpful)})")
+        blocking = _carried_items(report.unresolved, lambda d: f"{d.id} {d.kind} on {d.array}",
+                                  "those on")
+        true = " (a true dependence)" if all(d.kind == "RAW" for d in report.unresolved) else ""
+        lines += _wrap(f"    nothing removes {blocking}: stays sequential{true}", 2, 6)
+        if report.remedies:
+            lines += _wrap(f"    (would still help: {_steps(report.remedies, '; ')})", 2, 6)
     else:
-        lines.append(f"    parallel after: {'; '.join(report.parallel_after)}")
+        lines += _wrap(f"    parallel after: {_steps(report.remedies, '; ')}", 2, 6)
     return lines
 
 
-def _order_line(option: "Interchange") -> str:
-    order = " ".join(l.var for l in option.order)
+def _loops(loops: tuple[Loop, ...]) -> str:
+    return ", ".join(l.var for l in loops) or "none"
+
+
+def _steps(remedies: Iterable["Remedy"], sep: str = ", ") -> str:
+    """Remedy labels, privatizations (expansions) in a row merged: ``privatize acc, a, b``."""
+    out: list[str] = []
+    merge = None
+    for remedy in remedies:
+        mergeable = remedy.kind in {"privatize", "expand"} and not remedy.live_out
+        if mergeable and merge == remedy.kind:
+            out[-1] += f", {remedy.variable}"
+        else:
+            out.append(remedy.label())
+        merge = remedy.kind if mergeable else None
+    return sep.join(out)
+
+
+def _order_lines(option: "Interchange") -> list[str]:
+    """``(j i)  legal after privatize tmp   parallel loops: j, i`` and its kin."""
+    order = f"({' '.join(l.var for l in option.order)})"
+    extra = tuple(r for r in option.privatizing if r not in option.legal_after)
     if option.legal:
-        parallel = ", ".join(l.var for l in option.parallel) or "none"
-        return f"({order})  legal    parallel loops: {parallel}"
-    return f"({order})  ILLEGAL  {option.blocking} would get '>' first"
+        verdict = f"{order}  legal    parallel loops: {_loops(option.parallel)}"
+        if option.privatizing:
+            verdict += (f"; after {_steps(option.privatizing)}: "
+                        f"{_loops(option.parallel_after_privatizing)}")
+    elif option.legal_after:
+        verdict = (f"{order}  legal after {_steps(option.legal_after)}   parallel loops: "
+                   f"{_loops(option.parallel_after_privatizing)}")
+        if extra:
+            verdict += f" (with {_steps(extra)} too)"
+    else:
+        d = option.blocking
+        assert d is not None
+        verdict = f"{order}  ILLEGAL  {d.id} {d.kind} on {d.array} would get '>' first"
+    return _wrap(verdict, 2, 4)
 
 
 def _distribution_lines(analysis: "Analysis") -> list[str]:
     out: list[str] = []
-    current = None
-    for piece in analysis.pieces:
-        if piece.loop is not current:
-            current = piece.loop
-            count = sum(1 for p in analysis.pieces if p.loop is piece.loop)
-            out.append(f"{piece.loop.id} {piece.loop.var}: "
-                       + (f"{count} loops" if count > 1 else "cannot be split"))
-        kind = "parallel" if piece.parallel else "sequential"
-        expand = f"; expand {', '.join(piece.expand)} into arrays" if piece.expand else ""
-        inner = ", ".join(l.var for l in piece.parallel_loops) or "none"
-        out.append(f"  {{{' '.join(s.id for s in piece.statements)}}}  {kind}"
-                   f"{' (cycle)' if piece.cycle else ''}; parallel loops: {inner}{expand}")
+    for loop in dict.fromkeys(p.loop for p in analysis.pieces):
+        pieces = [p for p in analysis.pieces if p.loop is loop]
+        out += _wrap(f"{loop.id} {loop.var}: {_split_text(loop, pieces)}", 2, 4)
+        for piece in pieces:
+            kind = "parallel" if piece.parallel else "sequential"
+            if piece.parallel_after:
+                kind += f" after {_steps(piece.parallel_after)}"
+            out += _wrap(f"  {{{' '.join(s.id for s in piece.statements)}}}  {kind}"
+                         f"{' (cycle)' if piece.cycle else ''}; parallel loops: "
+                         f"{_loops(piece.parallel_loops)}", 2, 6)
     return out
+
+
+def _split_text(loop: Loop, pieces: list["Piece"]) -> str:
+    """``3 loops after expanding tmp into arrays indexed by j``: what the split needs."""
+    if len(pieces) == 1:
+        return "cannot be split"
+    expand = list(dict.fromkeys(name for p in pieces for name in p.expand))
+    copy_out = list(dict.fromkeys(name for p in pieces for name in p.copy_out))
+    text = f"{len(pieces)} loops"
+    if expand:
+        text += f" after expanding {', '.join(expand)} into arrays indexed by {loop.var}"
+    if copy_out:
+        text += f"; copy out the last value of {', '.join(copy_out)} if used after the loop"
+    return text

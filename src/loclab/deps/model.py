@@ -1,6 +1,9 @@
 """The polyhedral model of a nest: iteration domains and access relations as isl text.
 
 Each statement instance is a point ``S[x0, x1, ...]`` (one coordinate per enclosing loop).
+Every name isl reads is generated here (statements ``S3``, variables ``M0``, sizes ``p0``,
+loop coordinates ``x0``/``y0``): the user's names may be any identifier (``Ä``, ``mod``,
+``p0``), which isl's parser would reject or misread, and they reach only the output.
 Its domain comes from the loop bounds, strides and affine conditions; an access maps it to an
 array element. Fixed sizes (``params``) are substituted first, so ``A[i*W + j]`` with ``W=8``
 is affine; with ``W`` symbolic the subscript is delinearized to ``A[i][j]`` when isl proves
@@ -28,6 +31,7 @@ class Model:
         self.notes: list[str] = list(nest.notes)
         self.symbolic = [p for p in nest.parameters if p not in self.fixed]
         self._param_names = {p: f"p{k}" for k, p in enumerate(self.symbolic)}
+        self._tuple_names: dict[str, str] = {}
         self.subscripts: dict[int, tuple[Poly | None, ...]] = {}
         self._domains: dict[tuple[int, str], str] = {}
         self._prepare_subscripts()
@@ -44,6 +48,10 @@ class Model:
             return loops.get(symbol) or self._param_names[symbol]
 
         return name
+
+    def tuple_name(self, variable: Variable) -> str:
+        """isl's name for a variable's elements: ``M`` and a number, never the user's name."""
+        return self._tuple_names.setdefault(variable.key, f"M{len(self._tuple_names)}")
 
     def point(self, statement: Statement, role: str) -> str:
         coords = ", ".join(f"{role}{k}" for k in range(len(statement.loops)))
@@ -117,7 +125,7 @@ class Model:
             elif extent is not None:
                 parts.append(f"0 <= {out} < {extent}")
         return (f"{self.header}{{ {self.point(statement, 'x')} -> "
-                f"{_array_tuple(access.variable)}[{', '.join(outs)}] : "
+                f"{self.tuple_name(access.variable)}[{', '.join(outs)}] : "
                 f"{' and '.join(parts)} }}")
 
     def same_location(self, first: tuple[Statement, Access],
@@ -228,10 +236,6 @@ class Model:
     def note(self, text: str) -> None:
         if text not in self.notes:
             self.notes.append(text)
-
-
-def _array_tuple(variable: Variable) -> str:
-    return "M" + "".join(c if c.isalnum() else "_" for c in variable.key)
 
 
 def _split_by_strides(poly: Poly, loop_vars: set[str]) -> dict[tuple[str, ...], Poly] | None:

@@ -18,7 +18,7 @@ A loop is parallel after the remedies only when every carried group has one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from loclab.deps.dependences import Dependence
@@ -35,16 +35,17 @@ ASSOCIATIVE = {"+", "-", "*", "min", "max", "&", "|", "^"}
 class Remedy:
     """One way to remove the dependences a loop carries on one variable."""
 
-    kind: str  # "privatize", "reduction", "generalized reduction", "scan", "copy"
+    kind: str  # "privatize", "expand", "reduction", "generalized reduction", "scan", "copy"
     variable: str  # the name as written
     op: str | None = None
     live_out: bool = False  # privatized values may be needed after the loop
+    key: str = ""  # the variable's key (names may repeat in a function, keys do not)
 
     def label(self) -> str:
-        if self.kind == "privatize":
+        if self.kind in {"privatize", "expand"}:
             suffix = " (copy out the last value written if it is used after the loop)" \
                 if self.live_out else ""
-            return f"privatize {self.variable}{suffix}"
+            return f"{self.kind} {self.variable}{suffix}"
         if self.kind == "reduction":
             return f"reduction {self.op} on {self.variable}"
         if self.kind == "generalized reduction":
@@ -59,6 +60,7 @@ class Remedies:
 
     def __init__(self, model: Model) -> None:
         self.model = model
+        self._private: dict[tuple[int, str], bool] = {}
 
     def for_loop(self, loop: Loop, carried: list[Dependence]
                  ) -> tuple[list[Remedy], list[Dependence]]:
@@ -77,18 +79,13 @@ class Remedies:
         return remedies, unresolved
 
     def remedy(self, loop: Loop, key: str, group: list[Dependence]) -> Remedy | None:
-        name = group[0].array
-        if self.privatizable(loop, key):
-            return Remedy("privatize", name, live_out=self.live_out(loop, key))
-        reduction = self.reduction(loop, key)
-        if reduction is not None:
-            return reduction
-        scan = self.scan(loop, key, group)
-        if scan is not None:
-            return scan
-        if all(d.kind == "WAR" for d in group) and self.reads_values_from_before(loop, key):
-            return Remedy("copy", name)
-        return None
+        """The first recipe that removes a loop's carried dependences on one variable."""
+        found = self.privatization(loop, key) or self.reduction(loop, key) \
+            or self.scan(loop, key, group)
+        if found is None and all(d.kind == "WAR" for d in group) \
+                and self.reads_values_from_before(loop, key):
+            found = Remedy("copy", group[0].array)
+        return None if found is None else replace(found, key=key)
 
     # -- the uses of a variable inside a loop -----------------------------------------------
     def uses(self, loop: Loop, key: str) -> list[tuple[Statement, Access]]:
@@ -96,15 +93,46 @@ class Remedies:
         return [(s, a) for s, a in self.model.accesses.get(key, []) if id(s) in inside]
 
     def live_out(self, loop: Loop, key: str) -> bool:
-        """Read after the loop, or an argument the caller may read."""
-        last = loop.statements()[-1].ordinal
+        """An argument the caller may read, or read outside the loop where the value may
+        come from inside it (value-based): after the loop, or before it in a later iteration
+        of a loop around it, which sees what the previous iteration's loop left."""
+        import islpy as isl
+
         uses = self.model.accesses.get(key, [])
-        variable = uses[0][1].variable
-        return variable.is_argument or any(s.ordinal > last and not a.write for s, a in uses)
+        if uses[0][1].variable.is_argument:
+            return True
+        inside = {id(s) for s in loop.statements()}
+        outside = [(s, a) for s, a in uses if id(s) not in inside and not a.write]
+        if not outside:
+            return False
+        flow = self._flow([(s, a) for s, a in uses if a.write], outside)
+        if flow is None:
+            return True  # unknown: copying out is always correct
+        ordinals = {s.ordinal for s in loop.statements()}
+        return any(int(m.get_tuple_name(isl.dim_type.in_)[1:]) in ordinals
+                   for m in _maps(flow.get_may_dependence()))
 
     # -- privatization ----------------------------------------------------------------------
+    def privatization(self, loop: Loop, key: str) -> Remedy | None:
+        """``privatize x`` when a copy of the variable per iteration of ``loop`` (and of the
+        loops around it) removes every dependence it carries between those iterations.
+
+        The one privatization check of the analysis: loop verdicts, interchange (privatizing
+        at the innermost loop of a band) and distribution (expanding) all ask it.
+        """
+        uses = self.model.accesses.get(key)
+        if not uses or not self.privatizable(loop, key):
+            return None
+        return Remedy("privatize", uses[0][1].variable.name, live_out=self.live_out(loop, key),
+                      key=key)
+
     def privatizable(self, loop: Loop, key: str) -> bool:
         """Every read inside the loop is fed by a write of the same iteration (value-based)."""
+        if (id(loop), key) not in self._private:
+            self._private[id(loop), key] = self._privatizable(loop, key)
+        return self._private[id(loop), key]
+
+    def _privatizable(self, loop: Loop, key: str) -> bool:
         import islpy as isl
 
         uses = self.uses(loop, key)
@@ -118,8 +146,7 @@ class Remedies:
             return False
         inside = {s.ordinal for s in loop.statements()}
         same = " and ".join(f"x{k} = y{k}" for k in range(loop.depth + 1))
-        maps = flow.get_may_dependence().get_map_list()
-        for dependence in (maps.get_at(k) for k in range(maps.n_map())):
+        for dependence in _maps(flow.get_may_dependence()):
             source = dependence.get_tuple_name(isl.dim_type.in_)
             sink = dependence.get_tuple_name(isl.dim_type.out)
             if int(source[1:]) not in inside:
@@ -234,6 +261,12 @@ class Remedies:
             if list(distance) != expected:
                 return None
         return Remedy("scan", name, op)
+
+
+def _maps(union: "isl.UnionMap") -> list["isl.Map"]:
+    """The maps of a union map (one per pair of statements)."""
+    maps = union.get_map_list()
+    return [maps.get_at(k) for k in range(maps.n_map())]
 
 
 def _symbols(access: Access) -> set[str]:
