@@ -144,9 +144,12 @@ def case_heading(document: dict[str, Any], case: str) -> str:
     """The case's lesson, and what its rate is measured against."""
     lesson = (document.get("cases") or {}).get(case, {}).get("lesson")
     metric = case_metric(document, case)
+    roofs = [row["unit_roof"]["what"] for row in document["results"]
+             if row["case"] == case and row.get("unit_roof")]
     against = {"memory": "GB/s of the golden bytes against the copy roof",
                "compute": "GFlop/s against the fp32 peak",
-               "unit": f"{metric.unit} per second against its limit"}[metric.limit]
+               "unit": f"{metric.unit} per second"
+                       + (f" against the {roofs[0]}" if roofs else "")}[metric.limit]
     return (f"{lesson}; " if lesson else "") + f"rated in {against}"
 
 
