@@ -1,0 +1,53 @@
+"""Which timed rows go where on the roofline, and by what number the key lists them: rows
+that do arithmetic at their flop/byte, rows that only move data (0 flop/byte, off any log
+axis) in a strip of their own beside it."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from loclab.report.charts.style import Row
+
+
+@dataclass(frozen=True)
+class Point:
+    """A timed row on the roofline, by its number in the key; ``x`` is its flop/byte, or its
+    place in the data-movement strip."""
+
+    number: int
+    row: Row
+    x: float
+    y: float
+
+
+def roofline_points(document: dict[str, Any]) -> dict[str, tuple[list[Point], list[Point]]]:
+    """Every timed row of each device, numbered in run order across devices: (data-movement
+    rows, placed in a strip per case; rows that do arithmetic, at their flop/byte)."""
+    found: dict[str, tuple[list[Point], list[Point]]] = {}
+    count = 0
+    for device in ("cpu", "gpu"):
+        rows = [row for row in document["results"] if row["device"] == device
+                and row.get("median_s") and (row.get("gflops") or row.get("gbps"))]
+        if not rows:
+            continue
+        moving = Counter(row["case"] for row in rows if not _computes(row))
+        cases, seen = list(moving), Counter[str]()
+        strip, roofline = [], []
+        for row in rows:
+            count += 1
+            if _computes(row):
+                roofline.append(Point(count, row, row["flops"] / row["bytes"], row["gflops"]))
+                continue
+            many, index = moving[row["case"]], seen[row["case"]]
+            seen[row["case"]] += 1
+            place = cases.index(row["case"]) + min(0.8 / many, 0.2) * (index - (many - 1) / 2)
+            strip.append(Point(count, row, place, row["gbps"]))
+        found[device] = (strip, roofline)
+    return found
+
+
+def _computes(row: Row) -> bool:
+    """Whether a row belongs on the roofline proper: it does arithmetic on bytes it reads."""
+    return bool(row["flops"] and row["bytes"] and row.get("gflops"))

@@ -1,0 +1,125 @@
+"""A swept case's median time against the swept dimension, a column per device, log-log:
+where each variant's locality gives out. A case may add a panel below of what each variant
+pays for a size in theory (partitioning: hash computations per key)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loclab.report.charts.style import (CASE_COLOURS, CASE_MARKERS, COLUMN_INCHES, DPI, FONT,
+                                        INVALID, SKIPPED, Figure, Row, format_axis, pyplot,
+                                        si_tick_text, tick_text)
+from loclab.report.charts.titles import column_title
+from loclab.report.charts.whiskers import whisker_meaning, whisker_times
+
+
+def _lines(rows: list[Row], dimension: str) -> list[list[Row]]:
+    """Each variant's rows in order of the swept dimension, variants in run order."""
+    variants = dict.fromkeys(row["variant"] for row in rows)
+    return [sorted((row for row in rows if row["variant"] == variant),
+                   key=lambda row: row["size"][dimension]) for variant in variants]
+
+
+def _line_label(line: list[Row]) -> str:
+    """A variant's legend entry; it says at how many sizes it did not apply or failed."""
+    label = line[0]["variant"]
+    skipped = sum(1 for row in line if row.get("skipped"))
+    failed = sum(1 for row in line if not row["valid"] and not row.get("skipped"))
+    notes = ([f"n/a at {skipped} of {len(line)}"] if skipped else []) + (
+        [f"FAILED at {failed} of {len(line)}"] if failed else [])
+    return f"{label} ({', '.join(notes)})" if notes else label
+
+
+def _time_panel(ax: Any, lines: list[list[Row]], dimension: str, colours: list[str]) -> None:
+    """Median ms of each variant against ``dimension`` (log-log) with whiskers; a wrong
+    output's point crossed out in red."""
+    for index, (line, colour) in enumerate(zip(lines, colours)):
+        timed = [row for row in line if row["median_s"]]
+        xs = [row["size"][dimension] for row in timed]
+        ms = [row["median_s"] * 1e3 for row in timed]
+        spans = [whisker_times(row) or (row["median_s"], row["median_s"]) for row in timed]
+        ax.errorbar(xs, ms, yerr=[[m - fast * 1e3 for m, (fast, _) in zip(ms, spans)],
+                                  [slow * 1e3 - m for m, (_, slow) in zip(ms, spans)]],
+                    marker=CASE_MARKERS[index % len(CASE_MARKERS)], markersize=5, capsize=2.5,
+                    linewidth=1.3, color=colour, label=_line_label(line),
+                    linestyle="--" if line[0]["role"] == "library" else "-")
+        wrong = [row for row in timed if not row["valid"]]
+        if wrong:
+            ax.plot([row["size"][dimension] for row in wrong],
+                    [row["median_s"] * 1e3 for row in wrong], "x", color=INVALID,
+                    markersize=11, markeredgewidth=2, zorder=5)
+    ax.set_ylabel("median time (ms, log scale)", fontsize=FONT + 1)
+
+
+def _param_panel(ax: Any, lines: list[list[Row]], dimension: str, key: str, label: str,
+                 colours: list[str]) -> None:
+    """What each variant pays in theory for a size (``params[key]``) against ``dimension``."""
+    for index, (line, colour) in enumerate(zip(lines, colours)):
+        known = [row for row in line if (row.get("params") or {}).get(key) is not None]
+        ax.plot([row["size"][dimension] for row in known], [row["params"][key] for row in known],
+                marker=CASE_MARKERS[index % len(CASE_MARKERS)], markersize=5, color=colour,
+                linewidth=1.3, linestyle="--" if line[0]["role"] == "library" else "-")
+    ax.set_ylabel(f"{label} (log scale)", fontsize=FONT + 1)
+
+
+def _sweep_handles(ax: Any, rows: list[Row]) -> list[Any]:
+    """The variants' lines, and the red cross of a wrong output where there is one."""
+    from matplotlib.lines import Line2D
+
+    handles = ax.get_legend_handles_labels()[0]
+    if any(row["median_s"] and not row["valid"] for row in rows):
+        handles.append(Line2D([], [], marker="x", color=INVALID, linestyle="none",
+                              markersize=8, markeredgewidth=2, label="wrong output"))
+    return handles
+
+
+def _sweep_axes(ax: Any, dimension: str, values: list[int]) -> None:
+    """Log-log with a tick at each swept size, plain numbers on both axes."""
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    if not any(len(line.get_xdata()) for line in ax.get_lines()):
+        ax.set_ylim(1, 10)  # a log axis needs a range even with nothing on it
+        ax.text(0.5, 0.5, "no variant has a value here", ha="center", va="center",
+                transform=ax.transAxes, fontsize=FONT, color=SKIPPED)
+    ax.autoscale_view()
+    ax.set_xlim(min(values) / 1.25, max(values) * 1.25)
+    # Sizes in the millions (histogram bins) are too long to stand side by side in full.
+    format_axis(ax.xaxis, si_tick_text if max(values) >= 1e6 else tick_text, at=values)
+    format_axis(ax.yaxis)
+    if ax.get_subplotspec().is_last_row():
+        ax.set_xlabel(f"{dimension} (log scale)", fontsize=FONT + 1)
+    ax.tick_params(labelsize=FONT)
+    ax.grid(color="#e6e6e6", linewidth=0.6)
+
+
+def sweep_figure(document: dict[str, Any], case: str, dimension: str,
+                 param: tuple[str, str] | None = None) -> Figure:
+    """Median time of each variant against ``dimension``, a column per device: where each
+    variant's locality gives out. ``param`` (a key of the rows' params, its label) adds a
+    panel below of what each variant pays for the size in theory (partitioning: hash
+    computations per key)."""
+    plt = pyplot()
+    rows = [row for row in document["results"]
+            if row["case"] == case and dimension in row["size"]]
+    devices = list(dict.fromkeys(row["device"] for row in rows))
+    depth = 2 if param else 1
+    fig, axes = plt.subplots(depth, len(devices), squeeze=False, sharex="col", dpi=DPI,
+                             figsize=(max(COLUMN_INCHES * len(devices), 7.0), 0.9 + 3.6 * depth),
+                             layout="constrained")
+    for column, device in enumerate(devices):
+        mine = [row for row in rows if row["device"] == device]
+        lines = _lines(mine, dimension)
+        colours = [CASE_COLOURS[index % len(CASE_COLOURS)] for index in range(len(lines))]
+        values = sorted({row["size"][dimension] for row in mine})
+        _time_panel(axes[0][column], lines, dimension, colours)
+        if param:
+            _param_panel(axes[1][column], lines, dimension, *param, colours)
+        for ax in axes[:, column]:
+            _sweep_axes(ax, dimension, values)
+        axes[0][column].set_title(column_title(document, device, [row["size"] for row in mine]),
+                                  fontsize=FONT + 1)
+        axes[-1][column].legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2,
+                                fontsize=FONT, frameon=False, handles=_sweep_handles(
+                                    axes[0][column], mine),
+                                title=whisker_meaning(mine), title_fontsize=FONT)
+    return fig
