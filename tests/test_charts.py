@@ -94,7 +94,8 @@ def test_a_compute_case_is_drawn_against_the_peak_and_the_library(run):
                       if row["variant"] == "cublas")
         assert sorted(vertical_lines(panel)) == [pytest.approx(cublas["gflops"]),
                                                  pytest.approx(peak)]
-        assert {"fp32 peak 66,908 GFlop/s", f"cublas {number(cublas['gflops'])} GFlop/s"} <= \
+        assert {"fp32 peak 66,908 GFlop/s (theoretical)",
+                f"cublas {number(cublas['gflops'])} GFlop/s"} <= \
             set(texts(panel))
     assert case_title(run, "mmm") == ("mmm: GFlop/s of each variant against the fp32 peak and "
                                       "the library (numpy, cublas)")

@@ -298,7 +298,7 @@ def speedup_figure(comparison: Comparison) -> Any:
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    from loclab.report.charts import _pyplot
+    from loclab.report.charts.style import pyplot
 
     slots: list[tuple[str, Row | None]] = []  # (heading, None) or (variant, row), top down
     for (case, device, size), rows in sections(comparison).items():
@@ -307,7 +307,7 @@ def speedup_figure(comparison: Comparison) -> Any:
             slots.append((f"{case}: {device.upper()}, {size}", None))
             slots += [(row["variant"], row) for row in timed]
     low, high = _limits([row for _, row in slots if row])
-    fig, ax = _pyplot().subplots(figsize=(8, 1.3 + ROW_INCHES * len(slots)), dpi=110,
+    fig, ax = pyplot().subplots(figsize=(8, 1.3 + ROW_INCHES * len(slots)), dpi=110,
                                  layout="constrained")
     ax.set_xscale("log")
     ax.set_xlim(low, high)
@@ -443,7 +443,7 @@ def write_comparison_report(comparison: Comparison, directory: Path) -> Path:
     timed in both runs) into ``directory``; return index.html."""
     from loclab.bench.results import write_json
     from loclab.errors import LoclabError
-    from loclab.report.charts import _pyplot
+    from loclab.report.charts.style import pyplot
 
     try:
         directory.mkdir(parents=True, exist_ok=True)
@@ -451,7 +451,7 @@ def write_comparison_report(comparison: Comparison, directory: Path) -> Path:
         if any(row["speedup"] for row in comparison["rows"]):
             figure = speedup_figure(comparison)
             figure.savefig(directory / CHART)
-            _pyplot().close(figure)
+            pyplot().close(figure)
             chart = CHART
         write_json(comparison, directory / "comparison.json")
         write_markdown(comparison, chart, directory / "README.md")

@@ -16,12 +16,11 @@ from typing import Any
 
 from loclab.report.charts.bars import case_figure, case_title
 from loclab.report.charts.roofline import roofline_figure
-from loclab.report.charts.style import pyplot as _pyplot  # compare.py draws with it too
 from loclab.report.charts.style import save, tick_text
 from loclab.report.charts.sweep import sweep_figure
 from loclab.report.charts.whiskers import whisker_times
 
-__all__ = ["_pyplot", "case_figure", "case_title", "roofline_figure", "sweep_figure",
+__all__ = ["case_figure", "case_title", "roofline_figure", "sweep_figure",
            "tick_text", "whisker_times", "write_charts"]
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from loclab.report.charts.style import FONT, LABEL_BOX, Row
 from loclab.report.metric import Metric
-from loclab.report.text import number, per_second
+from loclab.report.text import number, peak_text, per_second
 
 REFERENCE_STYLES = {"roof": ("black", "--"), "library": ("#555555", ":")}
 
@@ -37,8 +37,7 @@ def case_references(document: dict[str, Any], metric: Metric, device: str,
                 if copy else [])
     if metric.limit == "compute":
         peak = refs.get(f"{device}_peak_gflops_fp32")
-        estimate = " (estimate)" if device == "cpu" else ""
-        lines = [Reference(peak, f"fp32 peak {number(peak)} GFlop/s{estimate}", "roof",
+        lines = [Reference(peak, f"fp32 peak {peak_text(refs, device)}", "roof",
                            "the fp32 peak")] if peak else []
         return lines + [Reference(row["gflops"], f"{row['variant']} {number(row['gflops'])} "
                                   "GFlop/s", "library", row["variant"])
