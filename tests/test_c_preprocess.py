@@ -221,6 +221,16 @@ def test_preprocessor_errors_are_one_line() -> None:
                        language="c", filename="k.c")
 
 
+def test_an_include_cycle_is_one_line_not_a_crash(capsys: pytest.CaptureFixture[str],
+                                                  tmp_path: Path) -> None:
+    (tmp_path / "a.h").write_text('#include "b.h"\n')
+    (tmp_path / "b.h").write_text('#include "a.h"\n')
+    kernel = tmp_path / "k.c"
+    kernel.write_text('#include "a.h"\nvoid f(int n, float *A) { A[0] = 1; }\n')
+    err = one_line_error(capsys, ["analyze", str(kernel)])
+    assert "included more than 200 times: an #include cycle" in err
+
+
 def test_c_chained_assignment_stores_right_to_left_in_one_statement() -> None:
     source = ("void f(float *A, float *B, int N) {\n  float x, y;\n"
               "  for (int i = 0; i < N; i++)\n    x = A[i] = y = B[i] * 2;\n}\n")

@@ -38,6 +38,8 @@ Segment = tuple[int, int, int, "str | None"]
 # Qualifiers of CUDA and friends that change nothing the analysis looks at.
 EMPTY_MACROS = ("__global__", "__device__", "__host__", "__forceinline__", "__shared__",
                 "__constant__", "__launch_bounds__(...)")
+# As gcc's nesting limit: a header read this often is in an #include cycle, not a real program.
+MAX_INCLUDES = 200
 # Headers of the C library and POSIX: never named in a hint about missing headers.
 STANDARD_HEADERS = frozenset(
     "assert.h complex.h ctype.h errno.h fenv.h float.h inttypes.h iso646.h limits.h locale.h "
@@ -190,6 +192,7 @@ def _preprocessor_class() -> Any:
             self.main = _quoted(filename)
             self.files = {os.path.abspath(filename): SourceFile(self.main, source)}
             self.missing: list[str] = []
+            self.opened: dict[str, int] = {}  # how often each header was read
 
         def display(self, path: str) -> str:
             known = self.files.get(path)
@@ -199,9 +202,15 @@ def _preprocessor_class() -> Any:
             return _quoted(path if relative.startswith("..") else relative)
 
         def on_file_open(self, is_system_include: bool, includepath: str) -> Any:
+            path = os.path.abspath(includepath)
+            self.opened[path] = self.opened.get(path, 0) + 1
+            if self.opened[path] > MAX_INCLUDES:
+                directive = self.lastdirective
+                raise UsageError(f"{self.display(directive.source)}:{directive.lineno}: "
+                                 f"{self.display(path)} included more than {MAX_INCLUDES} "
+                                 "times: an #include cycle without an include guard?")
             with open(includepath, encoding="utf-8", errors="replace") as handle:
                 text = handle.read().lstrip("\ufeff")
-            path = os.path.abspath(includepath)
             self.files.setdefault(path, SourceFile(self.display(path), text))
             return io.StringIO(text)
 
