@@ -336,6 +336,25 @@ def test_bad_files_are_one_line_and_exit_2(tmp_path, capsys, content, fragment):
     assert one_line_error(capsys).startswith(f"loclab compare: error: {path}")
 
 
+@pytest.mark.parametrize("key, value, fragment", [
+    ("size", "oops", "'size' is 'oops', not an object of whole numbers"),
+    ("median_s", "fast", "'median_s' is 'fast', not a number or null"),
+    ("valid", "yes", "'valid' is 'yes', not true or false"),
+    ("device", "tpu", "'device' is 'tpu', not 'cpu' or 'gpu'"),
+])
+@pytest.mark.parametrize("command", ["compare", "report"])
+def test_a_hand_edited_row_is_named_in_one_line(tmp_path, capsys, key, value, fragment,
+                                                command):
+    document = json.loads(RUN.read_text())
+    document["results"][1][key] = value
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(document))
+    argv = (["compare", str(RUN), str(path)] if command == "compare"
+            else ["report", str(path), "-o", str(tmp_path / "r")])
+    assert main(argv) == 2
+    assert one_line_error(capsys).endswith(f"{path}: result 2: {fragment}")
+
+
 def test_an_unwritable_report_is_one_line(tmp_path, base):
     blocker = tmp_path / "file"
     blocker.write_text("")

@@ -72,4 +72,35 @@ def load_json(path: Path) -> dict[str, Any]:
         if missing is None or missing:
             what = ", ".join(missing) if missing else "is not an object"
             raise UsageError(f"{path}: result {number} {'lacks ' if missing else ''}{what}")
+        wrong = next((key for key, check in ROW_CHECKS.items()
+                      if key in row and not check(row[key])), None)
+        if wrong:
+            raise UsageError(f"{path}: result {number}: '{wrong}' is {row[wrong]!r}, not "
+                             f"{ROW_CHECK_NAMES[wrong]}")
     return document
+
+
+def _number_or_none(value: Any) -> bool:
+    return value is None or isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _size(value: Any) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value.values())
+
+
+# What the renderers and ``loclab compare`` compute with: a hand-edited file that breaks one
+# of these is named in one line rather than failing half-way through a report.
+ROW_CHECKS = {
+    "case": lambda v: isinstance(v, str), "variant": lambda v: isinstance(v, str),
+    "device": lambda v: v in ("cpu", "gpu"), "role": lambda v: isinstance(v, str),
+    "size": _size, "valid": lambda v: isinstance(v, bool),
+    **{key: _number_or_none for key in ("median_s", "min_s", "max_s", "iqr_s", "q1_s",
+                                        "q3_s", "bytes", "flops", "gbps", "gflops",
+                                        "pct_of_copy", "pct_of_peak", "speedup_vs_naive",
+                                        "vs_library", "items_per_s", "runs")},
+}
+ROW_CHECK_NAMES = {**{key: "a number or null" for key in ROW_CHECKS},
+                   "case": "a name", "variant": "a name", "role": "a name",
+                   "device": "'cpu' or 'gpu'", "size": "an object of whole numbers",
+                   "valid": "true or false"}
