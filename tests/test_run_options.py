@@ -3,6 +3,7 @@ anything runs, a user's file never replaced), the tuning cache, and what a log s
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +15,7 @@ from loclab.errors import UsageError
 from tests.test_cli import one_line_error
 
 SMALL = ["run", "--size", "small", "--device", "cpu"]
+RESULTS = Path(__file__).parent / "data" / "compare" / "transpose-cpu-small.json"
 
 
 @pytest.mark.parametrize("name", case_names())
@@ -130,18 +132,37 @@ def test_an_output_that_cannot_be_written_stops_the_run_before_it_starts(argv, c
     assert "cannot" in one_line_error(capsys)
 
 
-def test_report_refuses_a_path_it_cannot_write(tmp_path, capsys):
-    results = tmp_path / "r.json"
-    results.write_text("{}")
-    assert main(["report", str(results), "-o", "/proc/loclab-report"]) == 2
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+def test_report_refuses_a_path_it_cannot_write(capsys):
+    assert main(["report", str(RESULTS), "-o", "/proc/loclab-report"]) == 2
     assert "cannot" in one_line_error(capsys)
 
 
-def test_a_directory_of_ones_own_files_is_not_a_report_directory(tmp_path, capsys):
-    (tmp_path / "README.md").write_text("my project")
+def test_a_bad_request_leaves_no_output_directory_behind(tmp_path, capsys):
+    json_path, report = tmp_path / "new" / "r.json", tmp_path / "report"
+    assert main([*SMALL, "--case", "mmm", "--dims", "m=0,n=1,k=1", "--json", str(json_path),
+                 "--report", str(report)]) == 2
+    assert "m=0" in one_line_error(capsys)
+    assert not json_path.parent.exists() and not report.exists()
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    assert main(["report", str(bad), "-o", str(report)]) == 2
+    assert not report.exists()
+
+
+def test_the_same_size_twice_is_refused(capsys):
+    assert main([*SMALL, "--case", "transpose", "--dims", "rows=4,cols=8", "--dims",
+                 "cols=8,rows=4"]) == 2
+    assert "given twice" in one_line_error(capsys)
+
+
+@pytest.mark.parametrize("files", [["README.md"], ["results.json", "transpose.png"]])
+def test_a_directory_of_ones_own_files_is_not_a_report_directory(tmp_path, capsys, files):
+    for name in files:
+        (tmp_path / name).write_text("mine")
     assert main([*SMALL, "--case", "transpose", "--report", str(tmp_path)]) == 2
-    assert "holds README.md that loclab did not write" in one_line_error(capsys)
-    assert (tmp_path / "README.md").read_text() == "my project"
+    assert f"holds {', '.join(files)}, not a loclab report" in one_line_error(capsys)
+    assert all((tmp_path / name).read_text() == "mine" for name in files)
 
 
 def test_a_report_replaces_an_earlier_report(tmp_path):
@@ -170,17 +191,24 @@ def test_the_expected_time_counts_budgets_and_the_golden_work():
 
 
 def test_the_peak_clock_is_the_higher_of_measured_and_detected(machine):
-    detected = machine.cpu.clock_mhz
-    assert peak_clock(machine, detected + 500).mhz == detected + 500
-    assert peak_clock(machine, detected + 500).source == "measured all-core clock"
-    assert peak_clock(machine, detected - 500).mhz == detected  # a busy machine measures low
-    assert peak_clock(machine, None).source == machine.cpu.clock_source
+    from dataclasses import replace
+
+    nominal = replace(machine, cpu=replace(machine.cpu, clock_mhz=2600.0))
+    assert peak_clock(nominal, 4300.0).mhz == 4300.0
+    assert peak_clock(nominal, 4300.0).source == "measured all-core clock"
+    assert peak_clock(nominal, 1200.0).mhz == 2600.0  # a busy machine measures low
+    assert peak_clock(nominal, None).source == nominal.cpu.clock_source
+    unknown = replace(machine, cpu=replace(machine.cpu, clock_mhz=None))
+    assert peak_clock(unknown, 4300.0).mhz == 4300.0
+    assert peak_clock(unknown, None).mhz is None
 
 
-def test_a_run_rates_the_cpu_at_its_measured_clock():
-    from loclab.bench.clock import measure_clock_mhz
+def test_a_run_rates_the_cpu_peak_at_the_clock_it_chose(machine):
+    from loclab.bench.runner import execute
 
-    clock = measure_clock_mhz(1)
-    if clock is None:
-        pytest.skip("the clock is measured on x86-64 only")
-    assert 100 < clock < 10_000  # MHz: a real clock, not a unit slip
+    document = execute(plan(cases=["copy"], device="cpu", size="small"))
+    refs = document["references"]
+    clock = refs["cpu_peak_clock_mhz"]
+    assert refs["cpu_peak_clock_source"] in ("measured all-core clock",
+                                             machine.cpu.clock_source)
+    assert refs["cpu_peak_gflops_fp32"] == pytest.approx(machine.cpu.peak_gflops_at(clock))

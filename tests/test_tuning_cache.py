@@ -94,7 +94,7 @@ def test_a_corrupt_cache_warns_a_run_in_one_line_and_is_never_replaced(tmp_path,
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and fragment in err and err.startswith("loclab: warning: ")
     with pytest.raises(UsageError, match=fragment):
-        cache.check_writable(path)
+        cache.check_is_cache(path)
     with pytest.raises(UsageError, match=fragment):
         cache.store(path, "GPU X", "mmm", "a", entry())
     assert path.read_text() == text  # the user's file, as it was

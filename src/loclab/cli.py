@@ -211,6 +211,15 @@ def _check_writable(path: Path, option: str, directory: bool) -> None:
     (check_report_directory if directory else check_file)(path, option)
 
 
+def _check_outputs(args: argparse.Namespace) -> None:
+    """``--json`` and ``--report``, once the request itself is known to be good (a bad size
+    must not leave an empty report directory behind)."""
+    if args.json:
+        _check_writable(args.json, "--json", directory=False)
+    if args.report:
+        _check_writable(args.report, "--report", directory=True)
+
+
 def _console(stderr: bool = False) -> Any:
     from rich.console import Console
 
@@ -237,12 +246,9 @@ def _run(args: argparse.Namespace) -> int:
     from loclab.bench.runner import execute, plan
     from loclab.report.text import duration, failures, finished_line
 
-    if args.json:
-        _check_writable(args.json, "--json", directory=False)
-    if args.report:
-        _check_writable(args.report, "--report", directory=True)
     request = plan(cases=args.case, device=args.device, size=args.size, threads=args.threads,
                    tuned=args.tuned, tuning_cache=args.tuning_cache, dims=args.dims)
+    _check_outputs(args)
     if args.quiet:
         document = execute(request)
         for line in failures(document):
@@ -300,14 +306,14 @@ def _tune(args: argparse.Namespace) -> int:
     from loclab.report.console import print_tunings, size_text
 
     cache = args.tuning_cache or default_path()
-    _check_writable(cache, "--tuning-cache" if args.tuning_cache else "tuning cache",
-                    directory=False)
-    if args.json:
-        _check_writable(args.json, "--json", directory=False)
     request = plan_tuning(args.case, args.variant, device=args.device, size=args.size,
                           strategy=args.strategy, limit=args.budget, seconds=args.seconds,
                           seed=args.seed, threads=args.threads, cache_path=cache,
                           dims=args.dims)
+    _check_writable(cache, "--tuning-cache" if args.tuning_cache else "tuning cache",
+                    directory=False)
+    if args.json:
+        _check_writable(args.json, "--json", directory=False)
     if args.quiet:
         document = execute_tuning(request)
     else:
@@ -365,12 +371,9 @@ def _compare(args: argparse.Namespace) -> int:
     from loclab.bench.results import load_json, write_json
     from loclab.report.compare import print_comparison, write_comparison_report
 
-    if args.json:
-        _check_writable(args.json, "--json", directory=False)
-    if args.report:
-        _check_writable(args.report, "--report", directory=True)
-    comparison = compare(load_json(args.base), load_json(args.new),
-                         base_label=str(args.base), new_label=str(args.new))
+    base, new = load_json(args.base), load_json(args.new)
+    _check_outputs(args)
+    comparison = compare(base, new, base_label=str(args.base), new_label=str(args.new))
     print_comparison(comparison, _console())
     if args.json:
         write_json(comparison, args.json)
@@ -383,8 +386,8 @@ def _report(args: argparse.Namespace) -> int:
     from loclab.bench.results import load_json
     from loclab.report import write_report
 
-    _check_writable(args.output, "--output", directory=True)
     document = load_json(args.results)
+    _check_writable(args.output, "--output", directory=True)
     try:
         index = write_report(document, args.output)
     except (KeyError, TypeError, AttributeError) as err:  # a hand-edited or truncated file

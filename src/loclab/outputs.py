@@ -4,8 +4,8 @@ A check creates what a write would create (missing parent directories) and then 
 write by doing a harmless one: an existing file is opened for appending (its contents stay),
 a new one is created and removed again, a report directory gets a temporary file. That is the
 only test that holds everywhere (``os.access`` answers yes to root on /proc, and knows nothing
-of quotas or read-only mounts). A report directory that holds files loclab did not write is
-refused: its README.md or index.html would be replaced.
+of quotas or read-only mounts). A report directory must be new, empty, or an earlier loclab
+report: anything else holds files a report could replace (README.md, results.json, a PNG).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from loclab.errors import UsageError
 
 # Written into every report's index.html, so that a later report may replace it.
 REPORT_MARK = '<meta name="generator" content="loclab">'
-REPORT_FILES = ("index.html", "README.md")
 
 
 def check_file(path: Path, option: str) -> None:
@@ -41,10 +40,11 @@ def check_report_directory(path: Path, option: str) -> None:
     if path.exists() and not path.is_dir():
         raise UsageError(f"{option} {path}: not a directory")
     _make_parents(path / "index.html", option)
-    foreign = [name for name in REPORT_FILES if (path / name).exists()]
-    if foreign and not _is_report(path):
-        raise UsageError(f"{option} {path}: holds {' and '.join(foreign)} that loclab did not "
-                         "write; name a new or empty directory")
+    held = sorted(entry.name for entry in path.iterdir()) if path.is_dir() else []
+    if held and not _is_report(path):
+        shown = ", ".join(held[:3]) + (f" and {len(held) - 3} more" if len(held) > 3 else "")
+        raise UsageError(f"{option} {path}: holds {shown}, not a loclab report; name a new "
+                         "or empty directory")
     try:
         handle, probe = tempfile.mkstemp(prefix=".loclab-", dir=path)
         os.close(handle)

@@ -34,15 +34,22 @@ def _chains(steps: int, count: int) -> np.ndarray:
     return out
 
 
-def measure_clock_mhz(threads: int) -> float | None:
-    """The all-core clock in MHz with ``threads`` threads busy, or None where a step's cycles
-    are not known (not x86-64)."""
+def measure_clock_mhz(cores: int) -> float | None:
+    """The all-core clock in MHz: ``cores`` threads busy at once (whatever ``--threads`` the
+    run uses, since the peak counts every core), or None where a step's cycles are not known
+    (not x86-64)."""
     if platform.machine().lower() not in {"x86_64", "amd64"}:
         return None
-    _chains(1000, threads)  # compile
-    best = float("inf")
-    for _ in range(REPEATS):
-        start = time.perf_counter()
-        _chains(STEPS, threads)
-        best = min(best, time.perf_counter() - start)
+    threads = max(1, min(cores, numba.config.NUMBA_NUM_THREADS))
+    chosen = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        _chains(1000, threads)  # compile
+        best = float("inf")
+        for _ in range(REPEATS):
+            start = time.perf_counter()
+            _chains(STEPS, threads)
+            best = min(best, time.perf_counter() - start)
+    finally:
+        numba.set_num_threads(chosen)
     return STEPS * CYCLES_PER_STEP / best / 1e6

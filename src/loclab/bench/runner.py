@@ -215,6 +215,11 @@ def requested_sizes(dims: SizeRequest | None) -> list[Mapping[str, int]] | None:
     sizes = [dims] if isinstance(dims, Mapping) else list(dims)
     if not sizes or not all(isinstance(size, Mapping) for size in sizes):
         raise UsageError("dims: give a size as NAME=VALUE pairs (m=5000,n=3000,k=700)")
+    seen: list[Mapping[str, int]] = []
+    for size in sizes:
+        if dict(size) in seen:  # equal whatever the order of the names
+            raise UsageError(f"--dims {dims_text(size)} given twice: each size runs once")
+        seen.append(dict(size))
     return sizes
 
 
@@ -303,7 +308,7 @@ def execute(request: Plan, progress: Progress | None = None,
         from loclab.bench.clock import measure_clock_mhz
 
         tracker.report("measuring the CPU clock")
-        clock = peak_clock(request.machine, measure_clock_mhz(request.numba_threads or 1))
+        clock = peak_clock(request.machine, measure_clock_mhz(request.machine.cpu.cores))
     rows: list[Row] = []
     backends = {dev: make_backend(dev) for dev in request.devices}
     for case, device, dims in request.work:

@@ -52,8 +52,12 @@ class CpuInfo:
         """Cores x ``clock_mhz`` x flops/cycle."""
         if clock_mhz is None or self.flops_per_cycle is None:
             return None
-        cores = self.physical_cores or self.logical_cpus
-        return cores * clock_mhz * 1e-3 * self.flops_per_cycle
+        return self.cores * clock_mhz * 1e-3 * self.flops_per_cycle
+
+    @property
+    def cores(self) -> int:
+        """The cores a peak counts: physical ones where known."""
+        return self.physical_cores or self.logical_cpus
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "peak_gflops_fp32": self.peak_gflops_fp32}

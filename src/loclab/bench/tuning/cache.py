@@ -134,8 +134,9 @@ def load(path: Path | None = None) -> TuningCache:
         return TuningCache(path)
 
 
-def check_writable(path: Path) -> None:
-    """Before a search: a cache that exists must be one loclab can add to, never replaced."""
+def check_is_cache(path: Path) -> None:
+    """Before a search: a file there must be a tuning cache loclab can add to (a missing one
+    is fine), never something a store would replace."""
     try:
         read(path)
     except UsageError as err:

@@ -94,7 +94,7 @@ def plan_tuning(case: str, variants: Sequence[str] | None = None, device: str = 
     machine = detect_machine(with_gpu="gpu" in devices)
     numba_threads = configure_threads(threads) if "cpu" in devices else None
     cache_path = cache_path or cache.default_path()
-    cache.check_writable(cache_path)
+    cache.check_is_cache(cache_path)
     sizes = requested_sizes(dims)
     work = [(dev, one) for dev in devices
             for one in case_sizes(chosen_case, dev, size, machine, sizes, asked=True)]
