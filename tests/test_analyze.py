@@ -50,7 +50,7 @@ def test_json_has_the_architecture_shape() -> None:
     assert {"id", "line", "source", "loops"} <= set(document["statements"][0])
     assert {"id", "kind", "array", "source", "sink", "direction", "distance",
             "carried_by"} <= set(document["dependences"][0])
-    assert document["statements"][0] == {"id": "S1", "line": 4,
+    assert document["statements"][0] == {"id": "S1", "file": "<source>", "line": 4,
                                          "source": "A[j][i] = A[j - 1][i] + 1",
                                          "loops": ["L1", "L2"]}
     first = document["dependences"][0]

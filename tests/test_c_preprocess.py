@@ -256,7 +256,8 @@ def test_python_files_take_no_include_dirs_or_defines(
 
 def test_a_define_that_breaks_the_code_is_named() -> None:
     with pytest.raises(UsageError, match=r"^k.c:1:22: before: 5: not C that loclab can read "
-                                         r"\(the text here is the expansion of macro N\)$"):
+                                         r"\(the text here is the expansion of macro N, "
+                                         r"defined with -D N=5\)$"):
         loclab.analyze("void f(float *A, int N) { A[0] = N; }\n", language="c",
                        filename="k.c", defines={"N": "5"})
 
@@ -273,3 +274,52 @@ def test_a_scop_inside_a_loop_fixes_the_loop_variable() -> None:
         "line 3: this loop holds a #pragma scop region but is outside it: its variables are "
         "fixed values in the region",
         "line 4: only the #pragma scop region (lines 4-7) is analyzed"]
+
+
+@pytest.mark.parametrize("source, defines, hint", [
+    ("void f(float *A, int N) {\n  for (int i = 0; i < N; i++) A[i] = Q;\n}\n", {"Q": ""},
+     "k.c:2:39: Invalid expression: not C that loclab can read (macro Q expands to nothing "
+     "here, as -D Q= defines it)"),
+    ("#define Q\nvoid f(float *A, int N) {\n  for (int i = 0; i < N; i++) A[i] = Q;\n}\n", {},
+     "k.c:3:39: Invalid expression: not C that loclab can read (macro Q expands to nothing "
+     "here)"),
+    ("#define PLUS +\nvoid f(float *A, int N) {\n  for (int i = 0; i < N; i++) "
+     "A[i] = A[i] PLUS;\n}\n", {},
+     "k.c:3:47: Invalid expression: not C that loclab can read (just after the expansion of "
+     "macro PLUS)"),
+    ("void f(float *A, int N) {\n  mytype x;\n}\n", {},
+     "k.c:2:10: before: x: not C that loclab can read (mytype is not a type loclab knows: "
+     "declare it with typedef, or give the directory of its header with -I DIR)"),
+    ("void f(float *A, int N) {\n  for (int i = 0; i < N; i++) A[i] = (scalar) A[i];\n}\n", {},
+     "k.c:2:47: before: A: not C that loclab can read (scalar is not a type loclab knows: "
+     "declare it with typedef, or give the directory of its header with -I DIR)"),
+])
+def test_a_syntax_error_names_the_macro_or_type_behind_it(source: str, defines: dict[str, str],
+                                                          hint: str) -> None:
+    with pytest.raises(UsageError) as info:
+        loclab.analyze(source, language="c", filename="k.c", defines=defines)
+    assert str(info.value) == hint
+
+
+def test_an_include_directory_that_is_a_file_is_named(tmp_path: Path) -> None:
+    header = tmp_path / "k.h"
+    header.write_text("")
+    with pytest.raises(UsageError, match=r"^-I .*k.h: not a directory \(-I takes the "
+                                         r"directory that holds the headers\)$"):
+        loclab.analyze("void f(void) { }\n", language="c", include_dirs=[header])
+
+
+@pytest.mark.parametrize("language, source, text", [
+    ("c", "void f(float *A, int N) {\n  for (int i = 0; i < N; i++) A[i] = A[i] + \\\n"
+          "     1;\n}\n", "A[i] = A[i] + 1"),
+    ("c", "void f(float *A, int N) {\n  for (int i = 0; i < N; \\  \n i++) A[i] = 0;\n}\n",
+     "for (int i = 0; i < N; i++)"),
+    ("python", "def f(A, N):\n    for i in range(N):\n        A[i] = A[i] \\\n            + 1\n",
+     "A[i] = A[i] + 1"),
+    ("python", "def f(A, N):\n    for i in range(N):\n        A[i] = len('a\\\\') + \\\n"
+               "            A[i]  # x \\\n", "A[i] = len('a\\\\') + A[i]"),
+])
+def test_a_continued_line_reads_as_one_line(language: str, source: str, text: str) -> None:
+    nest = loclab.analyze(source, language=language).nest
+    shown = [loop.header for loop in nest.loops] + [s.source for s in nest.statements]
+    assert text in shown

@@ -4,6 +4,7 @@ non-integer ranges, chained assignments."""
 from __future__ import annotations
 
 import ast
+import json
 from pathlib import Path
 
 import pytest
@@ -144,3 +145,52 @@ def test_chained_assignments_the_model_cannot_order_are_errors(body: str, messag
     with pytest.raises(UsageError) as info:
         loclab.analyze(f"def f(A, k, N):\n{body}", filename="k.py")
     assert str(info.value).startswith("k.py" + message)
+
+
+WHOLE_FILE = ("def first(A, N):\n    for i in range(1, N):\n        A[i] = A[i - 1]\n\n"
+              "def unreadable(A, N):\n    i = 0\n    while i < N:\n        A[i] = 0\n\n"
+              "def last(B, N):\n    for j in range(N):\n        B[j] = 2 * B[j]\n")
+
+
+def test_a_function_that_cannot_be_read_is_skipped_and_named(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "k.py"
+    path.write_text(WHOLE_FILE)
+    analyses = loclab.analyze_file(path)
+    assert [a.name for a in analyses] == ["first", "last"]
+    (skipped,) = analyses.skipped
+    assert skipped.name == "unreadable" and str(skipped.error).startswith(f"{path}:7:")
+    assert main(["analyze", str(path), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert [d["function"] for d in json.loads(captured.out)] == ["first", "last"]
+    assert captured.err == f"loclab analyze: warning: skipped unreadable: {skipped.error}\n"
+    with pytest.raises(UsageError, match=r"^.*k.py:7:\d+: "):  # named alone: an error
+        loclab.analyze_file(path, "unreadable")
+
+
+def test_a_file_of_which_no_function_can_be_read_is_an_error_naming_each(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "k.py"
+    path.write_text("def f(A, N):\n    while N:\n        N -= 1\n\n"
+                    "def g(A, N):\n    for i in range(N):\n        break\n")
+    assert main(["analyze", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"loclab analyze: error: {path}: none of its 2 functions can be "
+                          "read:\n  f: ")
+    assert "\n  g: " in err and f"{path}:7:" in err
+    path.write_text("def f(A, N):\n    while N:\n        N -= 1\n")
+    assert main(["analyze", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"loclab analyze: error: {path}:2:") and err.count("\n") == 1
+
+
+def test_code_from_a_header_is_placed_in_the_header(tmp_path: Path) -> None:
+    (tmp_path / "body.h").write_text("for (int j = 0; j < N; j++)\n  A[i][j] = A[i][j] + 1;\n")
+    path = tmp_path / "k.c"
+    path.write_text("void f(int N, float A[N][N]) {\n  for (int i = 0; i < N; i++) {\n"
+                    "#include \"body.h\"\n  }\n}\n")
+    document = loclab.analyze_file(path)[0].to_json()
+    assert [(loop["var"], loop["file"], loop["line"]) for loop in document["loops"]] == \
+        [("i", str(path), 2), ("j", str(tmp_path / "body.h"), 1)]
+    (statement,) = document["statements"]
+    assert (statement["file"], statement["line"]) == (str(tmp_path / "body.h"), 2)

@@ -358,6 +358,8 @@ def _analyze(args: argparse.Namespace) -> int:
     path, _, function = args.target.partition("::")
     analyses = analyze_file(path, function or None, params=dict(args.param),
                             include_dirs=args.include_dirs, defines=dict(args.defines))
+    for skipped in analyses.skipped:  # on stderr: the JSON on stdout keeps its shape
+        print(f"loclab analyze: warning: {skipped}", file=sys.stderr)
     if args.json:
         documents = [a.to_json() for a in analyses]
         print(json.dumps(documents[0] if function else documents, indent=2))

@@ -67,8 +67,8 @@ class LoopReport:
         return [r.label() for r in self.remedies]
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "var": self.var, "line": self.line, "depth": self.depth,
-                "parallel": self.parallel, "parallel_after": self.parallel_after,
+        return {"id": self.id, "var": self.var, "file": self.loop.file, "line": self.line,
+                "depth": self.depth, "parallel": self.parallel, "parallel_after": self.parallel_after,
                 "carries": self.carries, "blocking": [d.id for d in self.unresolved]}
 
 
@@ -93,7 +93,8 @@ class StatementReport:
         return [loop.id for loop in self.statement.loops]
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "line": self.line, "source": self.source, "loops": self.loops}
+        return {"id": self.id, "file": self.statement.file, "line": self.line,
+                "source": self.source, "loops": self.loops}
 
 
 @dataclass

@@ -3,6 +3,12 @@
 ``load_source`` and ``load_file`` give one :class:`~loclab.nest.ir.Nest` per function;
 ``load_function`` takes a live Python function and keeps the line numbers of its file.
 C is preprocessed first (``include_dirs`` and ``defines`` are ``-I`` and ``-D``).
+
+Reading a whole file, a function that cannot be read (a ``while`` loop, ``self.x[i]``) need
+not stop the others: given a ``skipped`` list, ``load_source`` and ``load_file`` leave such a
+function out and append a :class:`Skipped` (its name and one-line error) to the list, as a
+compiler reports each bad function and goes on. A file that cannot be parsed at all, and a
+function named with ``function=``, are still errors.
 """
 
 from __future__ import annotations
@@ -10,20 +16,41 @@ from __future__ import annotations
 import inspect
 import textwrap
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from loclab.errors import UsageError
+from loclab.nest.builder import NestError
 from loclab.nest.ir import Nest
 
+_Node = TypeVar("_Node")
+
 C_SUFFIXES = {".c", ".h", ".cu", ".cpp", ".cc"}
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A function left out of a whole file's analysis: its name and why (``error`` is the
+    one-line error that reading it alone gives, starting with file:line:column)."""
+
+    name: str
+    error: NestError
+
+    def __str__(self) -> str:
+        return f"skipped {self.name}: {self.error}"
 
 
 def load_source(source: str, *, language: str = "python", filename: str = "<source>",
                 function: str | None = None, line_offset: int = 0,
                 include_dirs: Iterable[str | Path] = (),
-                defines: Mapping[str, str] | None = None) -> list[Nest]:
-    """Every function of ``source`` (or the one named ``function``) as IR."""
+                defines: Mapping[str, str] | None = None,
+                skipped: list[Skipped] | None = None) -> list[Nest]:
+    """Every function of ``source`` (or the one named ``function``) as IR.
+
+    With ``skipped`` and no ``function``, a function that cannot be read is left out and
+    appended to ``skipped`` instead of failing the file (the result may then be empty).
+    """
     if language == "python":
         from loclab.nest.python import build_python, python_functions
         from loclab.nest.source import SourceLines
@@ -36,8 +63,10 @@ def load_source(source: str, *, language: str = "python", filename: str = "<sour
                          filename)
         lines = SourceLines(source)  # split once for every function of the file
         names = {id(node): name for name, node in named}
-        return [build_python(lines, node, filename, line_offset, names[id(node)])
-                for node in chosen]
+        return _build(chosen, lambda node: names[id(node)],
+                      lambda node: build_python(lines, node, filename, line_offset,
+                                                names[id(node)]),
+                      skipped if function is None else None)
     if language == "c":
         from loclab.nest.c import build_c
         from loclab.nest.cunit import parse_c
@@ -49,13 +78,18 @@ def load_source(source: str, *, language: str = "python", filename: str = "<sour
         note = None
         if function is None:
             chosen, note = unit.scop_functions(chosen)
-        return [build_c(node, unit, note) for node in chosen]
+        return _build(chosen, lambda node: node.decl.name,
+                      lambda node: build_c(node, unit, note),
+                      skipped if function is None else None)
     raise UsageError(f"unknown language {language!r}: use 'python' or 'c'")
 
 
 def load_file(path: str | Path, function: str | None = None, *,
               include_dirs: Iterable[str | Path] = (),
-              defines: Mapping[str, str] | None = None) -> list[Nest]:
+              defines: Mapping[str, str] | None = None,
+              skipped: list[Skipped] | None = None) -> list[Nest]:
+    """Every function of a .py or .c file (or the one named ``function``), as
+    :func:`load_source` reads them (``skipped`` as there)."""
     path = Path(path)
     if path.is_dir():
         raise UsageError(f"{path}: is a directory; give a .py or .c file")
@@ -67,7 +101,7 @@ def load_file(path: str | Path, function: str | None = None, *,
         raise UsageError(f"{path}: cannot read: {err}") from None
     language = "c" if path.suffix in C_SUFFIXES else "python"
     return load_source(source, language=language, filename=str(path), function=function,
-                       include_dirs=include_dirs, defines=defines)
+                       include_dirs=include_dirs, defines=defines, skipped=skipped)
 
 
 def load_function(func: Callable[..., Any]) -> Nest:
@@ -85,6 +119,20 @@ def load_function(func: Callable[..., Any]) -> Nest:
     if "<" not in target.__qualname__:  # a method: Class.method, as in whole-file analysis
         nest.name = target.__qualname__
     return nest
+
+
+def _build(nodes: list[_Node], name: Callable[[_Node], str], build: Callable[[_Node], Nest],
+           skipped: list[Skipped] | None) -> list[Nest]:
+    """``build`` of every node; with ``skipped``, one that fails is left out and listed."""
+    nests: list[Nest] = []
+    for node in nodes:
+        try:
+            nests.append(build(node))
+        except NestError as err:
+            if skipped is None:
+                raise
+            skipped.append(Skipped(name(node), err))
+    return nests
 
 
 def _choose(nodes: list[Any], names: list[str], function: str | None,

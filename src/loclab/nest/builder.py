@@ -104,14 +104,16 @@ class NestBuilder:
 
     # -- structure --------------------------------------------------------------------------
     def open_loop(self, var: str, start: Poly | None, stop: Poly | None, step: int,
-                  line: int, column: int, header: str) -> Loop:
+                  line: int, column: int, header: str, file: str | None = None) -> Loop:
+        """``file`` where the loop is in another file (a header) than the nest."""
         if var in self.loop_vars:
             raise self.error(line, column, f"loop variable {var} is already the variable of "
                              f"the enclosing loop at line {self.loop_vars[var].line}")
         loop = Loop(id=f"L{len(self.nest.loops) + 1}", var=var, start=start, stop=stop,
                     step=step, line=line, column=column, depth=len(self._loops),
                     parent=self._loops[-1] if self._loops else None,
-                    guards=tuple(self._guards), header=header)
+                    guards=tuple(self._guards), header=header,
+                    file=file or self.nest.filename)
         self.nest.loops.append(loop)
         self._bodies[-1].append(loop)
         self._loops.append(loop)
@@ -135,14 +137,15 @@ class NestBuilder:
         self._guards.pop()
 
     def add_statement(self, line: int, column: int, source: str, accesses: list[Access],
-                      update: Update | None = None) -> Statement:
+                      update: Update | None = None, file: str | None = None) -> Statement:
+        """``file`` where the statement is in another file (a header) than the nest."""
         reads = [a for a in accesses if not a.write]
         writes = [a for a in accesses if a.write]
         statement = Statement(id=f"S{len(self.nest.statements) + 1}",
                               ordinal=len(self.nest.statements), line=line, column=column,
                               source=source, loops=tuple(self._loops),
                               guards=tuple(self._guards), accesses=reads + writes,
-                              update=update)
+                              update=update, file=file or self.nest.filename)
         self.nest.statements.append(statement)
         self._bodies[-1].append(statement)
         return statement

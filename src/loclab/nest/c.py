@@ -14,6 +14,7 @@ Every line and column is the user's: the preprocessor's output is mapped back.
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any
 
 from loclab.nest.builder import NestBuilder, NestError
@@ -33,6 +34,7 @@ UPDATE_OPS = {"+=": "+", "-=": "-", "*=": "*", "&=": "&", "|=": "|", "^=": "^"}
 BINARY_UPDATE = {"+": "+", "-": "-", "*": "*", "&": "&", "|": "|", "^": "^"}
 COMMUTATIVE = {"+", "*", "&", "|", "^"}
 COMPARISONS = {"<", "<=", ">", ">=", "==", "!="}
+_SPLICE = re.compile(r"\\[ \t]*\n")  # a line continued by a backslash (blanks after it too)
 _UNSUPPORTED = {"While": "a while loop", "DoWhile": "a do-while loop", "Break": "break",
                 "Continue": "continue", "Goto": "goto", "Switch": "switch", "Label": "a label",
                 "Case": "case", "Default": "default", "ExprList": "a comma expression",
@@ -66,10 +68,12 @@ def _generator() -> Any:
 
 
 def _slice_statement(lines: list[str], line: int, column: int, closing: str) -> str | None:
-    """The original text from (line, column) to ``closing`` at bracket depth 0."""
+    """The original text from (line, column) to ``closing`` at bracket depth 0, its lines
+    spliced where they end in a backslash (as C's translation phase 2 splices them)."""
     if not 1 <= line <= len(lines):
         return None
     text = "\n".join(lines[line - 1:line + 20])[column - 1:]
+    text = _SPLICE.sub("", text)
     depth = 0
     for index, char in enumerate(text):
         if char in "([{":
@@ -240,7 +244,8 @@ class _CNest:
         elif isinstance(node, a.Return) and last_top:
             reads = self.reads(node.expr) if node.expr is not None else []
             if reads:
-                self.builder.add_statement(*self.where(node), self.original(node), reads)
+                file, line, column = self.place(node)
+                self.builder.add_statement(line, column, self.original(node), reads, file=file)
         elif isinstance(node, a.FuncCall):
             raise self.call_error(node, statement=True)
         else:
@@ -284,18 +289,18 @@ class _CNest:
             raise self.error(decl, "initializer lists are not supported")
         accesses = self.stored(*self.chain(decl.init))
         write = self.target_access(self.ast.ID(decl.name, coord=decl.coord), write=True)
-        line, column = self.where(decl)
+        file, line, column = self.place(decl)
         self.builder.add_statement(line, column, self.text(decl).rstrip(";"),
-                                   accesses + [write])
+                                   accesses + [write], file=file)
 
     def loop(self, node: Any) -> None:
         var, start = self.loop_start(node)
         step = self.loop_step(node, var)
         stop = self.loop_stop(node, var, step)
-        line, column = self.where(node)
+        file, line, column = self.place(node)
         self.builder.push_scope()
         self.builder.open_loop(var, start, stop, step, line, column,
-                               self.original(node, closing=")"))
+                               self.original(node, closing=")"), file=file)
         self.statement(node.stmt)
         self.builder.close_loop()
         self.builder.pop_scope()
@@ -367,9 +372,9 @@ class _CNest:
         condition = self.condition(node.cond)
         reads = self.reads(node.cond)
         text = self.text(node.cond)
-        line, column = self.where(node)
+        file, line, column = self.place(node)
         test = self.builder.add_statement(line, column, self.original(node, closing=")"),
-                                          reads) if reads else None
+                                          reads, file=file) if reads else None
         if condition is None:
             self.builder.note(line, f"condition {text} is not affine: the statements it "
                               "guards are treated as possibly executed")
@@ -383,9 +388,9 @@ class _CNest:
     def assignment(self, node: Any) -> None:
         steps, value = self.chain(node)
         update = self.update(node) if len(steps) == 1 else None
-        line, column = self.where(node)
+        file, line, column = self.place(node)
         self.builder.add_statement(line, column, self.original(node),
-                                   self.stored(steps, value), update)
+                                   self.stored(steps, value), update, file=file)
 
     def chain(self, node: Any) -> tuple[list[Any], Any]:
         """The assignments of ``a = b = e`` (outermost first) and the value ``e``."""
@@ -421,10 +426,10 @@ class _CNest:
                              "supported")
         read = self.target_access(target, write=False)
         write = self.target_access(target, write=True)
-        line, column = self.where(node)
+        file, line, column = self.place(node)
         self.builder.add_statement(line, column, self.original(node),
                                    [read] + self.subscript_reads(target) + [write],
-                                   Update("+", self.target_in(target, node.expr)))
+                                   Update("+", self.target_in(target, node.expr)), file=file)
 
     def update(self, node: Any) -> Update | None:
         """``t op= e``, ``t = t op e``, ``t = max(t, e)``, or ``A[i] = A[i-1] op e``."""

@@ -117,16 +117,49 @@ def _parse_error(message: str, parser: Any, pre: Preprocessed) -> NestError:
             line, column = token.lineno, token.column
         except (AttributeError, TypeError):
             pass
-    macro = pre.macro(file, line, column)
+    macro = pre.culprit(file, line, column) if line else None
     file, line, column = pre.locate(file, line, column)
     unknown = pre.unexpanded(file, line)
+    hint: str | None = None
     if unknown:
         hint = (f"{', '.join(unknown)}: not defined in the files loclab read"
                 f"{pre.missing_hint()}; give the header's directory with -I DIR or define "
                 "it with -D NAME=VALUE")
     elif macro:
-        hint = f"the text here is the expansion of macro {macro}"
-    else:
-        hint = "declare unusual types with typedef"
+        hint = macro
+    elif (name := _unknown_type(parser)) is not None:
+        hint = (f"{name} is not a type loclab knows: declare it with typedef, or give the "
+                f"directory of its header with -I DIR{pre.missing_hint()}")
     where = f"{file}:{line}:{column}" if line else file
-    return NestError(f"{where}: {text}: not C that loclab can read ({hint})")
+    return NestError(f"{where}: {text}: not C that loclab can read"
+                     + (f" ({hint})" if hint else ""))
+
+
+_OPERAND_START = {"ID", "INT_CONST_DEC", "INT_CONST_OCT", "INT_CONST_HEX", "INT_CONST_BIN",
+                  "INT_CONST_CHAR", "FLOAT_CONST", "HEX_FLOAT_CONST", "CHAR_CONST",
+                  "STRING_LITERAL", "LPAREN", "MINUS", "PLUS", "NOT", "LNOT"}
+
+
+def _unknown_type(parser: Any) -> str | None:
+    """The name a syntax error suggests is a type the parser does not know: around the
+    error, an identifier declared nowhere that is followed by a name or ``*`` (``mytype x``,
+    ``mytype *p``), or a cast ``(mytype) x``. None where nothing looks like one."""
+    try:
+        stream = parser._tokens
+        window = [tok for tok in stream._buffer[max(0, stream._index - 4):stream._index + 1]
+                  if tok is not None]
+        scopes = list(parser._scope_stack)
+    except (AttributeError, TypeError):  # another pycparser: no hint rather than a wrong one
+        return None
+
+    def unknown(tok: Any) -> bool:
+        return tok.type == "ID" and not any(tok.value in scope for scope in scopes)
+
+    for first, second in zip(window, window[1:]):
+        if unknown(first) and second.type in {"ID", "TIMES"}:
+            return str(first.value)
+    for opening, name, closing, operand in zip(window, window[1:], window[2:], window[3:]):
+        if (opening.type, closing.type) == ("LPAREN", "RPAREN") and unknown(name) \
+                and operand.type in _OPERAND_START:
+            return str(name.value)
+    return None

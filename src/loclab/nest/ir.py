@@ -82,6 +82,7 @@ class Statement:
     guards: tuple[Guard, ...]
     accesses: list[Access]
     update: Update | None = None
+    file: str = ""  # the file that holds it, as the user named it (a header, for included code)
 
     @property
     def writes(self) -> list[Access]:
@@ -116,6 +117,7 @@ class Loop:
     guards: tuple[Guard, ...] = ()
     body: list[Union["Loop", Statement]] = field(default_factory=list)
     header: str = ""
+    file: str = ""  # the file that holds it, as the user named it (a header, for included code)
 
     @property
     def enclosing(self) -> tuple["Loop", ...]:

@@ -24,6 +24,7 @@ import functools
 import io
 import os
 import re
+import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,6 +120,9 @@ class Preprocessed:
     segments: dict[tuple[str, int], list[Segment]]  # per output line: (file, line) it stands for
     macros: set[str]
     missing: list[str]  # headers found nowhere (system headers), in order
+    # macros that expanded to nothing, per output line: (output column, name)
+    vanished: dict[tuple[str, int], list[tuple[int, str]]] = field(default_factory=dict)
+    defines: dict[str, str] = field(default_factory=dict)  # -D NAME: its definition as given
 
     def locate(self, file: str, line: int, column: int | None) -> Location:
         """A position in ``text`` (as pycparser reports it) in the user's file."""
@@ -134,6 +138,33 @@ class Preprocessed:
         """The macro whose expansion holds the token at this position of ``text``."""
         found = self._segment(file, line, column or 1)
         return found[3] if found is not None else None
+
+    def culprit(self, file: str, line: int, column: int | None) -> str | None:
+        """Where a syntax error at this position of ``text`` is in a macro's text: the token
+        there came from one, or one expanded to nothing just before it, or the token just
+        before it came from one. The hint that says so, naming the macro; else None."""
+        column = column or 1
+        found = self._segment(file, line, column)
+        if found is not None and found[3]:
+            return f"the text here is the expansion of macro {self._named(found[3])}"
+        here = found[0] if found is not None else column
+        before = [s for s in self.segments.get((file, line), ()) if s[0] < here]
+        previous = max(before, default=None)
+        start = previous[0] if previous is not None else 0
+        empty = [name for at, name in self.vanished.get((file, line), ())
+                 if start < at <= max(here, column)]
+        if empty:
+            given = self.defines.get(empty[-1])
+            return f"macro {empty[-1]} expands to nothing here" + (
+                f", as -D {shlex.quote(given)} defines it" if given is not None else "")
+        if previous is not None and previous[3]:
+            return f"just after the expansion of macro {self._named(previous[3])}"
+        return None
+
+    def _named(self, macro: str) -> str:
+        """``IDX``, or ``IDX, defined with -D 'IDX(i)='`` for one from the command line."""
+        given = self.defines.get(macro)
+        return f"{macro}, defined with -D {shlex.quote(given)}" if given is not None else macro
 
     def _segment(self, file: str, line: int, column: int) -> Segment | None:
         best: Segment | None = None
@@ -166,6 +197,9 @@ def preprocess(source: str, filename: str, include_dirs: Iterable[str | Path] = 
     """Run pcpp on ``source`` (the text of ``filename``) as a compiler would."""
     directories = [Path(d) for d in include_dirs]
     for directory in directories:
+        if directory.exists() and not directory.is_dir():
+            raise UsageError(f"-I {directory}: not a directory (-I takes the directory that "
+                             "holds the headers)")
         if not directory.is_dir():
             raise UsageError(f"-I {directory}: no such directory")
     source = source.lstrip("\ufeff")  # a byte-order mark is no column
@@ -174,10 +208,14 @@ def preprocess(source: str, filename: str, include_dirs: Iterable[str | Path] = 
         preprocessor.add_path(str(directory))
     for name in EMPTY_MACROS:
         preprocessor.define(f"{name} ")
+    given: dict[str, str] = {}
     for name, value in (defines or {}).items():
         preprocessor.define(f"{name} {value}")
+        given[re.sub(r"\W.*", "", name, flags=re.S)] = f"{name}={value}"
     preprocessor.parse(source, filename)
-    return _Assembler(preprocessor).run()
+    pre = _Assembler(preprocessor).run()
+    pre.defines = given
+    return pre
 
 
 @functools.cache
@@ -253,21 +291,32 @@ def _preprocessor_class() -> Any:
 
 
 def _anchor(originals: list[Any], result: list[Any]) -> None:
+    """Place every token a macro produced at the macro's name; a macro that produced nothing
+    marks the token after it (``loclab_vanished``) or, at the end, the one before it
+    (``loclab_vanished_after``), so that a syntax error there can name it."""
     index = {id(tok): k for k, tok in enumerate(originals)}
     position = 0
     anchor: tuple[str, int] | None = None
+    produced = False  # a macro produced a token since the last untouched one
     for tok in result:
         k = index.get(id(tok))
         if k is not None:
             if not tok.expanded_from:  # untouched by any macro: the next one starts after it
-                position, anchor = k + 1, None
+                if not produced and position < k:
+                    tok.loclab_vanished = originals[position].value
+                position, anchor, produced = k + 1, None, False
+            else:
+                produced = True
             continue
+        produced = True
         if getattr(tok, "loclab_at", None) is not None:
             continue  # placed by an expansion inside a macro argument
         if anchor is None and position < len(originals):
             name = originals[position]
             anchor = getattr(name, "loclab_at", None) or (name.source, name.lexpos)
         tok.loclab_at = anchor
+    if not produced and position < len(originals) and result:
+        result[-1].loclab_vanished_after = originals[position].value
 
 
 class _Assembler:
@@ -287,6 +336,7 @@ class _Assembler:
         self.spaced = False  # whitespace since the last token
         self.key: tuple[str, int] | None = None  # (file, line) the output line stands for
         self.segments: dict[tuple[str, int], list[Segment]] = {}
+        self.vanished: dict[tuple[str, int], list[tuple[int, str]]] = {}
 
     def run(self) -> Preprocessed:
         files = self.pp.files
@@ -302,14 +352,20 @@ class _Assembler:
             if where is not None:
                 macros = getattr(tok, "expanded_from", None)
                 self.emit(tok.value, where[0].display, where[1], where[2],
-                          macros[-1] if macros else None)
+                          macros[-1] if macros else None,
+                          getattr(tok, "loclab_vanished", None))
+                after = getattr(tok, "loclab_vanished_after", None)
+                if after is not None and self.key is not None:
+                    self.vanished.setdefault(self.key, []).append((self.width + 1, after))
         self.flush()
         return Preprocessed(text="\n".join(self.out) + "\n", main=self.pp.main,
                             files={f.display: f for f in files.values()},
                             segments=self.segments, macros=set(self.pp.macros),
-                            missing=self.pp.missing)
+                            missing=self.pp.missing, vanished=self.vanished)
 
-    def emit(self, value: str, file: str, line: int, column: int, macro: str | None) -> None:
+    def emit(self, value: str, file: str, line: int, column: int, macro: str | None,
+             vanished: str | None = None) -> None:
+        """One token; ``vanished``: a macro that expanded to nothing just before it."""
         if self.key is None or file != self.key[0] or line > self.key[1]:
             self.newline(file, line)
         assert self.key is not None
@@ -319,6 +375,8 @@ class _Assembler:
         elif self.width and self.spaced:
             self.line.append(" ")
             self.width += 1
+        if vanished is not None:
+            self.vanished.setdefault(self.key, []).append((self.width + 1, vanished))
         self.segments.setdefault(self.key, []).append((self.width + 1, line, column, macro))
         self.line.append(value)
         self.width += len(value)

@@ -13,6 +13,7 @@ error with file:line:column.
 from __future__ import annotations
 
 import ast
+import re
 from collections import Counter
 
 from loclab.nest.builder import NestBuilder
@@ -38,6 +39,11 @@ UPDATE_OPS: dict[type, str] = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Bi
 COMMUTATIVE = {"+", "*", "&", "|", "^"}
 COMPARE_OPS: dict[type, str] = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
                                 ast.Eq: "==", ast.NotEq: "!="}
+# a string literal or a comment, kept as written; or a backslash that continues a line
+_CONTINUATION = re.compile(
+    r"(?P<keep>'{3}(?:\\.|[^\\])*?'{3}|\"{3}(?:\\.|[^\\])*?\"{3}"
+    r"|'(?:\\.|[^'\\\n])*'|\"(?:\\.|[^\"\\\n])*\"|#[^\r\n]*)"
+    r"|\\(?:\r\n|\r|\n)", re.S)
 
 
 def python_functions(source: str, filename: str) -> list[tuple[str, ast.FunctionDef]]:
@@ -87,8 +93,11 @@ class _PythonNest:
         return self.builder.error(self.line(node), getattr(node, "col_offset", 0) + 1, message)
 
     def text(self, node: ast.AST) -> str:
+        """The node as the user wrote it on one line: blanks collapsed, and no backslash
+        where the user continued a line (``A[j] \\`` then ``+ 1`` is ``A[j] + 1``)."""
         segment = self.lines.segment(node) or ast.unparse(node)
-        return " ".join(segment.split())
+        joined = _CONTINUATION.sub(lambda m: m["keep"] or " ", segment)
+        return " ".join(joined.split())
 
     # -- walking ----------------------------------------------------------------------------
     def build(self) -> Nest:
