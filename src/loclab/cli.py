@@ -181,6 +181,37 @@ def build_parser() -> argparse.ArgumentParser:
                          help="C: define a macro before preprocessing, repeatable")
     analyze.set_defaults(handler=_analyze)
 
+    transform = commands.add_parser(
+        "transform", help="apply loop transformations, checked, and emit runnable code",
+        description="Apply the lectures' recipes (strip-mine, interchange, tile, distribute, "
+        "privatize, unroll, parallel, stage, copy) to a function's loop nest, each step "
+        "checked exactly against the dependences; print the transformed code.")
+    transform.add_argument("target", metavar="FILE[::FUNCTION]",
+                           help="a .py or .c file; ::NAME picks the function (needed when "
+                           "the file holds several)")
+    transform.add_argument("--apply", required=True, metavar="STEPS",
+                           help='the recipe, steps separated by ";", e.g. '
+                           '"tile(i=32, j=32); parallel(ii)"')
+    transform.add_argument("--emit", choices=("python", "numba", "c"),
+                           help="the output language (default: the input's; Python input "
+                           "may be emitted as numba)")
+    transform.add_argument("-o", "--output", type=Path, metavar="FILE",
+                           help="write the code to FILE (a new file, or one loclab wrote)")
+    transform.add_argument("--verify", action="store_true",
+                           help="run the original and the result on the same random inputs "
+                           "and compare every output")
+    transform.add_argument("--param", action="append", default=[], type=_param,
+                           metavar="NAME=VALUE", help="a size for --verify, repeatable "
+                           "(default: small odd sizes)")
+    transform.add_argument("--json", action="store_true",
+                           help="print the steps, the code and the verification as JSON")
+    transform.add_argument("-I", dest="include_dirs", action="append", default=[],
+                           type=Path, metavar="DIR", help="C: search DIR for #include files")
+    transform.add_argument("-D", dest="defines", action="append", default=[], type=_define,
+                           metavar="NAME[=VALUE]", help="C: define a macro before "
+                           "preprocessing")
+    transform.set_defaults(handler=_transform)
+
     compare = commands.add_parser(
         "compare", help="compare two results files, row by row",
         description="Match the rows of two 'loclab run --json' files by case, variant, device "
@@ -366,6 +397,36 @@ def _analyze(args: argparse.Namespace) -> int:
     else:
         print("\n\n".join(a.explain() for a in analyses))
     return 0
+
+
+def _transform(args: argparse.Namespace) -> int:
+    from loclab.transform import transform_file
+    from loclab.transform.output import check_output, write_output
+
+    path, _, function = args.target.partition("::")
+    if args.output is not None:
+        check_output(args.output, Path(path))
+    result = transform_file(path, function or None, args.apply, emit=args.emit,
+                            include_dirs=args.include_dirs, defines=dict(args.defines))
+    verification = result.verify(**dict(args.param)) if args.verify else None
+    if args.output is not None:
+        write_output(args.output, result.source)
+    if args.json:
+        document = result.to_json()
+        document["verification"] = None if verification is None else verification.to_json()
+        print(json.dumps(document, indent=2))
+    else:
+        for step in result.steps:
+            print(f"loclab transform: {step.step}: legal ({step.reason})", file=sys.stderr)
+        for note in result.notes:
+            print(f"loclab transform: note: {note}", file=sys.stderr)
+        if verification is not None:
+            print(f"loclab transform: {verification}", file=sys.stderr)
+        if args.output is None:
+            print(result.source, end="")
+        else:
+            print(f"loclab transform: wrote {args.output}", file=sys.stderr)
+    return 0 if verification is None or verification.ok else 1
 
 
 def _compare(args: argparse.Namespace) -> int:

@@ -85,30 +85,43 @@ def kind_of(first: Access, second: Access) -> str:
     return "RAW" if first.write else "WAR"
 
 
-def compute_dependences(model: Model) -> list[Dependence]:
+Use = tuple[Statement, Access]
+
+
+def dependence_relations(model: Model) -> Iterator[tuple[Use, Use, "isl.Map"]]:
+    """Every ordered pair of accesses to one variable, one of them a write, with the
+    non-empty relation ``{ S1[x] -> S2[y] }`` of the instance pairs that touch one element,
+    ``x`` running before ``y`` (``model.point`` names the instances). What
+    :func:`compute_dependences` summarizes, and what ``loclab.transform`` checks a new order
+    against."""
     import islpy as isl
 
-    found: dict[tuple, _Entry] = {}
     for uses in model.accesses.values():
         for first, second in itertools.product(uses, repeat=2):
             (s1, a1), (s2, a2) = first, second
             if not (a1.write or a2.write) or (a1 is a2 and not a1.write):
                 continue
-            loops = common_loops(s1, s2)
-            order = _order(s1, a1, s2, a2, loops)
+            order = _order(s1, a1, s2, a2, common_loops(s1, s2))
             if order is None:
                 continue
             parts = [model.domain(s1, "x"), model.domain(s2, "y"), order]
             parts += model.same_location(first, second)
             relation = isl.Map(f"{model.header}{{ {model.point(s1, 'x')} -> "
                                f"{model.point(s2, 'y')} : {' and '.join(parts)} }}")
-            if relation.is_empty():
-                continue
-            exact = model.exact(s1, a1) and model.exact(s2, a2)
-            for vector, distance in _vectors(relation, loops):
-                key = (s1.ordinal, s2.ordinal, kind_of(a1, a2), a1.variable.key, vector)
-                entry = found.setdefault(key, _Entry(first, second, loops))
-                entry.add(distance, exact)
+            if not relation.is_empty():
+                yield first, second, relation
+
+
+def compute_dependences(model: Model) -> list[Dependence]:
+    found: dict[tuple, _Entry] = {}
+    for first, second, relation in dependence_relations(model):
+        (s1, a1), (s2, a2) = first, second
+        loops = common_loops(s1, s2)
+        exact = model.exact(s1, a1) and model.exact(s2, a2)
+        for vector, distance in direction_vectors(relation, loops):
+            key = (s1.ordinal, s2.ordinal, kind_of(a1, a2), a1.variable.key, vector)
+            entry = found.setdefault(key, _Entry(first, second, loops))
+            entry.add(distance, exact)
     return _compact(found, _ranks(model))
 
 
@@ -138,7 +151,7 @@ def _order(s1: Statement, a1: Access, s2: Statement, a2: Access,
 Vectors = Iterator[tuple[tuple[str, ...], tuple[int | None, ...]]]
 
 
-def _vectors(relation: "isl.Map", loops: tuple[Loop, ...]) -> Vectors:
+def direction_vectors(relation: "isl.Map", loops: tuple[Loop, ...]) -> Vectors:
     """Yield (direction vector, distance vector) for every sign pattern that occurs."""
     import islpy as isl
 

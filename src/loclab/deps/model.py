@@ -18,7 +18,7 @@ from functools import cached_property
 
 from loclab.nest.expr import Poly, Symbol, condition_polys, render_condition, \
     substitute_condition
-from loclab.nest.ir import Access, Loop, Nest, Statement, Variable
+from loclab.nest.ir import Access, Guard, Loop, Nest, Statement, Variable
 
 
 class Model:
@@ -39,7 +39,12 @@ class Model:
     # -- naming -----------------------------------------------------------------------------
     @property
     def header(self) -> str:
-        return f"[{', '.join(self._param_names.values())}] -> "
+        return f"[{', '.join(self.isl_parameters)}] -> "
+
+    @property
+    def isl_parameters(self) -> list[str]:
+        """isl's names of the symbolic sizes (``p0``, ...), in the order of ``symbolic``."""
+        return list(self._param_names.values())
 
     def namer(self, statement: Statement, role: str) -> Callable[[str], str]:
         loops = {loop.var: f"{role}{k}" for k, loop in enumerate(statement.loops)}
@@ -75,10 +80,17 @@ class Model:
         return self._domains[key]
 
     def _build_domain(self, statement: Statement, role: str) -> str:
+        return self.constraints(statement, statement.loops, statement.guards, role)
+
+    def constraints(self, statement: Statement, loops: tuple[Loop, ...],
+                    guards: tuple[Guard, ...], role: str) -> str:
+        """isl text for the iterations of ``loops`` (the outermost of the statement's) where
+        ``guards`` hold: the statement's domain when they are all of its loops and guards,
+        the domain of a block around it (``loclab.transform``'s opaque units) when fewer."""
         parts: list[str] = []
-        for depth, loop in enumerate(statement.loops):
+        for depth, loop in enumerate(loops):
             parts += self._loop_constraints(loop, statement, role, f"{role}{depth}")
-        for guard in statement.guards:
+        for guard in guards:
             if guard.condition is None:
                 continue
             condition = substitute_condition(guard.condition, self.fixed)

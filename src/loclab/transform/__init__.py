@@ -1,0 +1,205 @@
+"""``loclab transform``: the lectures' recipes as checked, executable loop transformations.
+
+``transform(func_or_source, "tile(i=32, j=32); parallel(ii)")`` applies the steps one by
+one to the function's loop nest. Each step rearranges the loops around the original
+statements (:mod:`loclab.transform.tree`), is checked exactly against the function's
+dependences with isl (:mod:`loclab.transform.legality`), and the result is emitted as code
+through isl's AST generator: Python, Numba or C. A refused step raises
+:class:`~loclab.transform.steps.IllegalStep` naming the dependence it would break.
+
+The result is a :class:`Transformed`: ``.source``, ``.steps`` (each with why it is legal),
+``.compile()`` (a callable, a drop-in replacement) and ``.verify(**sizes)`` (runs both
+versions on the same random inputs and compares every output).
+"""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from loclab.errors import UsageError
+
+EMITTERS = {"python": ("python", "numba"), "c": ("c",)}
+AFTER_COPIES = {"parallel", "stage", "copy", "privatize"}  # steps that move no loop
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """One step of a recipe: legal (why), as the checker proved it."""
+
+    step: str
+    legal: bool
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"step": self.step, "legal": self.legal, "reason": self.reason}
+
+
+@dataclass(eq=False)
+class Transformed:
+    """A transformed function: its source, the steps and why each is legal."""
+
+    name: str
+    language: str
+    emit: str
+    source: str
+    steps: list[StepResult]
+    program: Any = field(repr=False)
+    origin: Any = field(repr=False)  # where the original came from (for compile and verify)
+    notes: list[str] = field(default_factory=list)
+
+    def compile(self) -> Callable[..., Any]:
+        """The transformed function, ready to call (Numba compiles it on the first call)."""
+        from loclab.transform.verify import compile_transformed
+
+        return compile_transformed(self)
+
+    def verify(self, **sizes: int) -> "Any":
+        """Run the original and this on the same random inputs and compare every output."""
+        from loclab.transform.verify import verify
+
+        return verify(self, sizes)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"function": self.name, "language": self.language, "emit": self.emit,
+                "steps": [s.to_json() for s in self.steps], "source": self.source,
+                "notes": list(self.notes)}
+
+
+@dataclass(frozen=True)
+class Origin:
+    """The original function: its file's text, name and where its lines start."""
+
+    source: str
+    filename: str
+    function: str
+    offset: int
+    module: dict[str, Any] | None  # a live function's globals
+    include_dirs: tuple[str, ...] = ()  # C: -I
+    defines: dict[str, str] = field(default_factory=dict)  # C: -D
+
+
+def transform(func_or_source: Callable[..., Any] | str, recipe: str,
+              function: str | None = None, *, emit: str | None = None,
+              filename: str | None = None, language: str = "python") -> Transformed:
+    """Apply a recipe to a live Python function or to the source text of one."""
+    origin = _origin(func_or_source, function, filename, language)
+    return _run(origin, recipe, emit, language)
+
+
+def transform_file(path: str | Path, function: str | None, recipe: str, *,
+                   emit: str | None = None, include_dirs: Iterable[str | Path] = (),
+                   defines: Mapping[str, str] | None = None) -> Transformed:
+    """Apply a recipe to the function ``function`` of a .py or .c file (``None``: its only
+    function); C is preprocessed with ``include_dirs`` and ``defines`` (``-I``, ``-D``)."""
+    from loclab.nest import C_SUFFIXES
+
+    path = Path(path)
+    if path.is_dir():
+        raise UsageError(f"{path}: is a directory; give a .py or .c file")
+    try:
+        source = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise UsageError(f"{path}: cannot read: {err}") from None
+    language = "c" if path.suffix in C_SUFFIXES else "python"
+    if language == "python" and (list(include_dirs) or defines):
+        raise UsageError(f"{path}: -I and -D apply to C files only")
+    if function is None:
+        function = _only_function(source, str(path), language)
+    origin = Origin(source, str(path), function, 0, None, tuple(map(str, include_dirs)),
+                    dict(defines or {}))
+    return _run(origin, recipe, emit, language)
+
+
+def _origin(func_or_source: Callable[..., Any] | str, function: str | None,
+            filename: str | None, language: str) -> Origin:
+    if isinstance(func_or_source, str):
+        if function is None:
+            function = _only_function(func_or_source, filename or "<source>", language)
+        return Origin(func_or_source, filename or "<source>", function, 0, None)
+    target = inspect.unwrap(func_or_source)
+    target = getattr(target, "py_func", target)
+    try:
+        lines, start = inspect.getsourcelines(target)
+        where = inspect.getsourcefile(target) or "<function>"
+    except (OSError, TypeError) as err:
+        raise UsageError(f"cannot read the source of {func_or_source!r}: {err}") from None
+    return Origin(textwrap.dedent("".join(lines)), where, target.__name__, start - 1,
+                  getattr(target, "__globals__", None))
+
+
+def _only_function(source: str, filename: str, language: str) -> str:
+    if language != "python":
+        raise UsageError(f"{filename}: name the function to transform")
+    from loclab.nest.python import python_functions
+
+    names = [name for name, _ in python_functions(source, filename)]
+    if len(names) != 1:
+        raise UsageError(f"{filename}: name the function to transform (functions: "
+                         f"{', '.join(names) or 'none'})")
+    return names[0]
+
+
+def _run(origin: Origin, recipe: str, emit: str | None, language: str) -> Transformed:
+    from loclab.deps.remedies import Remedies
+    from loclab.transform.emit import emit_code
+    from loclab.transform.legality import Dependences
+    from loclab.transform.output import header
+    from loclab.transform.recipe import parse_recipe
+    from loclab.transform.steps import Context, registry
+
+    emit = emit or language
+    if emit not in EMITTERS[language]:
+        choices = " or ".join(EMITTERS[language])
+        raise UsageError(f"--emit {emit}: a {language} function is emitted as {choices}")
+    steps = parse_recipe(recipe)
+    known = registry()
+    for step in steps:
+        if step.name not in known:
+            raise UsageError(f"{step}: unknown step {step.name!r} (steps: "
+                             f"{', '.join(sorted(known))})")
+    program = _program(origin, language)
+    context = Context(Dependences(program.model), Remedies(program.model))
+    results: list[StepResult] = []
+    copied: str | None = None
+    for step in steps:
+        if copied is not None and step.name not in AFTER_COPIES:
+            raise UsageError(f"{step}: loops cannot move once {copied} copies a slice for "
+                             "them: reorder loops first")
+        if step.name in ("stage", "copy"):
+            copied = str(step)
+        applied = known[step.name].apply(program, step, context)
+        program = applied.program
+        results.append(StepResult(str(step), True, applied.reason))
+    recipe_text = "; ".join(r.step for r in results)
+    source = header(emit, f"{Path(origin.filename).name}::{origin.function}", recipe_text) \
+        + "\n" + emit_code(program, emit)
+    return Transformed(program.nest.name, language, emit, source, results, program, origin,
+                       list(program.notes))
+
+
+def _program(origin: Origin, language: str) -> Any:
+    from loclab.transform.tree import Private
+
+    if language == "python":
+        from loclab.transform.python_program import python_program
+
+        program = python_program(origin.source, origin.filename, origin.function,
+                                 origin.offset)
+    else:
+        from loclab.transform.c_program import c_program
+
+        program = c_program(origin.source, origin.filename, origin.function)
+    for variable in program.nest.variables:
+        if variable.scope:
+            program.private[variable.key] = Private(variable, variable.scope[-1], "local")
+    return program
+
+
+__all__ = ["StepResult", "Transformed", "transform", "transform_file"]

@@ -1,0 +1,108 @@
+"""Arrays read through a copy: the slice a loop reads, as isl computes it.
+
+``stage(B, kk)`` copies, at the start of every iteration of ``kk``, the slice of ``B`` that
+iteration reads (the slides' "remap read-only slices": ``A[ii:ii+R][kk:kk+T]``); ``copy(A,
+i)`` copies, before the loop, everything the loop reads of ``A`` (WAR elimination). Either
+way the slice is a box: per dimension, the smallest and largest subscript the reads take,
+functions of the loops around that point, which isl computes exactly from the accesses and
+the schedule. The copy is code at a *marker*, an extra point of the schedule, so that isl
+places it at the right spot of the loops it generates (:mod:`loclab.transform.codegen`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from loclab.transform.codegen import Marker
+from loclab.transform.schedule import POSITION_STRIDE, Schedule
+from loclab.transform.tree import Buffer, LoopNode, Program
+
+
+@dataclass(eq=False)
+class BufferMarker:
+    """One buffer's marker: where the copy goes, and the names the emitted code uses."""
+
+    buffer: Buffer
+    marker: Marker
+    path: list[LoopNode]  # the loops around the marker (codegen names them from this)
+    rank: int
+
+    @property
+    def lows(self) -> list[str]:
+        return [f"{self.buffer.name}_lo{k}" for k in range(self.rank)]
+
+    def covers(self, unit: object) -> bool:
+        """Whether the unit's reads of the array go through this buffer."""
+        return any(unit is u for u in self.buffer.loop.units())
+
+
+def buffer_markers(program: Program, schedule: Schedule) -> list[BufferMarker]:
+    return [_marker(program, schedule, buffer, number)
+            for number, buffer in enumerate(program.buffers)]
+
+
+def _marker(program: Program, schedule: Schedule, buffer: Buffer,
+            number: int) -> BufferMarker:
+    model = program.model
+    loop = buffer.loop
+    around = program.path(loop)
+    path = around + [loop] if buffer.kind == "stage" else around
+    name = f"M{number}"
+    zs = [f"z{k}" for k in range(len(path))]
+    head = f"{name}[{', '.join(zs)}]"
+    positions = _positions(program, loop)
+    times: list[str] = [str(positions[0])]
+    for level, z in enumerate(zs):
+        times += [z, str(positions[level + 1]) if level + 1 < len(positions) else "0"]
+    if buffer.kind == "copy":
+        times[-1] = str(positions[len(path)] - 1)  # just before the loop
+    else:
+        times[-1] = "0"  # the start of each iteration, before every child
+    times += ["0"] * (schedule.depth - len(times))
+    found = [(schedule.by_unit[id(u)], s, a) for u in loop.units() for s in u.statements
+             for a in s.accesses if a.variable is buffer.variable and not a.write]
+    rank = len(found[0][2].subscripts)
+    domains: list[str] = []
+    functions: dict[str, list[str]] = {}
+    for placed, statement, access in found:
+        coords = ", ".join(f"x{k}" for k in range(len(statement.loops)))
+        values = " and ".join(f"{z} = {schedule.value(node, placed.unit)}"
+                              for z, node in zip(zs, path))
+        where = " and ".join([model.domain(statement, "x"), *placed.unit.restriction])
+        if values:
+            where = f"{values} and {where}"
+        domains.append(f"{head} : exists ({coords} : {where})")
+        for k, subscript in enumerate(access.subscripts):
+            text = model.render(subscript, statement, "x")
+            functions.setdefault(f"v{k}", []).append(
+                f"{head} -> [v] : exists ({coords} : v = {text} and {where})")
+    domain = f"{model.header}{{ {'; '.join(domains)} }}"
+    marker = Marker(name, domain, f"{model.header}{{ {head} -> [{', '.join(times)}] }}",
+                    _bounds(model.header, functions))
+    result = BufferMarker(buffer, marker, path, rank)
+    marker.payload = result
+    return result
+
+
+def _bounds(header: str, functions: dict[str, list[str]]) -> dict[str, str]:
+    """Per dimension ``lo{k}`` and ``hi{k}``: the least and largest subscript, as functions."""
+    import islpy as isl
+
+    out: dict[str, str] = {}
+    for key, pieces in functions.items():
+        relation = isl.Map(f"{header}{{ {'; '.join(pieces)} }}")
+        k = key[1:]
+        out[f"lo{k}"] = str(relation.lexmin_pw_multi_aff().get_pw_aff(0))
+        out[f"hi{k}"] = str(relation.lexmax_pw_multi_aff().get_pw_aff(0))
+    return out
+
+
+def _positions(program: Program, loop: LoopNode) -> list[int]:
+    """The position of each loop on the path to ``loop`` (and of ``loop``) among siblings."""
+    out: list[int] = []
+    body = program.body
+    for node in program.path(loop) + [loop]:
+        index = next(k for k, child in enumerate(body) if child is node)
+        out.append(POSITION_STRIDE * index + 1)
+        body = node.body
+    return out

@@ -1,0 +1,288 @@
+"""From a new loop tree to loops: isl's AST generator, read into a small code tree.
+
+isl scans every unit's instances in the order of their times and writes the loops and
+conditions that do so, with bounds it has simplified (``for (c1 = c0; c1 <= min(N - 1,
+c0 + 31); ...)``, no ``max(0, ...)`` where it proves one away). This module reads that
+AST into :class:`For`, :class:`If` and :class:`Call` nodes whose expressions are
+:class:`~loclab.nest.expr.Poly` (in the new loops' names and the function's sizes), so that
+each emitter prints them in its own language. A ``Call`` runs one unit at the original
+coordinates its arguments give (``A[i][j + 1]`` for the second copy of an unrolled ``j``).
+
+Markers are extra points of the schedule, one per iteration of a loop (or one before it),
+where code is emitted that is no statement of the function: a staged copy of an array's
+slice. Their expressions (the slice's bounds) are isl functions of the loops around them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Union
+
+from loclab.nest.expr import BoolOp, Compare, Condition, Poly
+from loclab.transform.schedule import Placed, Schedule
+from loclab.transform.tree import LoopNode
+
+if TYPE_CHECKING:
+    import islpy as isl
+
+
+@dataclass(frozen=True)
+class Select:
+    """``then if condition else otherwise`` (isl's ``select``)."""
+
+    condition: Condition
+    then: "Value"
+    otherwise: "Value"
+
+
+Value = Union[Poly, Select]
+
+
+@dataclass(eq=False)
+class For:
+    node: LoopNode
+    var: str
+    start: Value
+    stop: Value  # exclusive
+    step: int
+    body: list["Code"]
+    single: bool = False  # isl found exactly one iteration: emitted as an assignment
+
+
+@dataclass(eq=False)
+class If:
+    condition: Condition
+    then: list["Code"]
+    orelse: list["Code"]
+
+
+@dataclass(eq=False)
+class Call:
+    placed: Placed
+    args: list[Value]  # the original coordinates, outermost loop first
+
+
+@dataclass(eq=False)
+class Mark:
+    marker: "Marker"
+    values: dict[str, Value]
+
+
+Code = Union[For, If, Call, Mark]
+
+
+@dataclass(eq=False)
+class Marker:
+    """A point in the schedule where extra code goes: ``domain`` and ``schedule`` as isl text
+    over a space of its own (``name``), ``functions`` isl functions on it to evaluate there."""
+
+    name: str
+    domain: str
+    schedule: str
+    functions: dict[str, str] = field(default_factory=dict)
+    payload: Any = None
+
+
+class Codegen:
+    """The code tree of a program's schedule (and markers)."""
+
+    def __init__(self, schedule: Schedule, markers: list[Marker] | None = None) -> None:
+        self.schedule = schedule
+        self.model = schedule.model
+        self.markers = {m.name: m for m in markers or []}
+        self.values: dict[str, dict[str, "isl.AstExpr"]] = {}
+        self.params = {name: original for original, name in
+                       zip(self.model.symbolic, self.model.isl_parameters)}
+
+    def run(self) -> list[Code]:
+        import islpy as isl
+
+        domain = self.schedule.codegen_domain
+        schedule = self.schedule.codegen_schedule
+        for marker in self.markers.values():
+            marker_domain = isl.UnionSet(marker.domain)
+            domain = domain.union(marker_domain)
+            schedule = schedule.union(isl.UnionMap(marker.schedule).intersect_domain(
+                marker_domain))
+        sizes = " and ".join(f"{p} >= 0" for p in self.model.isl_parameters) or "true"
+        context = isl.Set(f"{self.model.header}{{ : {sizes} }}")  # sizes are never negative
+        build = isl.AstBuild.from_context(context)
+        # "atomic": one loop per tree loop, its remainder cases as guards inside, rather than
+        # a copy of the whole nest per case of the sizes modulo the unroll factors
+        dims = ", ".join(f"t{k}" for k in range(self.schedule.depth))
+        build = build.set_options(isl.UnionMap(
+            f"{{ [{dims}] -> atomic[x] : 0 <= x < {self.schedule.depth} }}"))
+        if self.markers:
+            build, _ = build.set_at_each_domain(self._at_domain)
+        tree = build.node_from_schedule_map(schedule)
+        return self.block(tree, {})
+
+    def _at_domain(self, node: "isl.AstNode", build: "isl.AstBuild") -> "isl.AstNode":
+        import islpy as isl
+
+        name = node.user_get_expr().op_get_arg(0).id_get_id().name
+        marker = self.markers.get(name)
+        if marker is not None and marker.functions:
+            where = isl.PwMultiAff.from_map(isl.Map.from_union_map(
+                build.get_schedule()).reverse())
+            self.values[name] = {
+                key: build.expr_from_pw_aff(isl.PwAff(text).pullback_pw_multi_aff(where))
+                for key, text in marker.functions.items()}
+        return node
+
+    # -- nodes ------------------------------------------------------------------------------
+    def block(self, node: "isl.AstNode", names: dict[str, str]) -> list[Code]:
+        import islpy as isl
+
+        kind = node.get_type()
+        if kind == isl.ast_node_type.block:
+            children = node.block_get_children()
+            return [code for k in range(children.n_ast_node())
+                    for code in self.block(children.get_at(k), names)]
+        if kind == isl.ast_node_type.for_:
+            return [self.loop(node, names)]
+        if kind == isl.ast_node_type.if_:
+            condition = self.condition(node.if_get_cond(), names)
+            then = self.block(node.if_get_then_node(), names)
+            orelse = self.block(node.if_get_else_node(), names) if node.if_has_else_node() \
+                else []
+            return [If(condition, then, orelse)]
+        if kind == isl.ast_node_type.user:
+            return [self.call(node.user_get_expr(), names)]
+        if kind == isl.ast_node_type.mark:
+            return self.block(node.mark_get_node(), names)
+        raise AssertionError(f"unexpected isl AST node {kind}")
+
+    def loop(self, node: "isl.AstNode", names: dict[str, str]) -> For:
+        iterator = node.for_get_iterator().id_get_id().name
+        level = int(iterator[1:])
+        start = self.value(node.for_get_init(), names)
+        loop_node = self._tree_loop(node.for_get_body(), level)
+        step = int(node.for_get_inc().int_get_val().to_python())
+        named = dict(names)
+        named[iterator] = loop_node.name
+        body = self.block(node.for_get_body(), named)
+        stop = self._stop(node.for_get_cond(), iterator, named)
+        return For(loop_node, loop_node.name, start, stop, step, body,
+                   single=bool(node.for_is_degenerate()))
+
+    def _tree_loop(self, body: "isl.AstNode", level: int) -> LoopNode:
+        """The tree loop a generated loop at time dimension ``level`` runs: the one at that
+        depth around the first unit (or marker) inside it."""
+        import islpy as isl
+
+        found: list[str] = []
+
+        def first_user(node: "isl.AstNode") -> bool:
+            if not found and node.get_type() == isl.ast_node_type.user:
+                found.append(node.user_get_expr().op_get_arg(0).id_get_id().name)
+            return not found
+
+        body.foreach_descendant_top_down(first_user)
+        name = found[0]
+        if name in self.markers:
+            path = self.markers[name].payload.path
+        else:
+            path = self.schedule.placed[int(name[1:])].path
+        return path[(level - 1) // 2]
+
+    def _stop(self, condition: "isl.AstExpr", iterator: str, names: dict[str, str]) -> Value:
+        import islpy as isl
+
+        op = condition.op_get_type()
+        bound = self.value(condition.op_get_arg(1), names)
+        left = condition.op_get_arg(0)
+        assert left.get_type() == isl.ast_expr_type.id and \
+            left.id_get_id().name == iterator, "isl loop conditions compare the iterator"
+        if op == isl.ast_expr_op_type.lt:
+            return bound
+        assert op == isl.ast_expr_op_type.le
+        return plus(bound, 1)
+
+    def call(self, expr: "isl.AstExpr", names: dict[str, str]) -> Code:
+        name = expr.op_get_arg(0).id_get_id().name
+        args = [self.value(expr.op_get_arg(k), names) for k in range(1, expr.op_get_n_arg())]
+        if name in self.markers:
+            marker = self.markers[name]
+            values = {key: self.value(e, names)
+                      for key, e in self.values.get(name, {}).items()}
+            return Mark(marker, values)
+        return Call(self.schedule.placed[int(name[1:])], args)
+
+    # -- expressions ------------------------------------------------------------------------
+    def value(self, expr: "isl.AstExpr", names: dict[str, str]) -> Value:
+        import islpy as isl
+
+        kind = expr.get_type()
+        if kind == isl.ast_expr_type.int:
+            return Poly.const(int(expr.int_get_val().to_python()))
+        if kind == isl.ast_expr_type.id:
+            name = expr.id_get_id().name
+            if name in names:
+                return Poly.symbol(names[name])
+            return Poly.symbol(self.params.get(name, name))
+        op = expr.op_get_type()
+        t = isl.ast_expr_op_type
+        args = [expr.op_get_arg(k) for k in range(expr.op_get_n_arg())]
+        if op in (t.select, t.cond):
+            return Select(self.condition(args[0], names), self.value(args[1], names),
+                          self.value(args[2], names))
+        values = [self.value(a, names) for a in args]
+        polys = [v for v in values if isinstance(v, Poly)]
+        if len(polys) != len(values):
+            raise AssertionError("a select inside arithmetic")
+        if op == t.add:
+            return polys[0] + polys[1]
+        if op == t.sub:
+            return polys[0] - polys[1]
+        if op == t.mul:
+            return polys[0] * polys[1]
+        if op == t.minus:
+            return -polys[0]
+        if op in (t.min, t.max):
+            return Poly.minmax("min" if op == t.min else "max", polys)
+        divisor = polys[1].constant_value()
+        assert divisor is not None and divisor > 0, "isl divides by positive constants"
+        if op in (t.fdiv_q, t.pdiv_q, t.div):
+            return polys[0].floordiv(divisor)
+        if op in (t.pdiv_r, t.zdiv_r):
+            return polys[0].mod(divisor)
+        raise AssertionError(f"unexpected isl operation {op}")
+
+    def condition(self, expr: "isl.AstExpr", names: dict[str, str]) -> Condition:
+        import islpy as isl
+
+        t = isl.ast_expr_op_type
+        op = expr.op_get_type()
+        args = [expr.op_get_arg(k) for k in range(expr.op_get_n_arg())]
+        if op in (t.and_, t.and_then, t.or_, t.or_else):
+            joined = "and" if op in (t.and_, t.and_then) else "or"
+            return BoolOp(joined, tuple(self.condition(a, names) for a in args))
+        compare = {t.lt: "<", t.le: "<=", t.gt: ">", t.ge: ">=", t.eq: "=="}[op]
+        left, right = (self.value(a, names) for a in args)
+        assert isinstance(left, Poly) and isinstance(right, Poly)
+        return Compare(compare, left, right)
+
+
+def plus(value: Value, constant: int) -> Value:
+    """``value + constant``, with the constant moved inside ``min``/``max`` (``min(N - 1,
+    ii + 31) + 1`` is ``min(N, ii + 32)``) and into both arms of a select."""
+    if isinstance(value, Select):
+        return Select(value.condition, plus(value.then, constant),
+                      plus(value.otherwise, constant))
+    from loclab.nest.expr import MinMax
+
+    if len(value.terms) == 1 and len(value.terms[0][0]) == 1 and value.terms[0][1] == 1:
+        atom = value.terms[0][0][0]
+        if isinstance(atom, MinMax):
+            return Poly.minmax(atom.function, (a + Poly.const(constant) for a in atom.args))
+    return value + Poly.const(constant)
+
+
+def parameter_value(schedule: Schedule, function: str) -> Value:
+    """An isl function of the sizes alone (``[p0] -> { [(p0 - 1)] }``) as an expression."""
+    import islpy as isl
+
+    codegen = Codegen(schedule)
+    build = isl.AstBuild.from_context(isl.Set(f"{schedule.model.header}{{ : }}"))
+    return codegen.value(build.expr_from_pw_aff(isl.PwAff(function)), {})

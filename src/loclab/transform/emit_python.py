@@ -1,0 +1,468 @@
+"""Python and Numba source of a transformed function: a drop-in replacement.
+
+The emitted function keeps the original's name, parameters and docstring, and the module's
+imports. Loops are ``for v in range(start, stop[, step])`` with the bounds isl simplified;
+a parallel loop is ``prange`` under Numba (``@njit(parallel=True)``) and a plain ``range``
+marked ``# parallel`` in Python. Every statement is the user's, its loop variables replaced
+by what they are in the new loops (``A[i][j + 1]`` in the second copy of an unrolled ``j``),
+its private variables renamed per copy of an unroll-and-jam (``c_1``), an expanded variable
+indexed by its loops (``tmp_x[i]``), a staged array read from its buffer. Under Numba a
+generalized reduction (an array element updated by iterations of a parallel loop) becomes an
+atomic add (:func:`loclab.cpu.atomics.atomic_add`); a scalar reduction is left to Numba, which
+combines a ``prange`` loop's ``s += e`` per thread.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import textwrap
+from dataclasses import dataclass, field
+
+from loclab.errors import UsageError
+from loclab.nest.expr import BoolOp, Compare, Condition, FloorDiv, MinMax, Mod, Poly, Symbol
+from loclab.transform.buffers import BufferMarker
+from loclab.transform.codegen import Call, Code, For, If, Mark, Select, Value, plus
+from loclab.transform.python_program import FunctionSyntax
+from loclab.transform.storage import Expansion, Placement, copy_suffix
+from loclab.transform.tree import LoopNode, Program, Reduction, Unit
+
+INDENT = "    "
+
+
+@dataclass
+class PythonOutput:
+    """What the emitter needs besides the code tree."""
+
+    program: Program
+    placements: dict[str, Placement]
+    expansions: dict[str, Expansion]
+    numba: bool
+    buffers: list[BufferMarker] = field(default_factory=list)
+
+
+def emit_python(output: PythonOutput, code: list[Code]) -> str:
+    return _Emitter(output).module(code)
+
+
+class _Emitter:
+    def __init__(self, output: PythonOutput) -> None:
+        self.out = output
+        self.program = output.program
+        self.syntax: FunctionSyntax = output.program.syntax
+        self.lines: list[str] = []
+        self.atomics = False
+        self.expanded_done: set[str] = set()
+
+    # -- the module -------------------------------------------------------------------------
+    def module(self, code: list[Code]) -> str:
+        body: list[str] = []
+        self.lines = body
+        if self.syntax.docstring is not None:
+            docstring = ast.get_source_segment(self.syntax.source, self.syntax.docstring)
+            self.line(1, textwrap.dedent(docstring or ast.unparse(self.syntax.docstring)))
+        self.block(code, 1, [])
+        if not any(text.strip() for text in body[1 if self.syntax.docstring else 0:]):
+            self.line(1, "pass")
+        head = self.imports()
+        function = copy.copy(self.syntax.function)
+        function.body = [ast.Pass()]
+        function.decorator_list = []
+        signature = ast.unparse(function).rsplit("\n", 1)[0]
+        decorator: list[str] = []
+        if self.out.numba:
+            parallel = any(node.parallel for node in self.program.loops())
+            decorator = ["@njit(parallel=True)" if parallel else "@njit"]
+        return "\n".join(head + (["", ""] if head else []) + [*decorator, signature]
+                         + body) + "\n"
+
+    def imports(self) -> list[str]:
+        tree = ast.parse(self.syntax.source)
+        lines = [ast.unparse(node) for node in tree.body
+                 if isinstance(node, (ast.Import, ast.ImportFrom))]
+        if self.out.numba:
+            if not any(l.startswith("import numpy") for l in lines):
+                lines.append("import numpy as np")
+            lines.append("from numba import njit, prange")
+            if self.atomics:
+                lines.append("from loclab.cpu.atomics import atomic_add")
+        elif (self.out.expansions or self.out.buffers) and not any(
+                l.startswith("import numpy as np") for l in lines):
+            lines.append("import numpy as np")
+        return lines
+
+    def line(self, depth: int, text: str) -> None:
+        for part in text.split("\n"):
+            self.lines.append(INDENT * depth + part)
+
+    # -- code -------------------------------------------------------------------------------
+    def block(self, code: list[Code], depth: int, loops: list[For]) -> None:
+        for item in code:
+            self.expansions_before(item, depth, loops)
+            if isinstance(item, For):
+                self.loop(item, depth, loops)
+            elif isinstance(item, If):
+                self.line(depth, f"if {condition(item.condition)}:")
+                self.block(item.then, depth + 1, loops)
+                if item.orelse:
+                    self.line(depth, "else:")
+                    self.block(item.orelse, depth + 1, loops)
+            elif isinstance(item, Call):
+                self.call(item, depth, loops)
+            elif isinstance(item, Mark):
+                self.mark(item, depth)
+
+    def loop(self, item: For, depth: int, loops: list[For]) -> None:
+        item = _counting_down(item)
+        node = item.node
+        if item.single:
+            self.line(depth, f"{item.var} = {value(item.start)}")
+            self.allocations(node, depth)
+            self.block(item.body, depth, loops + [item])
+            return
+        parallel = node.parallel and not self.out.numba
+        function = "prange" if node.parallel and self.out.numba else "range"
+        start, stop = value(item.start), value(item.stop)
+        if function == "prange" and item.step != 1:  # prange steps by 1: count the tiles
+            count = bare(_tiles(item))
+            counter = f"{item.var}_index"
+            self.line(depth, f"for {counter} in prange({count}):")
+            first = f"{start} + {item.step} * {counter}" if start != "0" \
+                else f"{item.step} * {counter}"
+            self.line(depth + 1, f"{item.var} = {first}")
+        else:
+            arguments = stop if start == "0" and item.step == 1 else f"{start}, {stop}"
+            if item.step != 1:
+                arguments += f", {item.step}"
+            comment = "  # parallel" if parallel else ""
+            self.line(depth, f"for {item.var} in {function}({arguments}):{comment}")
+        before = len(self.lines)
+        self.allocations(node, depth + 1)
+        self.block(item.body, depth + 1, loops + [item])
+        if len(self.lines) == before:
+            self.line(depth + 1, "pass")
+
+    def allocations(self, node: LoopNode, depth: int) -> None:
+        """Arrays private to each iteration of this loop: allocated at its start."""
+        for key, placement in self.out.placements.items():
+            if node not in placement.nodes or not placement.private.variable.is_array:
+                continue
+            allocation = self.syntax.allocations.get(placement.private.variable.name)
+            if allocation is None:
+                raise UsageError(f"{placement.private.variable.name} is not allocated in "
+                                 f"{self.program.nest.name}: loclab cannot give each "
+                                 "iteration a copy of it")
+            suffixes = sorted({copy_suffix(u, placement) for u in node.units()
+                               if any(a.variable.key == key for s in u.statements
+                                      for a in s.accesses)})
+            for suffix in suffixes:
+                statement = copy.deepcopy(allocation)
+                statement.targets = [ast.Name(placement.private.variable.name + suffix,
+                                              ast.Store())]
+                self.line(depth, ast.unparse(statement))
+
+    def expansions_before(self, item: Code, depth: int, loops: list[For]) -> None:
+        """An expanded variable's array, allocated before the first code that uses it."""
+        if loops:
+            return
+        for key, expansion in self.out.expansions.items():
+            if key in self.expanded_done or not _uses(item, key):
+                continue
+            self.expanded_done.add(key)
+            extents = ", ".join(f"max(0, {value(e)})" for e in expansion.extents)
+            dtype = "np.int64" if _indexes(self.program, key) else "np.float64"
+            self.line(depth, f"{expansion.private.name} = np.empty(({extents},), "
+                             f"dtype={dtype})")
+
+    def call(self, item: Call, depth: int, loops: list[For]) -> None:
+        unit = item.placed.unit
+        syntax = copy.deepcopy(unit.syntax)
+        values = {loop.var: value(arg) for loop, arg in zip(unit.loops, item.args)
+                  if value(arg) != loop.var}
+        buffers = {b.buffer.variable.name: b for b in self.out.buffers if b.covers(unit)}
+        rewriter = _Rewriter(values, self.renames(unit), self.expanded(unit), buffers)
+        syntax = rewriter.visit(syntax)
+        ast.fix_missing_locations(syntax)
+        reduction = self.atomic(unit, loops)
+        if reduction is not None and self.out.numba:
+            syntax = _Atomic(reduction, unit).visit(syntax)
+            ast.fix_missing_locations(syntax)
+            self.atomics = True
+        self.line(depth, ast.unparse(syntax))
+
+    def renames(self, unit: Unit) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for placement in self.out.placements.values():
+            suffix = copy_suffix(unit, placement)
+            if suffix and placement.private.loop in unit.loops:
+                out[placement.private.variable.name] = placement.private.variable.name + suffix
+        return out
+
+    def expanded(self, unit: Unit) -> dict[str, tuple[str, list[str]]]:
+        out: dict[str, tuple[str, list[str]]] = {}
+        for expansion in self.out.expansions.values():
+            private = expansion.private
+            if private.loop not in unit.loops:
+                continue  # outside the loop the variable is the original one
+            indices = [f"{loop.var} - ({value(offset)})" if value(offset) != "0" else loop.var
+                       for loop, offset in zip(private.expand_by, expansion.offsets)]
+            out[private.variable.name] = (private.name, indices)
+        return out
+
+    def atomic(self, unit: Unit, loops: list[For]) -> Reduction | None:
+        """The generalized reduction a parallel loop around the unit makes this update."""
+        touched = {a.variable.key for s in unit.statements for a in s.accesses if a.write}
+        for item in loops:
+            for reduction in item.node.reductions:
+                if not reduction.scalar and reduction.key in touched:
+                    return reduction
+        return None
+
+    def mark(self, item: Mark, depth: int) -> None:
+        """The copy of a buffered array's slice: its first index per dimension, then the
+        slice itself (a copy, so that it is contiguous and its own)."""
+        buffer: BufferMarker = item.marker.payload
+        ranges = []
+        for k, low in enumerate(buffer.lows):
+            self.line(depth, f"{low} = {value(item.values[f'lo{k}'])}")
+            ranges.append(f"{low}:{bare(value(plus(item.values[f'hi{k}'], 1)))}")
+        array = buffer.buffer.variable.name
+        self.line(depth, f"{buffer.buffer.name} = {array}[{', '.join(ranges)}].copy()")
+
+
+class _Atomic(ast.NodeTransformer):
+    """``X[i, j] += v`` (anywhere in a unit) as ``atomic_add(X.reshape(-1), index, v)``."""
+
+    def __init__(self, reduction: Reduction, unit: Unit) -> None:
+        self.reduction = reduction
+        self.unit = unit
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.stmt:
+        return self._update(node)
+
+    def visit_Assign(self, node: ast.Assign) -> ast.stmt:
+        return self._update(node)
+
+    def _update(self, node: ast.AugAssign | ast.Assign) -> ast.stmt:
+        target = node.target if isinstance(node, ast.AugAssign) else node.targets[0]
+        if not isinstance(target, ast.Subscript) or _flatten(target)[0] != self.reduction.name:
+            return node
+        if self.reduction.op != "+":
+            raise UsageError(f"--emit numba: the generalized reduction {self.reduction.op} on "
+                             f"{self.reduction.name} (line {self.unit.line}) needs an atomic "
+                             "update Numba lacks (loclab has an atomic add): emit python or c")
+        target, increment = _update_parts(node, self.reduction.name)
+        base, indices = _flatten(target)
+        texts = [ast.unparse(i) for i in indices]
+        if len(texts) == 1:
+            array, flat = base, texts[0]
+        else:
+            array, flat = f"{base}.reshape({base}.size)", texts[0]
+            for k, index in enumerate(texts[1:], 1):
+                flat = f"({flat}) * {base}.shape[{k}] + {index}"
+        return ast.parse(f"atomic_add({array}, {flat}, {increment})").body[0]
+
+
+def _tiles(item: For) -> str:
+    """How many values a loop from start to stop by step takes."""
+    span = item.stop - item.start if isinstance(item.stop, Poly) and isinstance(
+        item.start, Poly) else None
+    if span is None:
+        return f"({value(item.stop)} - ({value(item.start)}) + {item.step - 1}) // {item.step}"
+    return poly((span + Poly.const(item.step - 1)).floordiv(item.step))
+
+
+class _Rewriter(ast.NodeTransformer):
+    """Loop variables replaced, private names per copy, expanded and staged accesses."""
+
+    def __init__(self, values: dict[str, str], renames: dict[str, str],
+                 expanded: dict[str, tuple[str, list[str]]],
+                 buffers: dict[str, BufferMarker]) -> None:
+        self.values = {name: ast.parse(text, mode="eval").body for name, text in values.items()}
+        self.renames = renames
+        self.expanded = expanded
+        self.buffers = buffers
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        if node.id in self.expanded:
+            name, indices = self.expanded[node.id]
+            index = self.visit(ast.parse(", ".join(indices), mode="eval").body)
+            return ast.Subscript(ast.Name(name, ast.Load()), index, node.ctx)
+        if node.id in self.renames:
+            return ast.Name(self.renames[node.id], node.ctx)
+        if isinstance(node.ctx, ast.Load) and node.id in self.values:
+            return copy.deepcopy(self.values[node.id])
+        return node
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.expr:
+        base, indices = _flatten(node)
+        if base in self.buffers and isinstance(node.ctx, ast.Load):
+            buffer = self.buffers[base]
+            shifted = [f"({ast.unparse(self.visit(copy.deepcopy(i)))}) - {low}"
+                       for i, low in zip(indices, buffer.lows)]
+            return ast.parse(f"{buffer.buffer.name}[{', '.join(shifted)}]", mode="eval").body
+        self.generic_visit(node)
+        return node
+
+
+def _flatten(node: ast.expr) -> tuple[str, list[ast.expr]]:
+    """``A[i][j]`` and ``A[i, j]``: (``A``, [i, j])."""
+    indices: list[ast.expr] = []
+    while isinstance(node, ast.Subscript):
+        piece = node.slice
+        items = piece.elts if isinstance(piece, ast.Tuple) else [piece]
+        indices = list(items) + indices
+        node = node.value
+    return (node.id if isinstance(node, ast.Name) else ast.unparse(node)), indices
+
+
+def _update_parts(syntax: ast.stmt, name: str) -> tuple[ast.Subscript, str]:
+    """(target, increment) of ``X[..] += v``, ``X[..] -= v`` or ``X[..] = X[..] + v``."""
+    if isinstance(syntax, ast.AugAssign) and isinstance(syntax.target, ast.Subscript):
+        text = ast.unparse(syntax.value)
+        return syntax.target, text if isinstance(syntax.op, ast.Add) else f"-({text})"
+    if isinstance(syntax, ast.Assign) and isinstance(syntax.targets[0], ast.Subscript) \
+            and isinstance(syntax.value, ast.BinOp):
+        target = syntax.targets[0]
+        left, right = syntax.value.left, syntax.value.right
+        same = ast.dump(_loaded(target))
+        if ast.dump(left) == same:
+            other = ast.unparse(right)
+            return target, other if isinstance(syntax.value.op, ast.Add) else f"-({other})"
+        if ast.dump(right) == same and isinstance(syntax.value.op, ast.Add):
+            return target, ast.unparse(left)
+    raise UsageError(f"--emit numba: cannot read {ast.unparse(syntax)} as an update of "
+                     f"{name}")
+
+
+def _loaded(node: ast.expr) -> ast.expr:
+    twin = copy.deepcopy(node)
+    for child in ast.walk(twin):
+        if hasattr(child, "ctx"):
+            child.ctx = ast.Load()  # type: ignore[attr-defined]
+    return twin
+
+
+def _uses(item: Code, key: str) -> bool:
+    if isinstance(item, Call):
+        return any(a.variable.key == key for s in item.placed.unit.statements
+                   for a in s.accesses)
+    if isinstance(item, For):
+        return any(_uses(c, key) for c in item.body)
+    if isinstance(item, If):
+        return any(_uses(c, key) for c in item.then + item.orelse)
+    return False
+
+
+def _indexes(program: Program, key: str) -> bool:
+    """Whether a scalar is used in a subscript (it then holds integers)."""
+    name = next(v.name for v in program.nest.variables if v.key == key)
+    return any(isinstance(n, ast.Name) and n.id == name
+               for node in ast.walk(program.syntax.function) if isinstance(node, ast.Subscript)
+               for n in ast.walk(node.slice))
+
+
+def _counting_down(item: For) -> For:
+    """A loop over a variable that counts down runs over its negated values (isl's times
+    grow): emitted as the loop the user wrote, ``range(-start, -stop, -step)``."""
+    if item.node.origin.step > 0:
+        return item
+    name = item.var
+    flipped = {name: -Poly.symbol(name)}
+    body = [_substitute(code, flipped) for code in item.body]
+    start = _negate(item.start)
+    stop = _negate(item.stop)
+    return For(item.node, name, start, stop, -item.step, body, item.single)
+
+
+def _negate(v: Value) -> Value:
+    if isinstance(v, Select):
+        return Select(v.condition, _negate(v.then), _negate(v.otherwise))
+    return -v
+
+
+def _substitute(code: Code, values: dict[str, Poly]) -> Code:
+    def sub(v: Value) -> Value:
+        if isinstance(v, Select):
+            return Select(_substitute_condition(v.condition, values), sub(v.then),
+                          sub(v.otherwise))
+        return v.substitute(values)
+
+    if isinstance(code, For):
+        return For(code.node, code.var, sub(code.start), sub(code.stop), code.step,
+                   [_substitute(c, values) for c in code.body], code.single)
+    if isinstance(code, If):
+        return If(_substitute_condition(code.condition, values),
+                  [_substitute(c, values) for c in code.then],
+                  [_substitute(c, values) for c in code.orelse])
+    if isinstance(code, Call):
+        return Call(code.placed, [sub(a) for a in code.args])
+    return Mark(code.marker, {k: sub(v) for k, v in code.values.items()})
+
+
+def _substitute_condition(cond: Condition, values: dict[str, Poly]) -> Condition:
+    from loclab.nest.expr import substitute_condition
+
+    return substitute_condition(cond, values)
+
+
+# -- expressions ------------------------------------------------------------------------------
+def value(v: Value) -> str:
+    """Python source of an index expression."""
+    if isinstance(v, Select):
+        return f"({value(v.then)} if {condition(v.condition)} else {value(v.otherwise)})"
+    return poly(v)
+
+
+def bare(text: str) -> str:
+    """Text without the parentheses that enclose all of it (``(M // 2)`` is ``M // 2``)."""
+    while text.startswith("(") and text.endswith(")"):
+        depth = 0
+        for position, char in enumerate(text):
+            depth += {"(": 1, ")": -1}.get(char, 0)
+            if depth == 0 and position < len(text) - 1:
+                return text
+        text = text[1:-1]
+    return text
+
+
+def poly(p: Poly) -> str:
+    if not p.terms:
+        return "0"
+    parts: list[str] = []
+    ordered = sorted(p.terms, key=lambda t: t[0] == ())  # the constant last: "j - 1"
+    for monomial, coeff in ordered:
+        factors = [_atom(a) for a in monomial]
+        magnitude = abs(coeff)
+        if not factors:
+            text = str(magnitude)
+        elif magnitude == 1:
+            text = " * ".join(factors)
+        else:
+            text = " * ".join([str(magnitude)] + factors)
+        if not parts:
+            parts.append(f"-{text}" if coeff < 0 else text)
+        else:
+            parts.append(f" {'-' if coeff < 0 else '+'} {text}")
+    return "".join(parts)
+
+
+def _atom(atom: object) -> str:
+    if isinstance(atom, Symbol):
+        return atom.name
+    if isinstance(atom, (FloorDiv, Mod)):
+        inner = poly(atom.inner)
+        if len(atom.inner.terms) > 1 or atom.inner.terms[0][1] != 1:
+            inner = f"({inner})"
+        return f"({inner} {'//' if isinstance(atom, FloorDiv) else '%'} {atom.divisor})"
+    assert isinstance(atom, MinMax)
+    return f"{atom.function}({', '.join(poly(a) for a in atom.args)})"
+
+
+def condition(cond: Condition) -> str:
+    if isinstance(cond, Compare):
+        return f"{poly(cond.left)} {cond.op} {poly(cond.right)}"
+    if cond.op == "not":
+        return f"not ({condition(cond.args[0])})"
+    return f" {cond.op} ".join(f"({condition(a)})" if isinstance(a, BoolOp) else condition(a)
+                               for a in cond.args)

@@ -1,0 +1,152 @@
+"""A Python function as a :class:`~loclab.transform.tree.Program`: its loop nest and syntax.
+
+The IR is built here from the very ``ast`` nodes the emitter prints later, so every original
+loop and statement is matched with its syntax by position (line and column). A statement
+becomes a unit of its own; an ``if`` whose condition is affine and reads no memory dissolves
+into the conditions of the statements under it (isl then emits it where it belongs); an
+``if`` loclab cannot express exactly, and a loop whose bounds depend on data, are kept as
+written, as one opaque unit: nothing moves inside them, and the notes say so. Code outside
+the loop nest (a docstring, an allocation before the loops) keeps its place.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from loclab.deps.model import Model
+from loclab.nest.builder import NestError
+from loclab.nest.expr import condition_polys
+from loclab.nest.ir import Guard, Loop, Nest, Statement
+from loclab.nest.python import build_python, python_functions
+from loclab.nest.source import SourceLines
+from loclab.transform.tree import LoopNode, Node, Program, Unit
+
+
+@dataclass(eq=False)
+class FunctionSyntax:
+    """What the Python emitter needs of the original: the function's ``ast`` and the module
+    lines (imports, globals) the function relies on."""
+
+    source: str
+    filename: str
+    function: ast.FunctionDef
+    offset: int  # lines before the source (a function read from inside its file)
+    docstring: ast.stmt | None = None
+    allocations: dict[str, ast.Assign] = field(default_factory=dict)  # arrays, by name
+
+
+def python_program(source: str, filename: str, function: str,
+                   line_offset: int = 0) -> Program:
+    """The Program of the function named ``function`` (``Class.method`` for a method)."""
+    named = dict(python_functions(source, filename))
+    if function not in named:
+        known = ", ".join(named) or "none"
+        raise NestError(f"{filename}: no function named {function!r} (functions: {known})")
+    node = named[function]
+    nest = build_python(SourceLines(source), node, filename, line_offset, function)
+    syntax = FunctionSyntax(source, filename, node, line_offset)
+    builder = _Builder(nest, syntax)
+    body = builder.block(node.body, (), (), top=True)
+    program = Program(nest, Model(nest), body, syntax, notes=builder.notes,
+                      names=_identifiers(node))
+    return program
+
+
+class _Builder:
+    def __init__(self, nest: Nest, syntax: FunctionSyntax) -> None:
+        self.nest = nest
+        self.syntax = syntax
+        self.statements = {(s.line, s.column): s for s in nest.statements}
+        self.loops = {(l.line, l.column): l for l in nest.loops}
+        self.notes: list[str] = []
+
+    def at(self, node: ast.AST) -> tuple[int, int]:
+        return node.lineno + self.syntax.offset, node.col_offset + 1  # type: ignore[attr-defined]
+
+    def block(self, body: list[ast.stmt], loops: tuple[Loop, ...], guards: tuple[Guard, ...],
+              top: bool = False) -> list[Node]:
+        out: list[Node] = []
+        for index, node in enumerate(body):
+            if top and index == 0 and isinstance(node, ast.Expr) \
+                    and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+                self.syntax.docstring = node
+                continue
+            out += self.node(node, loops, guards)
+        return out
+
+    def node(self, node: ast.stmt, loops: tuple[Loop, ...],
+             guards: tuple[Guard, ...]) -> list[Node]:
+        if isinstance(node, ast.For):
+            return [self.loop(node, loops, guards)]
+        if isinstance(node, ast.If):
+            return self.branch(node, loops, guards)
+        statement = self.statements.get(self.at(node))
+        if statement is not None:
+            return [Unit((statement,), loops, guards, node)]
+        if isinstance(node, ast.Pass) or (isinstance(node, ast.Expr)
+                                          and isinstance(node.value, ast.Constant)):
+            return []
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name):  # an allocation
+            self.syntax.allocations[node.targets[0].id] = node
+            if loops:  # the array is local to the loop: allocated where its storage goes
+                return []
+        return [Unit((), (), (), node)]  # before the loops (an allocation, a bare return)
+
+    def loop(self, node: ast.For, loops: tuple[Loop, ...],
+             guards: tuple[Guard, ...]) -> Node:
+        loop = self.loops[self.at(node)]
+        model_free = [b for b in (loop.start, loop.stop) if b is None or not b.is_affine()]
+        if model_free:
+            return self.opaque(node, loop.statements(), loops, guards,
+                               f"the loop at line {loop.line} has a bound that depends on data")
+        tree = LoopNode(loop.var, loop)
+        tree.body = self.block(node.body, loops + (loop,), guards)
+        return tree
+
+    def branch(self, node: ast.If, loops: tuple[Loop, ...],
+               guards: tuple[Guard, ...]) -> list[Node]:
+        test = self.statements.get(self.at(node))
+        inside = [s for s in self.nest.statements if _within(s, node, self.syntax.offset)]
+        if test is not None or not inside:
+            members = ([test] if test is not None else []) + inside
+            if not members:
+                return []
+            return [self.opaque(node, members, loops, guards,
+                                f"the condition at line {self.at(node)[0]} reads memory")]
+        if not _affine_guard(inside[0].guards[len(guards)]):
+            return [self.opaque(node, inside, loops, guards,
+                                f"the condition at line {self.at(node)[0]} is not affine")]
+        out: list[Node] = []
+        for part, negated in ((node.body, False), (node.orelse, True)):
+            members = [s for s in inside if s.guards[len(guards)].negated == negated]
+            if members:  # the branch's own condition object (the else branch's is negated)
+                out += self.block(part, loops, guards + (members[0].guards[len(guards)],))
+        return out
+
+    def opaque(self, node: ast.stmt, members: list[Statement], loops: tuple[Loop, ...],
+               guards: tuple[Guard, ...], why: str) -> Unit:
+        note = f"line {self.at(node)[0]}: kept as written ({why})"
+        if note not in self.notes:
+            self.notes.append(note)
+        return Unit(tuple(sorted(members, key=lambda s: s.ordinal)), loops, guards, node,
+                    opaque=why)
+
+
+def _within(statement: Statement, node: ast.stmt, offset: int) -> bool:
+    first = node.lineno + offset  # type: ignore[attr-defined]
+    last = node.end_lineno + offset  # type: ignore[attr-defined]
+    return first < statement.line <= last or (
+        statement.line == first and statement.column > node.col_offset + 1)
+
+
+def _affine_guard(guard: Guard) -> bool:
+    return guard.condition is not None and all(
+        p.is_affine() for p in condition_polys(guard.condition))
+
+
+def _identifiers(function: ast.FunctionDef) -> set[str]:
+    names = {n.id for n in ast.walk(function) if isinstance(n, ast.Name)}
+    names |= {a.arg for a in ast.walk(function) if isinstance(a, ast.arg)}
+    return names | {function.name}

@@ -1,0 +1,225 @@
+"""The time of every statement instance under a new loop tree, as isl relations.
+
+A unit's instance is a point ``x`` of its original loops' iteration space. Its time is the
+"2d+1" vector of the tree: the position of each node among its siblings, interleaved with the
+value each loop around it takes at ``x``. A loop's value is written in *order coordinates*
+(``x`` for a loop counting up, ``-x`` for one counting down), so that time always grows:
+
+* a variable loop takes ``x`` itself;
+* a tile loop of ``T`` iterations takes the first value of ``x``'s tile:
+  ``b + T*s*floor((x - b) / (T*s))``, where ``s`` is the step and ``b`` the first value of
+  the range being cut (the loop's lower bound, or the enclosing tile's first value).
+
+Codegen reads one relation per unit (``U3[x] -> [t]``); legality reads one per statement of
+each unit (``S5u3[x] -> [t]``, the unit's time followed by the statement's place inside a
+block kept as written), and ``restrict`` maps the analysis' instances (``S5[x]``) onto the
+copies that run them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from loclab.nest.ir import Loop, Node as IrNode, Statement
+from loclab.transform.tree import LoopNode, Node, Program, Unit
+
+if TYPE_CHECKING:
+    import islpy as isl
+
+POSITION_STRIDE = 2  # children sit at odd positions: a marker fits before any of them
+
+
+@dataclass(eq=False)
+class Placed:
+    """A unit with where it is: the loops around it and its time (isl text per dimension)."""
+
+    unit: Unit
+    number: int
+    path: list[LoopNode]
+    positions: list[int]  # position among siblings at each level (len(path) + 1 of them)
+    times: list[str]  # the 2d+1 time, isl expressions in x0, x1, ...
+
+    @property
+    def name(self) -> str:
+        return f"U{self.number}"
+
+    def coords(self, role: str = "x") -> str:
+        return ", ".join(f"{role}{k}" for k in range(len(self.unit.loops)))
+
+
+class Schedule:
+    """Every unit of a program, placed; relations for legality and codegen."""
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self.model = program.model
+        self.placed: list[Placed] = []
+        self._place(program.body, [], [])
+        self.by_unit = {id(p.unit): p for p in self.placed}
+        self.depth = max((len(p.times) for p in self.placed), default=1)
+        self.length = self.depth + max(
+            (len(_inner_times(s, p.unit, program.nest.body)) for p in self.placed
+             for s in p.unit.statements), default=0)
+
+    def _place(self, body: list[Node], path: list[LoopNode], positions: list[int]) -> None:
+        for index, child in enumerate(body):
+            here = positions + [POSITION_STRIDE * index + 1]
+            if isinstance(child, LoopNode):
+                self._place(child.body, path + [child], here)
+            else:
+                number = len(self.placed)
+                placed = Placed(child, number, path, here, [])
+                placed.times = self._times(placed)
+                self.placed.append(placed)
+
+    # -- values of loops --------------------------------------------------------------------
+    def sign(self, loop: Loop) -> str:
+        return "" if loop.step > 0 else "-"
+
+    def coordinate(self, node: LoopNode, unit: Unit) -> str:
+        """The order coordinate of the node's variable at the unit's instance."""
+        return f"{self.sign(node.origin)}x{unit.loops.index(node.origin)}"
+
+    def lower(self, node: LoopNode, unit: Unit) -> str:
+        """The first value (order coordinates) of the range the node runs over.
+
+        Inside a tile whose width is a multiple of this node's, tiles (or groups) counted from
+        the loop's own first value start at the same places as those counted from the tile's:
+        the simpler expression keeps isl's work small."""
+        within = node.within
+        while within is not None and node.tile and within.tile % node.tile == 0:
+            within = within.within
+        if within is not None:
+            return self.value(within, unit)
+        bound = self.model.render(node.origin.start, unit.first, "x")
+        assert bound is not None, "affine bounds only"
+        return f"{self.sign(node.origin)}({bound})"
+
+    def upper(self, node: LoopNode, unit: Unit, group: int = 1) -> list[str]:
+        """Exclusive upper limits (order coordinates) of the range the node runs over; a
+        tile's end is left out where groups of ``group`` iterations never cross it."""
+        bound = self.model.render(node.origin.stop, unit.first, "x")
+        assert bound is not None, "affine bounds only"
+        limits = [f"{self.sign(node.origin)}({bound})"]
+        if node.within is not None and node.within.tile % group:
+            width = node.within.tile * abs(node.origin.step)
+            limits.append(f"{self.value(node.within, unit)} + {width}")
+        return limits
+
+    def value(self, node: LoopNode, unit: Unit) -> str:
+        x = self.coordinate(node, unit)
+        if not node.tile:
+            return x
+        base = self.lower(node, unit)
+        width = node.tile * abs(node.origin.step)
+        return f"({base}) + {width}*floor(({x} - ({base}))/{width})"
+
+    def _times(self, placed: Placed) -> list[str]:
+        times = [str(placed.positions[0])]
+        for level, node in enumerate(placed.path):
+            times += [self.value(node, placed.unit), str(placed.positions[level + 1])]
+        return times
+
+    # -- relations --------------------------------------------------------------------------
+    def unit_domain(self, placed: Placed) -> str:
+        """isl text of the unit's instances (those of its copy)."""
+        unit = placed.unit
+        if not unit.statements:
+            return f"{{ {placed.name}[] }}"
+        parts = [self.model.constraints(unit.first, unit.loops, unit.guards, "x")]
+        parts += list(unit.restriction)
+        return (f"{self.model.header}{{ {placed.name}[{placed.coords()}] : "
+                f"{' and '.join(parts)} }}")
+
+    def unit_schedule(self, placed: Placed) -> str:
+        times = placed.times + ["0"] * (self.depth - len(placed.times))
+        coords = placed.coords() if placed.unit.statements else ""
+        return (f"{self.model.header}{{ {placed.name}[{coords}] -> "
+                f"[{', '.join(times)}] }}")
+
+    @cached_property
+    def codegen_domain(self) -> "isl.UnionSet":
+        import islpy as isl
+
+        out = isl.UnionSet(f"{self.model.header}{{ }}")
+        for placed in self.placed:
+            out = out.union(isl.UnionSet(self.unit_domain(placed)))
+        return out
+
+    @cached_property
+    def codegen_schedule(self) -> "isl.UnionMap":
+        import islpy as isl
+
+        out = isl.UnionMap(f"{self.model.header}{{ }}")
+        for placed in self.placed:
+            out = out.union(isl.UnionMap(self.unit_schedule(placed)))
+        return out.intersect_domain(self.codegen_domain)
+
+    def instance(self, statement: Statement, placed: Placed, role: str = "x") -> str:
+        coords = ", ".join(f"{role}{k}" for k in range(len(statement.loops)))
+        return f"S{statement.ordinal}u{placed.number}[{coords}]"
+
+    @cached_property
+    def time(self) -> "isl.UnionMap":
+        """Statement instances of every copy -> their time (one space for all)."""
+        import islpy as isl
+
+        out = isl.UnionMap(f"{self.model.header}{{ }}")
+        for placed in self.placed:
+            for statement in placed.unit.statements:
+                times = placed.times + ["0"] * (self.depth - len(placed.times))
+                times += _inner_times(statement, placed.unit, self.program.nest.body)
+                times += ["0"] * (self.length - len(times))
+                text = (f"{self.model.header}{{ {self.instance(statement, placed)} -> "
+                        f"[{', '.join(times)}] : {self.model.domain(statement, 'x')}"
+                        f"{''.join(' and ' + r for r in placed.unit.restriction)} }}")
+                out = out.union(isl.UnionMap(text))
+        return out
+
+    @cached_property
+    def restrict(self) -> "isl.UnionMap":
+        """Analysis instances ``S5[x]`` -> the copies that run them ``S5u3[x]``."""
+        import islpy as isl
+
+        out = isl.UnionMap(f"{self.model.header}{{ }}")
+        for placed in self.placed:
+            for statement in placed.unit.statements:
+                condition = " and ".join(placed.unit.restriction) or "true"
+                text = (f"{self.model.header}{{ {self.model.point(statement, 'x')} -> "
+                        f"{self.instance(statement, placed)} : {condition} }}")
+                out = out.union(isl.UnionMap(text))
+        return out
+
+    def copies_of(self, statement: Statement) -> list[Placed]:
+        return [p for p in self.placed if statement in p.unit.statements]
+
+
+def _inner_times(statement: Statement, unit: Unit, top: list[IrNode]) -> list[str]:
+    """The statement's time inside a block kept as written (positions and its inner loops'
+    variables below the unit's loops); a plain statement unit adds nothing."""
+    if len(unit.statements) == 1:
+        return []
+    depth = len(unit.loops)
+    path = _ir_path(statement, top)
+    times = [str(path[depth])]
+    for level in range(depth, len(statement.loops)):
+        loop = statement.loops[level]
+        times += [f"{'' if loop.step > 0 else '-'}x{level}", str(path[level + 1])]
+    return times
+
+
+def _ir_path(statement: Statement, top: list[IrNode]) -> list[int]:
+    """Child indices from the function body (``top``) to the statement in the original IR."""
+    chain: list[int] = []
+    node: IrNode = statement
+    for loop in reversed(statement.loops):
+        chain.append(_index(loop.body, node))
+        node = loop
+    chain.append(_index(top, node))
+    return list(reversed(chain))
+
+
+def _index(body: list[IrNode], node: IrNode) -> int:
+    return next(k for k, child in enumerate(body) if child is node)

@@ -1,0 +1,86 @@
+"""``parallel(i)``: run a loop's iterations at once (Numba ``prange``, OpenMP ``parallel
+for``).
+
+Legal when the loop carries no dependence in the current order (after the recipe's
+privatizations), or only dependences of a reduction: every statement inside it that touches
+the variable updates it with one associative operator (``s += e``, ``hist[k] += v``). A
+scalar reduction is combined per thread; an array element is updated atomically (a
+generalized reduction). Anything else names the dependence and what would remove it.
+"""
+
+from __future__ import annotations
+
+from loclab.transform.legality import Carried
+from loclab.transform.recipe import Step
+from loclab.transform.steps import (Applied, Context, IllegalStep, expect_args, find_loops,
+                                    no_keywords)
+from loclab.transform.tree import LoopNode, Program, Reduction
+
+NAMES = ("parallel",)
+
+
+def apply(program: Program, step: Step, context: Context) -> Applied:
+    expect_args(step, 1, 1, "parallel(loop)")
+    no_keywords(step)
+    new = program.clone()
+    nodes = find_loops(new, step.args[0], step)
+    checker = context.checker(new)
+    reductions: dict[str, Reduction] = {}
+    refused: list[str] = []
+    marked: list[LoopNode] = []
+    for node in nodes:
+        carried = checker.carried(node)
+        blocking = [c for c in carried if c.reduction is None]
+        if blocking:
+            refused.append(f"{node.name} carries {_listed(blocking[0])}"
+                           f"{_remedy(new, node, blocking[0], context)}")
+            continue
+        node.reductions = tuple(Reduction(c.key, c.name, c.reduction or "+", c.scalar)
+                                for c in carried)
+        reductions.update({r.key: r for r in node.reductions})
+        marked.append(node)
+    if not marked:
+        raise IllegalStep(f"{step} is illegal: {refused[0]}")
+    for node in marked:
+        node.parallel = True
+    name = marked[0].name
+    reason = f"{name} carries no dependence"
+    if reductions:
+        combined = ", ".join(f"{'reduction' if r.scalar else 'atomic updates'} {r.op} on "
+                             f"{r.name}" for r in reductions.values())
+        reason = f"{name} carries only reductions ({combined})"
+    if refused:  # copies of one loop (distributed): the others stay sequential
+        lines = ", ".join(str(_first_line(n)) for n in marked)
+        reason += f" in the loop{'s' if len(marked) > 1 else ''} holding line {lines}; " \
+                  f"the other{'s' if len(refused) > 1 else ''} stay sequential: " \
+                  + "; ".join(refused)
+    return Applied(new, reason)
+
+
+def _first_line(node: LoopNode) -> int:
+    return min(s.line for u in node.units() for s in u.statements)
+
+
+def _listed(carried: Carried) -> str:
+    if not carried.dependences:
+        return f"a dependence on {carried.name}"
+    d = carried.dependences[0]
+    more = len(carried.dependences) - 1
+    return (f"{d.id} {d.source}->{d.sink} {d.kind} on {d.array} [{','.join(d.direction)}]"
+            + (f" (and {more} more on {carried.name})" if more else ""))
+
+
+def _remedy(program: Program, node: LoopNode, carried: Carried, context: Context) -> str:
+    remedies = context.remedies
+    loop = node.origin
+    if carried.key in program.private:
+        return ""
+    if remedies.privatizable(loop, carried.key) and not remedies.live_out(loop, carried.key):
+        return f": privatize({carried.name}) first"
+    dependences = list(carried.dependences)
+    if dependences and all(d.kind == "WAR" for d in dependences) \
+            and remedies.reads_values_from_before(loop, carried.key):
+        return f": copy({carried.name}, {node.name}) first"
+    if remedies.scan(loop, carried.key, dependences) is not None:
+        return " (a scan: parallel only as a prefix scan, not as a DOALL loop)"
+    return ""

@@ -1,0 +1,94 @@
+"""``privatize(x[, loop])`` and ``expand(x[, loop, ...])``: storage of its own per iteration.
+
+Privatizing gives every iteration of the loop (by default the innermost loop around all uses
+of ``x``) its own ``x``, as declaring it inside the loop body would: legal when every read of
+``x`` in an iteration reads a value written earlier in that same iteration (value-based, with
+isl's dataflow analysis) and no value written in the loop is needed after it. The
+dependences between iterations on ``x`` are then gone. Expanding instead turns ``x`` into an
+array with an element per iteration of the given loops (``tmp[i]``), the slides' array
+expansion, which distribution needs when ``x`` ends up in two loops.
+"""
+
+from __future__ import annotations
+
+from loclab.nest.ir import Loop, Variable
+from loclab.transform.recipe import LoopRef, Step
+from loclab.transform.steps import Applied, Context, IllegalStep, find_loop, no_keywords
+from loclab.transform.tree import Private, Program
+
+NAMES = ("privatize", "expand")
+
+
+def apply(program: Program, step: Step, context: Context) -> Applied:
+    no_keywords(step)
+    if not step.args or not isinstance(step.args[0], LoopRef) or step.args[0].line is not None:
+        raise step.error(f"usage {step.name}(variable[, loop ...])")
+    new = program.clone()
+    variable = find_variable(new, step.args[0].var, step)
+    uses = [s for s in new.nest.statements if any(a.variable is variable for a in s.accesses)]
+    around = _enclosing([s for s in uses if s.loops])
+    if not around:
+        raise step.error(f"no loop is around every use of {variable.name} in a loop (lines "
+                         f"{', '.join(str(s.line) for s in uses)}): name the loop")
+    loops = [find_loop(new, ref, step).origin for ref in step.args[1:]]
+    for loop in loops:
+        if loop not in around:
+            raise step.error(f"{loop.var}@{loop.line} is not around every use of "
+                             f"{variable.name}")
+    if step.name == "privatize":
+        if len(loops) > 1:
+            raise step.error("usage privatize(variable[, loop])")
+        loop = loops[0] if loops else around[-1]
+        private = Private(variable, loop, "privatize")
+    else:
+        if variable.is_array:
+            raise step.error(f"{variable.name} is an array: privatize it instead")
+        by = tuple(sorted(loops, key=lambda l: l.depth)) if loops else (around[-1],)
+        loop = by[-1]
+        private = Private(variable, loop, "expand", by, variable.name)
+    _check(new, private, context, step)
+    new.private[variable.key] = private
+    context.require_order(new, step)
+    if step.name == "privatize":
+        return Applied(new, f"every read of {variable.name} in an iteration of {loop.var} "
+                            "reads a value written in that iteration, and none is needed "
+                            "after the loop")
+    index = ", ".join(l.var for l in private.expand_by)
+    return Applied(new, f"{variable.name}[{index}]: every read sees a value written in its "
+                        "own iteration, none is needed after the loop")
+
+
+def find_variable(program: Program, name: str, step: Step) -> Variable:
+    found = [v for v in program.nest.variables if v.name == name
+             and any(a.variable is v for s in program.nest.statements for a in s.accesses)]
+    if not found:
+        known = ", ".join(dict.fromkeys(v.name for v in program.nest.variables)) or "none"
+        raise step.error(f"no variable {name} in {program.nest.name} (variables: {known})")
+    if len(found) > 1:
+        raise step.error(f"{name} names {len(found)} variables declared in different blocks")
+    return found[0]
+
+
+def _enclosing(uses: list) -> list[Loop]:
+    """The loops around every use, outermost first."""
+    common: list[Loop] | None = None
+    for statement in uses:
+        loops = list(statement.loops)
+        common = loops if common is None else [a for a, b in zip(common, loops) if a is b]
+    return common or []
+
+
+def _check(program: Program, private: Private, context: Context, step: Step) -> None:
+    remedies = context.remedies
+    variable, loop = private.variable, private.loop
+    if variable.scope and private.kind == "privatize":
+        raise step.error(f"{variable.name} is declared inside the loop at line "
+                         f"{variable.scope[-1].line}: it is private already")
+    if not remedies.privatizable(loop, variable.key):
+        raise IllegalStep(f"{step} is illegal: a read of {variable.name} in an iteration of "
+                          f"{loop.var}@{loop.line} may see a value written before it or in "
+                          "another iteration")
+    if remedies.live_out(loop, variable.key):
+        where = "the caller sees it" if variable.is_argument else "it is read after the loop"
+        raise IllegalStep(f"{step} is illegal: {where}, and the loop's last value would be "
+                          f"lost")

@@ -1,0 +1,60 @@
+"""``stage(B, kk)``: the slides' "remap a read-only slice". At the start of every iteration of
+``kk``, the slice of ``B`` that the iteration reads is copied into a local buffer, and the
+iteration reads the buffer (``B_kk[i - B_lo0, k - B_lo1]``): a small, contiguous block that
+stays in cache (on a GPU: shared memory).
+
+Legal when no statement inside ``kk`` writes ``B`` (the buffer would go stale) and every read
+has affine subscripts (isl bounds the slice). It comes after the steps that reorder loops:
+only ``parallel``, ``stage`` and ``copy`` may follow it.
+"""
+
+from __future__ import annotations
+
+from loclab.transform.recipe import LoopRef, Step
+from loclab.transform.steps import (Applied, Context, IllegalStep, expect_args, find_loop,
+                                    no_keywords)
+from loclab.transform.steps.privatize import find_variable
+from loclab.transform.tree import Buffer, LoopNode, Program
+
+NAMES = ("stage",)
+
+
+def apply(program: Program, step: Step, context: Context) -> Applied:
+    expect_args(step, 2, 2, "stage(array, loop)")
+    no_keywords(step)
+    new = program.clone()
+    variable, node = buffered_array(new, step)
+    writes = [s for u in node.units() for s in u.statements
+              for a in s.accesses if a.variable is variable and a.write]
+    if writes:
+        raise IllegalStep(f"{step} is illegal: {variable.name} is written inside "
+                          f"{node.name} (line {writes[0].line}): a copy would go stale")
+    name = new.fresh_name(f"{variable.name}_{node.name}")
+    new.buffers.append(Buffer("stage", variable, node, name))
+    return Applied(new, f"{variable.name} is only read inside {node.name}: each iteration "
+                        f"reads its slice from {name}")
+
+
+def buffered_array(program: Program, step: Step) -> tuple:
+    """The array and the loop a ``stage`` or ``copy`` step names, checked for what both
+    need: an array read inside the loop, through affine subscripts."""
+    ref = step.args[0]
+    if not isinstance(ref, LoopRef) or ref.line is not None:
+        raise step.error(f"{ref} is not an array name")
+    variable = find_variable(program, ref.var, step)
+    if not variable.is_array:
+        raise step.error(f"{variable.name} is a scalar: {step.name} copies arrays")
+    node: LoopNode = find_loop(program, step.args[1], step)
+    reads = [(s, a) for u in node.units() for s in u.statements for a in s.accesses
+             if a.variable is variable and not a.write]
+    if not reads:
+        raise step.error(f"nothing inside {node.label} reads {variable.name}")
+    for statement, access in reads:
+        if not access.affine:
+            raise step.error(f"{access.text} (line {statement.line}) has a subscript isl "
+                             "cannot bound: the slice to copy is unknown")
+    if len({len(a.subscripts) for _, a in reads}) != 1:
+        raise step.error(f"{variable.name} is read with different numbers of subscripts")
+    if any(b.variable is variable and b.loop is node for b in program.buffers):
+        raise step.error(f"{variable.name} is already copied for {node.label}")
+    return variable, node

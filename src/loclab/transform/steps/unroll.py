@@ -1,0 +1,106 @@
+"""``unroll(j, 4)`` and ``unroll(i, 4, jam=True)``: copies of a loop's body per iteration.
+
+Unrolling ``j`` by 4 makes ``j`` advance by 4 and its body four copies, for ``j``, ``j + 1``,
+``j + 2`` and ``j + 3``, followed by a remainder loop for the iterations left when the trip
+count is not a multiple of 4. Unroll-and-jam of an outer loop puts the copies innermost
+instead: the loops inside run once for four iterations of ``i``, each statement four times in
+a row (the slides' register tiling as a sequence of steps). Each copy's private variables get
+names of their own (``c_0`` ... ``c_3``): scalar replacement, values kept in registers.
+
+Plain unrolling keeps the order of every instance (always legal); jamming reorders them and
+is legal when every dependence keeps its source first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from loclab.transform.recipe import Step
+from loclab.transform.schedule import Schedule
+from loclab.transform.steps import (Applied, Context, expect_args, find_loop, replace_node,
+                                    size_argument)
+from loclab.transform.tree import LoopNode, Node, Program, Unit
+
+NAMES = ("unroll",)
+
+
+def apply(program: Program, step: Step, context: Context) -> Applied:
+    expect_args(step, 2, 2, "unroll(loop, factor[, jam=True])")
+    jam = False
+    for key, option in step.keywords:
+        if key.var != "jam" or not isinstance(option, bool):
+            raise step.error(f"unknown option {key}={option} (unroll takes jam=True)")
+        jam = option
+    new = program.clone()
+    node = find_loop(new, step.args[0], step)
+    factor = size_argument(step.args[1], step, "unroll factor")
+    if node.tile:
+        raise step.error(f"{node.label} runs over tiles: unroll the loop over "
+                         f"{node.origin.var} inside it")
+    if factor == 1:
+        return Applied(new, "unrolling by 1 changes nothing")
+    schedule = Schedule(new)
+    restriction = {id(u): _restrictions(schedule, node, u, factor) for u in node.units()}
+    group = LoopNode(node.name, node.origin, [], tile=factor, within=node.within,
+                     parallel=node.parallel, reductions=node.reductions, copies=factor)
+    remainder = _copy_tree(node, lambda u: [_restricted(u, restriction[id(u)][-1], None)])
+    if jam:
+        group.body = _copy_body(node.body, lambda u: [
+            _restricted(u, restriction[id(u)][r], (node.origin.id, r)) for r in range(factor)],
+            node, group)
+    else:
+        group.body = [child for r in range(factor) for child in _copy_body(
+            node.body, lambda u, r=r: [_restricted(u, restriction[id(u)][r],
+                                                   (node.origin.id, r))], node, group)]
+    replace_node(new, node, [group, remainder])
+    if jam:
+        context.require_order(new, step)
+        return Applied(new, f"unroll-and-jam of {node.name} by {factor}: every dependence "
+                            "keeps its source first with the copies innermost")
+    return Applied(new, f"unrolling {node.name} by {factor} keeps every iteration in its "
+                        "place")
+
+
+def _restrictions(schedule: Schedule, node: LoopNode, unit: Unit, factor: int) -> list[str]:
+    """isl constraints selecting copy 0, 1, ... of a unit, and (last) the remainder."""
+    step = abs(node.origin.step)
+    width = factor * step
+    x = schedule.coordinate(node, unit)
+    probe = LoopNode(node.name, node.origin, tile=factor, within=node.within)
+    base = schedule.lower(probe, unit)  # where groups of the factor start
+    start = f"(({base}) + {width}*floor(({x} - ({base}))/{width}))"
+    whole = " and ".join(f"{start} + {(factor - 1) * step} < {limit}"
+                         for limit in schedule.upper(node, unit, factor))
+    copies = [f"({x} = {start} + {r * step} and {whole})" for r in range(factor)]
+    return copies + [f"(not ({whole}))"]
+
+
+def _restricted(unit: Unit, condition: str, copy: tuple[str, int] | None) -> Unit:
+    return replace(unit, restriction=unit.restriction + (condition,),
+                   copy=unit.copy + ((copy,) if copy is not None else ()))
+
+
+def _copy_body(body: list[Node], units, old: LoopNode, new: LoopNode) -> list[Node]:
+    """A copy of a loop body, each unit replaced by ``units(unit)``; loops inside that were
+    bounded by ``old`` are bounded by ``new``."""
+    out: list[Node] = []
+    mapping: dict[int, LoopNode] = {id(old): new}
+    for child in body:
+        if isinstance(child, Unit):
+            out += units(child)
+        else:
+            out.append(_copy_tree(child, units, mapping))
+    return out
+
+
+def _copy_tree(node: LoopNode, units, mapping: dict[int, LoopNode] | None = None) -> LoopNode:
+    mapping = {} if mapping is None else mapping
+    copy = replace(node, body=[], within=mapping.get(id(node.within), node.within)
+                   if node.within is not None else None)
+    mapping[id(node)] = copy
+    for child in node.body:
+        if isinstance(child, Unit):
+            copy.body += units(child)
+        else:
+            copy.body.append(_copy_tree(child, units, mapping))
+    return copy

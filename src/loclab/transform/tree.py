@@ -1,0 +1,223 @@
+"""The program a recipe rewrites: the original statements under a new tree of loops.
+
+A transformation never edits statements. It rearranges the loops around them, and each loop
+of the new tree says which original loop's iterations it runs over and how:
+
+* a *variable loop* (``tile == 0``) runs over the values of an original loop's variable,
+  within the tile of the loop named by ``within`` when that loop was strip-mined;
+* a *tile loop* (``tile == T``) runs over the first values of tiles of ``T`` iterations of
+  that variable (strip-mining makes one; unrolling makes one whose variable loop became
+  copies of the body).
+
+The leaves are :class:`Unit` objects: an original statement, or a block kept as written
+(an ``if`` whose condition loclab cannot express, a loop with a data-dependent bound), or a
+copy of one made by unrolling (``restriction`` then names the iterations it runs). Because
+every new loop is a function of the original iterations, the tree defines a schedule: a time
+for every statement instance (:mod:`loclab.transform.schedule`), which legality checks against
+the dependences and isl turns back into loops (:mod:`loclab.transform.codegen`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any, Union
+
+from loclab.deps.model import Model
+from loclab.nest.ir import Guard, Loop, Nest, Statement, Variable
+
+
+@dataclass(eq=False)
+class LoopNode:
+    """One loop of the new program."""
+
+    name: str  # the iterator's name in the emitted code
+    origin: Loop  # the original loop whose variable it runs over
+    body: list["Node"] = field(default_factory=list)
+    tile: int = 0  # 0: the variable's values; T: first values of tiles of T iterations
+    within: "LoopNode | None" = None  # the tile loop that bounds its range
+    parallel: bool = False
+    reductions: tuple["Reduction", ...] = ()  # what a parallel loop combines across threads
+    copies: int = 0  # a tile loop made by unrolling: its body holds this many copies
+
+    @property
+    def line(self) -> int:
+        return self.origin.line
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}@{self.line}"
+
+    def units(self) -> Iterator["Unit"]:
+        yield from units_of(self.body)
+
+    def loops(self) -> Iterator["LoopNode"]:
+        """This loop and every loop inside it, outermost first."""
+        yield self
+        for child in self.body:
+            if isinstance(child, LoopNode):
+                yield from child.loops()
+
+
+@dataclass(eq=False)
+class Unit:
+    """A leaf of the new tree: code emitted as one piece at one point of the loops around it.
+
+    ``loops`` are the original loops around it: an instance is a point of their iteration
+    space (``x0``, ``x1``, ... outermost first). ``syntax`` is what the emitter prints, in the
+    frontend's own terms (``ast`` nodes for Python). ``restriction`` (isl constraints on those
+    coordinates) selects the instances a copy made by unrolling runs; ``copy`` says which
+    copy it is of each unrolled loop (its private variables get a name per copy).
+    """
+
+    statements: tuple[Statement, ...]
+    loops: tuple[Loop, ...]
+    guards: tuple[Guard, ...]  # affine conditions around it (inside its loops)
+    syntax: Any
+    opaque: str = ""  # why it is kept as written, for a block
+    restriction: tuple[str, ...] = ()
+    copy: tuple[tuple[str, int], ...] = ()  # (unrolled loop's id, index) per unrolling
+
+    @property
+    def first(self) -> Statement:
+        return self.statements[0]
+
+    @property
+    def line(self) -> int:
+        return self.first.line
+
+
+Node = Union[LoopNode, Unit]
+
+
+def units_of(body: list[Node]) -> Iterator[Unit]:
+    for child in body:
+        if isinstance(child, Unit):
+            yield child
+        else:
+            yield from child.units()
+
+
+def loops_of(body: list[Node]) -> Iterator[LoopNode]:
+    for child in body:
+        if isinstance(child, LoopNode):
+            yield from child.loops()
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """A variable a parallel loop updates with one associative operator: a scalar is
+    combined per thread (Numba's reductions, OpenMP's ``reduction`` clause), an array element
+    updated atomically (a generalized reduction)."""
+
+    key: str
+    name: str
+    op: str
+    scalar: bool
+
+
+@dataclass(frozen=True)
+class Private:
+    """Storage of its own for a variable: per iteration of ``loop`` (privatized, or declared
+    or allocated inside it), or an array with an element per iteration of ``loops``
+    (expanded)."""
+
+    variable: Variable
+    loop: Loop  # private per iteration of this loop (and of the loops around it)
+    kind: str  # "privatize", "local" (declared in the loop body), "expand"
+    expand_by: tuple[Loop, ...] = ()  # expanded: the loops that index its new dimensions
+    name: str = ""  # expanded: the new array's name
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A read-only array read through a copy: ``stage`` (the slice one iteration of ``loop``
+    reads, copied at the start of each iteration) or ``copy`` (what the whole loop reads,
+    copied before it)."""
+
+    kind: str  # "stage" or "copy"
+    variable: Variable
+    loop: LoopNode
+    name: str  # the buffer's name
+
+
+@dataclass(eq=False)
+class Program:
+    """The state of a recipe: the original function and its new loop tree."""
+
+    nest: Nest
+    model: Model
+    body: list[Node]
+    syntax: Any  # the frontend's view of the function (Python: FunctionSyntax)
+    private: dict[str, Private] = field(default_factory=dict)  # by variable key
+    buffers: list[Buffer] = field(default_factory=list)
+    names: set[str] = field(default_factory=set)  # identifiers in use in the function
+    notes: list[str] = field(default_factory=list)  # what was kept as written, and why
+
+    def units(self) -> list[Unit]:
+        return list(units_of(self.body))
+
+    def loops(self) -> list[LoopNode]:
+        return list(loops_of(self.body))
+
+    def fresh_name(self, wanted: str) -> str:
+        """``wanted``, or with a number when the function already uses it."""
+        if wanted not in self.names:
+            self.names.add(wanted)
+            return wanted
+        for number in itertools.count(2):
+            candidate = f"{wanted}{number}"
+            if candidate not in self.names:
+                self.names.add(candidate)
+                return candidate
+        raise AssertionError("unreachable")
+
+    def clone(self) -> "Program":
+        """A copy whose tree can be rewritten without touching this one (statements, loops
+        and syntax of the original function are shared: nothing rewrites them)."""
+        mapping: dict[int, LoopNode] = {}
+
+        def copy_body(body: list[Node]) -> list[Node]:
+            out: list[Node] = []
+            for child in body:
+                if isinstance(child, Unit):
+                    out.append(replace(child))
+                else:
+                    node = replace(child, body=[])
+                    mapping[id(child)] = node
+                    node.body = copy_body(child.body)
+                    out.append(node)
+            return out
+
+        body = copy_body(self.body)
+        for node in loops_of(body):
+            if node.within is not None:
+                node.within = mapping[id(node.within)]
+        buffers = [replace(b, loop=mapping[id(b.loop)]) for b in self.buffers]
+        return Program(self.nest, self.model, body, self.syntax, dict(self.private), buffers,
+                       set(self.names), list(self.notes))
+
+    # -- where things are -------------------------------------------------------------------
+    def path(self, target: Node) -> list[LoopNode]:
+        """The loops around a node, outermost first."""
+        found = _path(self.body, target, [])
+        if found is None:
+            raise KeyError("node not in this program")
+        return found
+
+    def parent_body(self, target: Node) -> list[Node]:
+        """The list that holds a node (the function's body or a loop's)."""
+        path = self.path(target)
+        return path[-1].body if path else self.body
+
+
+def _path(body: list[Node], target: Node, around: list[LoopNode]) -> list[LoopNode] | None:
+    for child in body:
+        if child is target:
+            return around
+        if isinstance(child, LoopNode):
+            found = _path(child.body, target, around + [child])
+            if found is not None:
+                return found
+    return None

@@ -1,0 +1,325 @@
+"""``loclab transform``: steps, verdicts, emitted code, verification, the command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import loclab
+from loclab.cli import main
+from loclab.errors import UsageError
+from loclab.transform import transform
+from loclab.transform.recipe import LoopRef, parse_recipe
+from loclab.transform.steps import IllegalStep
+
+TRANSPOSE = '''
+def transpose(A, B, N, M):
+    for i in range(N):
+        for j in range(M):
+            B[j, i] = A[i, j]
+'''
+
+MATMUL = '''
+def matmul(A, B, C, M, N, U):
+    for i in range(M):
+        for j in range(N):
+            tmp = 0.0
+            for k in range(U):
+                tmp += A[i, k] * B[k, j]
+            C[i, j] = tmp
+'''
+
+THREE_LOOPS_3 = '''
+def three_loops_3(A, N):
+    for i in range(2, N + 1):
+        for j in range(1, N + 1):
+            A[i, j] = A[i - 1, j + 1] + 1
+'''
+
+
+def body(result) -> str:
+    """The emitted function without the header line and the imports."""
+    lines = result.source.split("\n")
+    start = next(k for k, line in enumerate(lines) if line.startswith("def "))
+    return "\n".join(lines[start:])
+
+
+# -- recipes --------------------------------------------------------------------------------
+def test_a_recipe_reads_steps_loops_sizes_and_options() -> None:
+    steps = parse_recipe("tile(i@12=32, j=8);\n unroll(i, 4, jam=True) ; parallel(ii)")
+    assert [s.text for s in steps] == ["tile(i@12=32, j=8)", "unroll(i, 4, jam=True)",
+                                       "parallel(ii)"]
+    assert steps[0].keywords == ((LoopRef("i", 12), 32), (LoopRef("j"), 8))
+    assert steps[1].args == (LoopRef("i"), 4) and steps[1].keywords == ((LoopRef("jam"), True),)
+
+
+@pytest.mark.parametrize("recipe, message", [
+    ("tile(i=32", "tile(i=32: a step is name(args), e.g. tile(i=32, j=32)"),
+    ("", "the recipe has no steps"),
+    ("tile(i=0, j=32)", "tile(i=0, j=32): tile size 0 must be a positive integer"),
+    ("stripmine(i, -4)", "stripmine(i, -4): tile size -4 must be a positive integer"),
+    ("tile(q=3)", "tile(q=3): no loop q (loops: i@3, j@4)"),
+    ("spin(i)", "spin(i): unknown step 'spin'"),
+    ("unroll(j, 2, jam=3)", "unroll(j, 2, jam=3): unknown option jam=3"),
+    ("interchange(i)", "interchange(i): usage interchange(loop, loop)"),
+    ("stripmine(i, 4, j)", "stripmine(i, 4, j): j is already a name in the function"),
+])
+def test_a_malformed_step_is_a_one_line_usage_error(recipe: str, message: str) -> None:
+    with pytest.raises(UsageError) as info:
+        transform(TRANSPOSE, recipe)
+    assert str(info.value).startswith(message) and "\n" not in str(info.value)
+    assert info.value.exit_code == 2
+
+
+def test_a_step_on_an_imperfect_band_names_the_loop_to_distribute() -> None:
+    with pytest.raises(UsageError, match=r"^interchange\(i, k\): i@3, k@6 must be a perfect "
+                                         r"nest, but the body of j@4 holds 3 statements or "
+                                         r"loops: distribute\(j\) first$"):
+        transform(MATMUL, "interchange(i, k)")
+
+
+# -- legality -------------------------------------------------------------------------------
+def test_an_illegal_interchange_names_the_dependence_before_and_after() -> None:
+    with pytest.raises(IllegalStep) as info:
+        transform(THREE_LOOPS_3, "interchange(i, j)")
+    assert str(info.value) == ("interchange(i, j) is illegal: D1 S1->S1 RAW on A [<,>] would "
+                               "become [>,<]")
+    assert info.value.exit_code == 1
+    assert info.value.violation.dependence.id == "D1"
+
+
+def test_a_parallel_loop_that_carries_a_dependence_is_refused_with_its_remedy() -> None:
+    with pytest.raises(IllegalStep, match=r"^parallel\(i\) is illegal: i carries D1 S1->S1 RAW "
+                                          r"on A \[<,>\]$"):
+        transform(THREE_LOOPS_3, "parallel(i)")
+    with pytest.raises(IllegalStep, match=r"i carries D1 S1->S1 WAW on tmp .*: privatize\(tmp\) "
+                                          "first$"):
+        transform(MATMUL, "parallel(i)")
+    war = "def f(A, N):\n    for i in range(N - 1):\n        A[i] = A[i + 1] + 1\n"
+    with pytest.raises(IllegalStep, match=r"WAR on A \[<\]: copy\(A, i\) first$"):
+        transform(war, "parallel(i)")
+
+
+def test_every_legal_step_says_why() -> None:
+    result = transform(MATMUL, "privatize(tmp); interchange(i, j); parallel(j)")
+    assert [(s.step, s.legal) for s in result.steps] == [
+        ("privatize(tmp)", True), ("interchange(i, j)", True), ("parallel(j)", True)]
+    assert result.steps[2].reason == "j carries no dependence"
+    assert "every read of tmp in an iteration of j" in result.steps[0].reason
+
+
+def test_privatizing_a_value_needed_after_the_loop_is_refused() -> None:
+    source = ("def f(A, N):\n    s = 0.0\n    for i in range(N):\n        s = A[i]\n"
+              "        A[i] = s * 2\n    A[0] = s\n")
+    with pytest.raises(IllegalStep, match=r"privatize\(s\) is illegal: it is read after the "
+                                          "loop"):
+        transform(source, "privatize(s)")
+    carried = "def f(A, N):\n    s = 0.0\n    for i in range(N):\n        s = s + A[i]\n"
+    with pytest.raises(IllegalStep, match="may see a value written before it"):
+        transform(carried, "privatize(s)")
+
+
+def test_a_reduction_is_parallel_and_emitted_for_numba() -> None:
+    source = ("def total(A, N):\n    s = 0.0\n    for i in range(N):\n        s += A[i]\n"
+              "    return s\n")
+    result = transform(source, "parallel(i)", emit="numba")
+    assert result.steps[0].reason == "i carries only reductions (reduction + on s)"
+    assert "for i in prange(N):" in result.source
+    check = result.verify(N=1001)
+    assert check.ok and check.compared[-1].name == "return value"
+
+
+# -- code -----------------------------------------------------------------------------------
+def test_tiling_emits_the_slides_blocked_loops() -> None:
+    result = transform(TRANSPOSE, "tile(i=32, j=32); parallel(ii)")
+    assert body(result) == """def transpose(A, B, N, M):
+    for ii in range(0, N, 32):  # parallel
+        for jj in range(0, M, 32):
+            for i in range(ii, min(N, ii + 32)):
+                for j in range(jj, min(M, jj + 32)):
+                    B[j, i] = A[i, j]
+"""
+    numba = transform(TRANSPOSE, "tile(i=32, j=32); parallel(ii)", emit="numba")
+    assert "@njit(parallel=True)" in numba.source
+    assert "for ii_index in prange((N + 31) // 32):\n        ii = 32 * ii_index" in numba.source
+
+
+def test_stripmine_names_the_tile_loop_as_the_slides_or_as_told() -> None:
+    assert "for ii in range(0, N, 8):" in transform(TRANSPOSE, "stripmine(i, 8)").source
+    twice = transform(TRANSPOSE, "stripmine(i, 64); stripmine(i, 8)").source
+    assert "for ii in range(0, N, 64):" in twice and "for iii in range(ii, " in twice
+    named = transform(TRANSPOSE, "stripmine(j, 4, jt)").source
+    assert "for jt in range(0, M, 4):\n            for j in range(jt, min(M, jt + 4)):" in named
+
+
+def test_unrolling_leaves_a_remainder_loop() -> None:
+    result = transform(TRANSPOSE, "unroll(j, 4)")
+    assert body(result) == """def transpose(A, B, N, M):
+    if M >= 1:
+        for i in range(N):
+            for j in range(0, M - 3, 4):
+                B[j, i] = A[i, j]
+                B[j + 1, i] = A[i, j + 1]
+                B[j + 2, i] = A[i, j + 2]
+                B[j + 3, i] = A[i, j + 3]
+            for j in range(M - (M % 4), M):
+                B[j, i] = A[i, j]
+"""
+    assert result.verify(N=5, M=11).ok
+
+
+def test_unroll_and_jam_gives_each_copy_its_private_scalar() -> None:
+    result = transform(MATMUL, "privatize(tmp); unroll(j, 2, jam=True)")
+    lines = [line.strip() for line in result.source.split("\n")]
+    start = lines.index("tmp_0 = 0.0")
+    assert lines[start:start + 6] == ["tmp_0 = 0.0", "tmp_1 = 0.0", "for k in range(U):",
+                                      "tmp_0 += A[i, k] * B[k, j]",
+                                      "tmp_1 += A[i, k] * B[k, j + 1]", "C[i, j] = tmp_0"]
+    assert result.verify(M=3, N=7, U=5).ok
+
+
+def test_jamming_without_privatizing_is_refused_and_says_so() -> None:
+    with pytest.raises(IllegalStep, match=r"\(privatize\(tmp\) first\)$"):
+        transform(MATMUL, "unroll(j, 2, jam=True)")
+
+
+def test_distribution_expands_what_two_loops_share() -> None:
+    source = ("def f(A, B, N):\n    for i in range(2, N):\n        tmp = 2 * B[i - 2]\n"
+              "        A[i] = tmp\n        B[i] = tmp + B[i - 1]\n")
+    result = transform(source, "distribute(i); parallel(i)")
+    assert body(result) == """def f(A, B, N):
+    tmp = np.empty((max(0, N - 2),), dtype=np.float64)
+    for i in range(2, N):
+        tmp[i - 2] = 2 * B[i - 2]
+        B[i] = tmp[i - 2] + B[i - 1]
+    for i in range(2, N):  # parallel
+        A[i] = tmp[i - 2]
+"""
+    assert "stay sequential: i carries D1 S3->S1 RAW on B [<]" in result.steps[1].reason
+    assert result.verify().ok
+
+
+def test_distributing_a_loop_expands_a_private_scalar_its_pieces_share() -> None:
+    result = transform(MATMUL, "privatize(tmp); distribute(j)")
+    assert "tmp = np.empty((max(0, N),), dtype=np.float64)" in result.source
+    assert "tmp[j] += A[i, k] * B[k, j]" in result.source
+    assert result.verify(M=4, N=5, U=6).ok
+
+
+def test_copying_removes_a_war_and_staging_reads_a_slice() -> None:
+    war = "def f(A, N):\n    for i in range(N - 1):\n        A[i] = A[i + 1] + 1\n"
+    copied = transform(war, "copy(A, i); parallel(i)")
+    assert "A_copy = A[A_copy_lo0:N].copy()" in copied.source
+    assert "A[i] = A_copy[i + 1 - A_copy_lo0] + 1" in copied.source
+    assert copied.verify().ok
+    staged = transform(MATMUL, "privatize(tmp); tile(i=8, j=8); stage(B, jj)")
+    assert "B_jj_lo1 = jj" in staged.source and "B_jj[k - B_jj_lo0, j - B_jj_lo1]" in \
+        staged.source
+    assert staged.verify(M=11, N=19, U=7).ok
+    scaled = "def f(A, N):\n    for i in range(N):\n        for j in range(N):\n" \
+             "            A[i, j] = A[i, j] * 2\n"
+    with pytest.raises(IllegalStep, match=r"^stage\(A, i\) is illegal: A is written inside "
+                                          r"i \(line 4\): a copy would go stale$"):
+        transform(scaled, "stage(A, i)")
+    with pytest.raises(UsageError, match="loops cannot move once stage"):
+        transform(MATMUL, "privatize(tmp); stage(B, j); interchange(i, j)")
+
+
+def test_a_block_loclab_cannot_express_is_kept_as_written_and_said() -> None:
+    source = ("def f(A, X, N):\n    for i in range(N):\n        if X[i] > 0:\n"
+              "            A[i] = A[i] + 1\n")
+    result = transform(source, "stripmine(i, 4); parallel(ii)")
+    assert "if X[i] > 0:\n                A[i] = A[i] + 1" in result.source
+    assert result.notes == ["line 3: kept as written (the condition at line 3 reads memory)"]
+
+
+def test_the_emitted_code_can_be_analyzed_again() -> None:
+    result = transform(MATMUL, "privatize(tmp); tile(i=8, j=8); unroll(j, 2, jam=True)")
+    again = loclab.analyze(result.source, "matmul")
+    assert [l.var for l in again.nest.loops][:4] == ["ii", "jj", "i", "j"]
+    assert "privatize tmp_0" in again.loop("ii").parallel_after
+
+
+# -- verification and compiling ---------------------------------------------------------------
+def test_compile_gives_a_drop_in_replacement() -> None:
+    fast = transform(TRANSPOSE, "tile(i=4, j=4)").compile()
+    a = np.arange(35.0).reshape(5, 7)
+    b = np.full((7, 5), np.nan)
+    fast(a, b, 5, 7)
+    assert np.array_equal(b, a.T)
+
+
+def test_verify_reports_what_it_compared_and_catches_a_wrong_result(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    result = transform(TRANSPOSE, "tile(i=4, j=4)")
+    report = result.verify(N=9, M=10)
+    assert str(report) == "verified at N=9, M=10: A (9 x 10): equal; B (10 x 9): equal"
+    broken = result.source.replace("B[j, i] = A[i, j]", "B[j, i] = A[i, j] + 1e-9")
+    monkeypatch.setattr(result, "source", broken)
+    assert not result.verify(N=9, M=10).ok
+
+
+def test_verify_refuses_sizes_that_read_before_the_array() -> None:
+    source = "def f(A, N):\n    for i in range(N):\n        A[i] = A[i - 1]\n"
+    with pytest.raises(UsageError, match=r"A\[i - 1\] at line 3 reads index -1"):
+        transform(source, "stripmine(i, 2)").verify(N=5)
+    with pytest.raises(UsageError, match=r"--param Q: f has no size Q"):
+        transform(source, "stripmine(i, 2)").verify(Q=5)
+
+
+# -- the command line -------------------------------------------------------------------------
+@pytest.fixture()
+def kernel(tmp_path: Path) -> Path:
+    path = tmp_path / "kernel.py"
+    path.write_text("import numpy as np\n" + MATMUL)
+    return path
+
+
+def test_cli_prints_the_code_and_the_steps(kernel: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["transform", f"{kernel}::matmul", "--apply",
+                 "privatize(tmp); tile(i=8, j=8); parallel(ii)", "--verify",
+                 "--param", "M=9", "--param", "N=10", "--param", "U=3"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("# loclab transform: kernel.py::matmul with privatize(tmp); "
+                          "tile(i=8, j=8); parallel(ii)\n")
+    assert "loclab transform: parallel(ii): legal (ii carries no dependence)" in err
+    assert "loclab transform: verified at M=9, N=10, U=3: A (9 x 3): equal" in err
+
+
+def test_cli_exit_codes_are_one_line(kernel: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["transform", str(kernel), "--apply", "interchange(i, j)"]) == 1
+    assert capsys.readouterr().err.count("\n") == 1
+    assert main(["transform", str(kernel), "--apply", "tile(i=0)"]) == 2
+    assert main(["transform", str(kernel), "--apply", "parallel(j)", "--emit", "c"]) == 2
+    assert "a python function is emitted as python or numba" in capsys.readouterr().err
+    assert main(["transform", str(kernel.parent), "--apply", "parallel(j)"]) == 2
+
+
+def test_cli_json(kernel: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["transform", str(kernel), "--apply", "privatize(tmp); parallel(i)",
+                 "--json", "--verify"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["function"] == "matmul" and document["emit"] == "python"
+    assert [s["step"] for s in document["steps"]] == ["privatize(tmp)", "parallel(i)"]
+    assert document["verification"]["ok"] is True
+    assert "for i in range(M):  # parallel" in document["source"]
+
+
+def test_cli_output_never_replaces_a_users_file(kernel: Path, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["transform", str(kernel), "--apply", "parallel(j)", "-o", str(kernel)]) == 2
+    assert "is the input file" in capsys.readouterr().err
+    mine = tmp_path / "mine.py"
+    mine.write_text("print('mine')\n")
+    assert main(["transform", str(kernel), "--apply", "privatize(tmp); parallel(j)",
+                 "-o", str(mine)]) == 2
+    assert mine.read_text() == "print('mine')\n"
+    out = tmp_path / "out.py"
+    for _ in range(2):  # a file loclab wrote may be written again
+        assert main(["transform", str(kernel), "--apply", "privatize(tmp); parallel(j)",
+                     "-o", str(out)]) == 0
+    assert out.read_text().startswith("# loclab transform:")

@@ -1,0 +1,133 @@
+"""``loclab transform`` judged by brute force: random nests, random recipes.
+
+For nests of :mod:`tests.nestgen` and random sequences of steps, every recipe the checker
+accepts must replay, at concrete sizes, to the very same value flow as the original (every
+read sees the same write, every visible location ends with the same one), run every instance
+once, and leave no two iterations of a parallel loop touching one location
+(:mod:`tests.transform_replay`). Every refused schedule step must name a dependence that the
+order it refused really reverses: the step is applied without its check, and some pair of
+instances of that dependence in the oracle's run must run the other way round (where the
+dependence is exact: through a subscript like ``X[i]`` it is assumed, conservatively).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from loclab.errors import UsageError
+from loclab.transform import transform
+from loclab.transform.steps import Context, IllegalStep
+from loclab.transform.storage import StorageError
+from tests.nestgen import nests
+from tests.reorder import privatizing_nests
+from tests.transform_replay import judge, reversed_pairs
+
+SIZES = ({"N": 5, "M": 4}, {"N": 7, "M": 6})
+# a refused step's dependence may need larger sizes (a stride of 3, a triangle) to show
+REFUSAL_SIZES = SIZES + ({"N": 12, "M": 20}, {"N": 20, "M": 11})
+
+
+@st.composite
+def recipes(draw, source: str) -> str:
+    """1-3 steps on the nest's loops (named var@line) and scalars."""
+    import loclab
+
+    nest = loclab.analyze(source).nest
+    loops = [f"{l.var}@{l.line}" for l in nest.loops]
+    scalars = sorted({v.name for v in nest.variables if not v.is_array})
+    steps = []
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(("stripmine", "interchange", "permute", "tile",
+                                     "distribute", "privatize", "expand", "unroll", "unroll",
+                                     "parallel", "parallel")))
+        loop = draw(st.sampled_from(loops))
+        if kind == "stripmine":
+            steps.append(f"stripmine({loop}, {draw(st.integers(1, 4))})")
+        elif kind in ("interchange", "permute", "tile") and len(loops) >= 2:
+            chosen = draw(st.permutations(loops))[:draw(st.integers(2, min(3, len(loops))))]
+            if kind == "interchange":
+                steps.append(f"interchange({chosen[0]}, {chosen[1]})")
+            elif kind == "permute":
+                steps.append(f"permute({', '.join(chosen)})")
+            else:
+                steps.append("tile(" + ", ".join(f"{l}={draw(st.integers(1, 3))}"
+                                                  for l in chosen) + ")")
+        elif kind == "distribute":
+            steps.append(f"distribute({loop})")
+        elif kind in ("privatize", "expand") and scalars:
+            steps.append(f"{kind}({draw(st.sampled_from(scalars))})")
+        elif kind == "unroll":
+            jam = ", jam=True" if draw(st.booleans()) else ""
+            steps.append(f"unroll({loop}, {draw(st.integers(2, 3))}{jam})")
+        else:
+            steps.append(f"parallel({loop})")
+    return "; ".join(steps)
+
+
+def check(source: str, recipe: str) -> None:
+    try:
+        result = transform(source, recipe)
+    except (UsageError, StorageError):
+        return  # not applicable to this nest (an imperfect band, ...) or refused storage
+    except IllegalStep as refusal:
+        check_refusal(source, recipe, refusal)
+        return
+    for sizes in SIZES:
+        verdict = judge(source, result.program, sizes)
+        assert verdict, (f"{recipe} accepted but wrong at {sizes}:\n{source}\n"
+                         f"{result.source}\n" + "\n".join(verdict.problems))
+
+
+def _complete(sizes: dict[str, int]) -> dict[str, int]:
+    """Sizes at which the checker found a broken pair (sizes the nest does not use: 1)."""
+    return {"N": 1, "M": 1, **sizes}
+
+
+def check_refusal(source: str, recipe: str, refusal: IllegalStep) -> None:
+    """A refused reordering must name a dependence whose instances the refused order really
+    runs the other way round (privatize and parallel refusals are judged elsewhere)."""
+    violation = refusal.violation
+    if violation is None or violation.dependence is None or not violation.dependence.exact:
+        return  # a dependence through a subscript isl cannot read is assumed, not found
+    dependence = violation.dependence
+    steps = recipe.split("; ")
+    refused = next(k for k, step in enumerate(steps) if str(refusal).startswith(step))
+    original = Context.require_order
+    try:
+        Context.require_order = lambda self, program, step: None  # type: ignore[assignment]
+        unchecked = transform(source, "; ".join(steps[:refused + 1]))
+    except (UsageError, StorageError, IllegalStep):
+        return
+    finally:
+        Context.require_order = original  # type: ignore[assignment]
+    found = [reversed_pairs(source, unchecked.program, sizes, dependence.source_statement.line,
+                            dependence.sink_statement.line, dependence.kind,
+                            dependence.array)
+             for sizes in REFUSAL_SIZES + (_complete(violation.sizes),)]
+    assert any(found), f"{recipe} refused ({refusal}) but the oracle finds no pair of " \
+                       f"{dependence.id} reversed:\n{source}"
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_accepted_recipes_compute_the_same(data: st.DataObject) -> None:
+    source = data.draw(nests())
+    check(source, data.draw(recipes(source)))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_recipes_on_nests_with_privatizable_scalars(data: st.DataObject) -> None:
+    source = data.draw(privatizing_nests())
+    check(source, data.draw(recipes(source)))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_recipes_on_nonaffine_nests(data: st.DataObject) -> None:
+    source = data.draw(nests(nonaffine=True))
+    check(source, data.draw(recipes(source)))
