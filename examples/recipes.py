@@ -90,17 +90,20 @@ def putting_everything_together(X, B, M, N, T):
 # (function, recipe, what it reproduces)
 RECIPES = (
     ("transpose", "tile(i=32, j=32); parallel(ii)",
-     "blocked transposition (cpu-blocked): tiles of both arrays stay in cache"),
+     "blocked transposition: tiles of both arrays stay in cache"),
+    ("transpose", "tile(i=256, j=256); tile(i=32, j=32); interchange(i, j); parallel(ii)",
+     "the cpu-blocked variant's two levels: tiles for L2 run in parallel, tiles for L1 inside "
+     "them, B written along its rows"),
     ("mmm", "privatize(c); tile(i=32, j=32); parallel(ii)",
      "block-tiled MMM: a tile of C per task, its rows of A and columns of B reused"),
     ("mmm", "privatize(c); tile(i=64, j=64); unroll(j, 4, jam=True); "
             "unroll(i, 4, jam=True); parallel(ii)",
      "register-tiled MMM: 4 x 4 results in registers (c_0_0 ... c_3_3), each value of A "
      "and B loaded once for four products"),
-    ("mmm_accumulate", "tile(i=64, k=256, j=256); permute(i, k, j); unroll(i, 4, jam=True); "
+    ("mmm_accumulate", "tile(i=64, k=256, j=512); permute(i, k, j); unroll(i, 8, jam=True); "
                        "parallel(ii)",
-     "register-tiled MMM in the blocked order: four rows of C updated from one row of B, "
-     "along j (vectorized)"),
+     "register-tiled MMM in the blocked order: eight rows of C updated from one row of B "
+     "read once, along j (vectorized)"),
     ("array_expansion", "distribute(i); parallel(i)",
      "distribution with array expansion: tmp[i], the cycle {S1, S3} first, S2 parallel"),
     ("eliminating_war", "copy(A, i); parallel(i)",

@@ -114,11 +114,22 @@ def test_atomic_add_rejects_what_it_cannot_do():
 def test_default_sizes_sweep_the_caches(machine):
     sizes = CASE.dims("default", "cpu", machine)
     bins = [dims["bins"] * 4 for dims in sizes]
-    # on the CPU the default stops at 2x the LLC (the run stays within minutes on 2 cores)
-    assert bins == [machine.cpu.l2_bytes // 4] + [int(m * machine.cpu.llc_bytes)
+    # on the CPU the default stops at 2x the LLC share of these cores (a run of minutes)
+    assert bins == [machine.cpu.l2_bytes // 4] + [int(m * machine.cpu.llc_share_bytes)
                                                   for m in (0.25, 2)]
     assert len({dims["n"] for dims in sizes}) == 1
     assert all(8 * dims["n"] >= 4 * 4 * dims["bins"] for dims in sizes)
+
+
+def test_the_llc_share_is_at_most_16_mib_a_core(machine):
+    from dataclasses import replace
+
+    assert machine.cpu.llc_share_bytes == min(machine.cpu.llc_bytes,
+                                              16 * 2**20 * machine.cpu.cores)
+    server = replace(machine.cpu, llc_bytes=480 * 2**20, physical_cores=2, logical_cpus=2)
+    assert server.llc_share_bytes == 32 * 2**20
+    assert CASE.dims("large", "cpu", replace(machine, cpu=server))[-1]["bins"] * 4 == \
+        8 * 480 * 2**20  # large goes beyond the whole LLC
 
 
 def test_privatized_applies_only_where_the_sub_histograms_fit_the_llc(machine):

@@ -61,7 +61,7 @@ def test_tolerance_grows_with_the_row_length():
 def test_default_shapes_have_the_same_footprint(machine):
     case = get_case("matvec")
     cpu_side = case.dims("default", "cpu", machine)[1]["rows"]
-    assert 4 * cpu_side**2 >= 4 * machine.cpu.llc_bytes  # a beyond the LLC, 4x
+    assert 4 * cpu_side**2 >= 4 * machine.cpu.llc_share_bytes  # a beyond the LLC share, 4x
     for device, elements in (("cpu", cpu_side**2), ("gpu", 16384**2)):
         sizes = case.dims("default", device, machine)
         assert [d["rows"] * d["cols"] for d in sizes] == [elements] * 3

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import numpy as np
@@ -323,3 +324,16 @@ def test_cli_output_never_replaces_a_users_file(kernel: Path, tmp_path: Path,
         assert main(["transform", str(kernel), "--apply", "privatize(tmp); parallel(j)",
                      "-o", str(out)]) == 0
     assert out.read_text().startswith("# loclab transform:")
+
+
+def test_the_readme_transform_commands_run(capsys: pytest.CaptureFixture[str],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    section = readme.split("## Thinking like a compiler, then acting")[1].split("\n## ")[0]
+    block = section.split("```sh\n")[1].split("```")[0].replace("\\\n", " ")
+    commands = [shlex.split(line.split("  #")[0]) for line in block.splitlines() if line.strip()]
+    monkeypatch.chdir(Path(__file__).parent.parent)
+    codes = [main(command[1:]) for command in commands]
+    assert codes == [0, 0, 1]
+    assert "interchange(i, j) is illegal: D1 S1->S1 RAW on A [<,>] would become [>,<]" in \
+        capsys.readouterr().err

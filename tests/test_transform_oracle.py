@@ -12,9 +12,7 @@ dependence is exact: through a subscript like ``X[i]`` it is assumed, conservati
 
 from __future__ import annotations
 
-import itertools
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

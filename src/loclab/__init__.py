@@ -4,7 +4,8 @@ The API mirrors the command line: ``loclab.run(...)`` returns the document that
 ``loclab run --json`` writes; ``loclab.devices()`` what ``loclab devices --json`` prints;
 ``loclab.tune(case, ...)`` what ``loclab tune --json`` writes (storing the best configurations
 in the tuning cache); ``loclab.analyze(func_or_source)`` the dependence analysis
-``loclab analyze`` explains; ``loclab.compare(base, new)`` what ``loclab compare --json`` writes.
+``loclab analyze`` explains; ``loclab.compare(base, new)`` what ``loclab compare --json`` writes;
+``loclab.transform(func_or_source, "tile(i=32, j=32)")`` what ``loclab transform`` prints.
 Heavy modules (numba, CuPy, matplotlib) load only when used.
 """
 
@@ -64,4 +65,8 @@ def analyze_file(*args: Any, **kwargs: Any) -> Any:
     return _analyze_file(*args, **kwargs)
 
 
-__all__ = ["__version__", "analyze", "analyze_file", "compare", "devices", "run", "tune"]
+# ``loclab.transform`` is a package that can be called: ``loclab.transform(f, "tile(i=32)")``
+from loclab import transform  # noqa: E402  (light: its heavy parts load when called)
+
+__all__ = ["__version__", "analyze", "analyze_file", "compare", "devices", "run", "transform",
+           "tune"]

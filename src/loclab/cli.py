@@ -85,6 +85,15 @@ def _define(text: str) -> tuple[str, str]:
     return name, value if sep else "1"
 
 
+def _c_options(command: argparse.ArgumentParser) -> None:
+    """A C compiler's -I and -D, for the commands that read C."""
+    command.add_argument("-I", dest="include_dirs", action="append", default=[], type=Path,
+                         metavar="DIR", help="C: search DIR for #include files, repeatable")
+    command.add_argument("-D", dest="defines", action="append", default=[], type=_define,
+                         metavar="NAME[=VALUE]",
+                         help="C: define a macro before preprocessing, repeatable")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="loclab", description="Reason about and measure locality of "
                            "reference on multi-core CPUs and GPUs.")
@@ -174,11 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("--param", action="append", default=[], type=_param,
                          metavar="NAME=VALUE",
                          help="fix a size parameter, repeatable (default: symbolic sizes)")
-    analyze.add_argument("-I", dest="include_dirs", action="append", default=[], type=Path,
-                         metavar="DIR", help="C: search DIR for #include files, repeatable")
-    analyze.add_argument("-D", dest="defines", action="append", default=[], type=_define,
-                         metavar="NAME[=VALUE]",
-                         help="C: define a macro before preprocessing, repeatable")
+    _c_options(analyze)
     analyze.set_defaults(handler=_analyze)
 
     transform = commands.add_parser(
@@ -205,11 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "(default: small odd sizes)")
     transform.add_argument("--json", action="store_true",
                            help="print the steps, the code and the verification as JSON")
-    transform.add_argument("-I", dest="include_dirs", action="append", default=[],
-                           type=Path, metavar="DIR", help="C: search DIR for #include files")
-    transform.add_argument("-D", dest="defines", action="append", default=[], type=_define,
-                           metavar="NAME[=VALUE]", help="C: define a macro before "
-                           "preprocessing")
+    _c_options(transform)
     transform.set_defaults(handler=_transform)
 
     compare = commands.add_parser(

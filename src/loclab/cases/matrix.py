@@ -40,7 +40,7 @@ def _gpu_l2(machine: Machine) -> int:
 
 MATRIX_SIZES = {
     "small": {"cpu": {"rows": 1999, "cols": 3001}, "gpu": {"rows": 5003, "cols": 7001}},
-    "default": {"cpu": _beyond_cache(2048, lambda m: m.cpu.llc_bytes),
+    "default": {"cpu": _beyond_cache(2048, lambda m: m.cpu.llc_share_bytes),
                 "gpu": {"rows": 16384, "cols": 16384}},
     "large": {"cpu": _beyond_cache(16384, lambda m: m.cpu.llc_bytes),
               "gpu": _beyond_cache(32768, _gpu_l2)},

@@ -15,7 +15,9 @@ versions on the same random inputs and compares every output).
 from __future__ import annotations
 
 import inspect
+import sys
 import textwrap
+import types
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -195,11 +197,22 @@ def _program(origin: Origin, language: str) -> Any:
     else:
         from loclab.transform.c_program import c_program
 
-        program = c_program(origin.source, origin.filename, origin.function)
+        program = c_program(origin.source, origin.filename, origin.function,
+                            origin.include_dirs, origin.defines)
     for variable in program.nest.variables:
         if variable.scope:
             program.private[variable.key] = Private(variable, variable.scope[-1], "local")
     return program
 
+
+class _CallableModule(types.ModuleType):
+    """``loclab.transform(...)`` calls :func:`transform`: the package is the API's verb, as
+    ``loclab.run`` and ``loclab.analyze`` are."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Transformed:
+        return transform(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
 
 __all__ = ["StepResult", "Transformed", "transform", "transform_file"]

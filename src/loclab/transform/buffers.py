@@ -11,9 +11,9 @@ places it at the right spot of the loops it generates (:mod:`loclab.transform.co
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from loclab.transform.codegen import Marker
+from loclab.transform.codegen import Marker, Value, parameter_value
 from loclab.transform.schedule import POSITION_STRIDE, Schedule
 from loclab.transform.tree import Buffer, LoopNode, Program
 
@@ -26,6 +26,7 @@ class BufferMarker:
     marker: Marker
     path: list[LoopNode]  # the loops around the marker (codegen names them from this)
     rank: int
+    extents: list[Value] = field(default_factory=list)  # the largest slice, per dimension
 
     @property
     def lows(self) -> list[str]:
@@ -77,9 +78,11 @@ def _marker(program: Program, schedule: Schedule, buffer: Buffer,
             functions.setdefault(f"v{k}", []).append(
                 f"{head} -> [v] : exists ({coords} : v = {text} and {where})")
     domain = f"{model.header}{{ {'; '.join(domains)} }}"
+    bounds = _bounds(model.header, functions)
     marker = Marker(name, domain, f"{model.header}{{ {head} -> [{', '.join(times)}] }}",
-                    _bounds(model.header, functions))
-    result = BufferMarker(buffer, marker, path, rank)
+                    bounds)
+    extents = [_largest(schedule, bounds[f"lo{k}"], bounds[f"hi{k}"]) for k in range(rank)]
+    result = BufferMarker(buffer, marker, path, rank, extents)
     marker.payload = result
     return result
 
@@ -95,6 +98,19 @@ def _bounds(header: str, functions: dict[str, list[str]]) -> dict[str, str]:
         out[f"lo{k}"] = str(relation.lexmin_pw_multi_aff().get_pw_aff(0))
         out[f"hi{k}"] = str(relation.lexmax_pw_multi_aff().get_pw_aff(0))
     return out
+
+
+def _largest(schedule: Schedule, low: str, high: str) -> Value:
+    """The largest extent ``high - low + 1`` of a slice over every point of its marker, a
+    function of the sizes (C declares the buffer with it, once, before the copies)."""
+    import islpy as isl
+
+    from loclab.transform.storage import single
+
+    width = isl.PwAff(high).sub(isl.PwAff(low))
+    values = isl.Set(str(width.as_map().range()))
+    largest = values.dim_max(0).add_constant_val(isl.Val.int_from_si(values.get_ctx(), 1))
+    return parameter_value(schedule, str(single(largest, schedule.model.header)))
 
 
 def _positions(program: Program, loop: LoopNode) -> list[int]:

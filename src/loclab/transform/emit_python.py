@@ -22,9 +22,11 @@ from dataclasses import dataclass, field
 from loclab.errors import UsageError
 from loclab.nest.expr import BoolOp, Compare, Condition, FloorDiv, MinMax, Mod, Poly, Symbol
 from loclab.transform.buffers import BufferMarker
+from loclab.transform.code import counting_down, render, uses
 from loclab.transform.codegen import Call, Code, For, If, Mark, Select, Value, plus
 from loclab.transform.python_program import FunctionSyntax
 from loclab.transform.storage import Expansion, Placement, copy_suffix
+from loclab.transform.subscripts import unsigned_arrays
 from loclab.transform.tree import LoopNode, Program, Reduction, Unit
 
 INDENT = "    "
@@ -53,6 +55,11 @@ class _Emitter:
         self.lines: list[str] = []
         self.atomics = False
         self.expanded_done: set[str] = set()
+        self.unsigned: set[str] = set()
+        if output.numba:  # arrays whose subscripts isl proves non-negative, and loclab's own
+            self.unsigned = unsigned_arrays(output.program) | {
+                e.private.name for e in output.expansions.values()} | {
+                b.buffer.name for b in output.buffers}
 
     # -- the module -------------------------------------------------------------------------
     def module(self, code: list[Code]) -> str:
@@ -84,6 +91,9 @@ class _Emitter:
             if not any(l.startswith("import numpy") for l in lines):
                 lines.append("import numpy as np")
             lines.append("from numba import njit, prange")
+            if self.unsigned:
+                lines.append("from numpy import uintp  # unsigned subscripts skip Numba's "
+                             "negative-index test")
             if self.atomics:
                 lines.append("from loclab.cpu.atomics import atomic_add")
         elif (self.out.expansions or self.out.buffers) and not any(
@@ -113,7 +123,7 @@ class _Emitter:
                 self.mark(item, depth)
 
     def loop(self, item: For, depth: int, loops: list[For]) -> None:
-        item = _counting_down(item)
+        item = counting_down(item)
         node = item.node
         if item.single:
             self.line(depth, f"{item.var} = {value(item.start)}")
@@ -166,7 +176,7 @@ class _Emitter:
         if loops:
             return
         for key, expansion in self.out.expansions.items():
-            if key in self.expanded_done or not _uses(item, key):
+            if key in self.expanded_done or not uses(item, key):
                 continue
             self.expanded_done.add(key)
             extents = ", ".join(f"max(0, {value(e)})" for e in expansion.extents)
@@ -183,6 +193,8 @@ class _Emitter:
         rewriter = _Rewriter(values, self.renames(unit), self.expanded(unit), buffers)
         syntax = rewriter.visit(syntax)
         ast.fix_missing_locations(syntax)
+        if self.out.numba:
+            syntax = _Unsigned(self.unsigned).visit(syntax)
         reduction = self.atomic(unit, loops)
         if reduction is not None and self.out.numba:
             syntax = _Atomic(reduction, unit).visit(syntax)
@@ -272,6 +284,22 @@ def _tiles(item: For) -> str:
     return poly((span + Poly.const(item.step - 1)).floordiv(item.step))
 
 
+class _Unsigned(ast.NodeTransformer):
+    """``A[i, j + 1]`` as ``A[uintp(i), uintp(j + 1)]`` for the arrays named."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.expr:
+        self.generic_visit(node)
+        if _flatten(node)[0] not in self.names:
+            return node
+        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        cast = [ast.Call(ast.Name("uintp", ast.Load()), [item], []) for item in items]
+        node.slice = ast.Tuple(cast, ast.Load()) if len(cast) > 1 else cast[0]
+        return node
+
+
 class _Rewriter(ast.NodeTransformer):
     """Loop variables replaced, private names per copy, expanded and staged accesses."""
 
@@ -343,67 +371,12 @@ def _loaded(node: ast.expr) -> ast.expr:
     return twin
 
 
-def _uses(item: Code, key: str) -> bool:
-    if isinstance(item, Call):
-        return any(a.variable.key == key for s in item.placed.unit.statements
-                   for a in s.accesses)
-    if isinstance(item, For):
-        return any(_uses(c, key) for c in item.body)
-    if isinstance(item, If):
-        return any(_uses(c, key) for c in item.then + item.orelse)
-    return False
-
-
 def _indexes(program: Program, key: str) -> bool:
     """Whether a scalar is used in a subscript (it then holds integers)."""
     name = next(v.name for v in program.nest.variables if v.key == key)
     return any(isinstance(n, ast.Name) and n.id == name
                for node in ast.walk(program.syntax.function) if isinstance(node, ast.Subscript)
                for n in ast.walk(node.slice))
-
-
-def _counting_down(item: For) -> For:
-    """A loop over a variable that counts down runs over its negated values (isl's times
-    grow): emitted as the loop the user wrote, ``range(-start, -stop, -step)``."""
-    if item.node.origin.step > 0:
-        return item
-    name = item.var
-    flipped = {name: -Poly.symbol(name)}
-    body = [_substitute(code, flipped) for code in item.body]
-    start = _negate(item.start)
-    stop = _negate(item.stop)
-    return For(item.node, name, start, stop, -item.step, body, item.single)
-
-
-def _negate(v: Value) -> Value:
-    if isinstance(v, Select):
-        return Select(v.condition, _negate(v.then), _negate(v.otherwise))
-    return -v
-
-
-def _substitute(code: Code, values: dict[str, Poly]) -> Code:
-    def sub(v: Value) -> Value:
-        if isinstance(v, Select):
-            return Select(_substitute_condition(v.condition, values), sub(v.then),
-                          sub(v.otherwise))
-        return v.substitute(values)
-
-    if isinstance(code, For):
-        return For(code.node, code.var, sub(code.start), sub(code.stop), code.step,
-                   [_substitute(c, values) for c in code.body], code.single)
-    if isinstance(code, If):
-        return If(_substitute_condition(code.condition, values),
-                  [_substitute(c, values) for c in code.then],
-                  [_substitute(c, values) for c in code.orelse])
-    if isinstance(code, Call):
-        return Call(code.placed, [sub(a) for a in code.args])
-    return Mark(code.marker, {k: sub(v) for k, v in code.values.items()})
-
-
-def _substitute_condition(cond: Condition, values: dict[str, Poly]) -> Condition:
-    from loclab.nest.expr import substitute_condition
-
-    return substitute_condition(cond, values)
 
 
 # -- expressions ------------------------------------------------------------------------------
@@ -427,24 +400,7 @@ def bare(text: str) -> str:
 
 
 def poly(p: Poly) -> str:
-    if not p.terms:
-        return "0"
-    parts: list[str] = []
-    ordered = sorted(p.terms, key=lambda t: t[0] == ())  # the constant last: "j - 1"
-    for monomial, coeff in ordered:
-        factors = [_atom(a) for a in monomial]
-        magnitude = abs(coeff)
-        if not factors:
-            text = str(magnitude)
-        elif magnitude == 1:
-            text = " * ".join(factors)
-        else:
-            text = " * ".join([str(magnitude)] + factors)
-        if not parts:
-            parts.append(f"-{text}" if coeff < 0 else text)
-        else:
-            parts.append(f" {'-' if coeff < 0 else '+'} {text}")
-    return "".join(parts)
+    return render(p, _atom)
 
 
 def _atom(atom: object) -> str:

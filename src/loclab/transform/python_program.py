@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 
 from loclab.deps.model import Model
 from loclab.nest.builder import NestError
-from loclab.nest.expr import condition_polys
 from loclab.nest.ir import Guard, Loop, Nest, Statement
 from loclab.nest.python import build_python, python_functions
 from loclab.nest.source import SourceLines
-from loclab.transform.tree import LoopNode, Node, Program, Unit
+from loclab.transform.tree import Node, Program, Unit
+from loclab.transform.walker import Walker
 
 
 @dataclass(eq=False)
@@ -53,13 +53,13 @@ def python_program(source: str, filename: str, function: str,
     return program
 
 
-class _Builder:
+class _Builder(Walker):
     def __init__(self, nest: Nest, syntax: FunctionSyntax) -> None:
+        super().__init__()
         self.nest = nest
         self.syntax = syntax
         self.statements = {(s.line, s.column): s for s in nest.statements}
         self.loops = {(l.line, l.column): l for l in nest.loops}
-        self.notes: list[str] = []
 
     def at(self, node: ast.AST) -> tuple[int, int]:
         return node.lineno + self.syntax.offset, node.col_offset + 1  # type: ignore[attr-defined]
@@ -96,42 +96,16 @@ class _Builder:
 
     def loop(self, node: ast.For, loops: tuple[Loop, ...],
              guards: tuple[Guard, ...]) -> Node:
-        loop = self.loops[self.at(node)]
-        model_free = [b for b in (loop.start, loop.stop) if b is None or not b.is_affine()]
-        if model_free:
-            return self.opaque(node, loop.statements(), loops, guards,
-                               f"the loop at line {loop.line} has a bound that depends on data")
-        tree = LoopNode(loop.var, loop)
-        tree.body = self.block(node.body, loops + (loop,), guards)
-        return tree
+        return self.loop_node(node, self.loops[self.at(node)], node.body, loops, guards)
 
     def branch(self, node: ast.If, loops: tuple[Loop, ...],
                guards: tuple[Guard, ...]) -> list[Node]:
-        test = self.statements.get(self.at(node))
         inside = [s for s in self.nest.statements if _within(s, node, self.syntax.offset)]
-        if test is not None or not inside:
-            members = ([test] if test is not None else []) + inside
-            if not members:
-                return []
-            return [self.opaque(node, members, loops, guards,
-                                f"the condition at line {self.at(node)[0]} reads memory")]
-        if not _affine_guard(inside[0].guards[len(guards)]):
-            return [self.opaque(node, inside, loops, guards,
-                                f"the condition at line {self.at(node)[0]} is not affine")]
-        out: list[Node] = []
-        for part, negated in ((node.body, False), (node.orelse, True)):
-            members = [s for s in inside if s.guards[len(guards)].negated == negated]
-            if members:  # the branch's own condition object (the else branch's is negated)
-                out += self.block(part, loops, guards + (members[0].guards[len(guards)],))
-        return out
+        return self.branches(node, self.statements.get(self.at(node)), inside,
+                             [(node.body, False), (node.orelse, True)], loops, guards)
 
-    def opaque(self, node: ast.stmt, members: list[Statement], loops: tuple[Loop, ...],
-               guards: tuple[Guard, ...], why: str) -> Unit:
-        note = f"line {self.at(node)[0]}: kept as written ({why})"
-        if note not in self.notes:
-            self.notes.append(note)
-        return Unit(tuple(sorted(members, key=lambda s: s.ordinal)), loops, guards, node,
-                    opaque=why)
+    def line_of(self, node: ast.stmt) -> int:
+        return self.at(node)[0]
 
 
 def _within(statement: Statement, node: ast.stmt, offset: int) -> bool:
@@ -139,11 +113,6 @@ def _within(statement: Statement, node: ast.stmt, offset: int) -> bool:
     last = node.end_lineno + offset  # type: ignore[attr-defined]
     return first < statement.line <= last or (
         statement.line == first and statement.column > node.col_offset + 1)
-
-
-def _affine_guard(guard: Guard) -> bool:
-    return guard.condition is not None and all(
-        p.is_affine() for p in condition_polys(guard.condition))
 
 
 def _identifiers(function: ast.FunctionDef) -> set[str]:

@@ -161,9 +161,9 @@ def expansions(program: Program, schedule: Schedule) -> dict[str, Expansion]:
                 values = values.union(isl.Set(
                     f"{model.header}{{ [v] : exists ({coords} : v = x{depth} and "
                     f"{model.domain(statement, 'x')}) }}"))
-            low = _single(values.dim_min(0), model.header)
+            low = single(values.dim_min(0), model.header)
             high = values.dim_max(0)
-            extent = _single(high.sub(values.dim_min(0)).add_constant_val(
+            extent = single(high.sub(values.dim_min(0)).add_constant_val(
                 isl.Val.int_from_si(values.get_ctx(), 1)), model.header)
             offsets.append(parameter_value(schedule, str(low)))
             extents.append(parameter_value(schedule, str(extent)))
@@ -171,7 +171,7 @@ def expansions(program: Program, schedule: Schedule) -> dict[str, Expansion]:
     return out
 
 
-def _single(function: "isl.PwAff", header: str) -> "isl.PwAff":
+def single(function: "isl.PwAff", header: str) -> "isl.PwAff":
     """A function of the sizes for every size: its one expression where it has one (the
     sizes where it is undefined run no statement that uses it), else 0 there."""
     import islpy as isl

@@ -173,6 +173,13 @@ class Program:
                 return candidate
         raise AssertionError("unreachable")
 
+    def expansion_name(self, variable: Variable, loop: Loop) -> str:
+        """The array an expanded variable becomes: its own name where every use is inside
+        the loop (the slides' ``acc[i]``), a new one where the scalar lives on outside."""
+        outside = any(loop not in s.loops for s in self.nest.statements
+                      if any(a.variable is variable for a in s.accesses))
+        return self.fresh_name(f"{variable.name}_x") if outside else variable.name
+
     def clone(self) -> "Program":
         """A copy whose tree can be rewritten without touching this one (statements, loops
         and syntax of the original function are shared: nothing rewrites them)."""

@@ -14,8 +14,11 @@ value (``n`` the longest reordered sum).
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable
+import os
+import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -118,10 +121,10 @@ def verify(result: "Transformed", sizes: dict[str, int]) -> Verification:
     expected = _call(original, program, expected_args, "the original")
     actual = _call(transformed, program, actual_args, "the transformed function")
     length = reordered_length(program, chosen)
-    compared = [_compare(name, expected_args[name], actual_args[name], length)
+    compared = [compare_outputs(name, expected_args[name], actual_args[name], length)
                 for name in expected_args if isinstance(expected_args[name], np.ndarray)]
     if expected is not None or actual is not None:
-        compared.append(_compare("return value", np.asarray(expected, dtype=float),
+        compared.append(compare_outputs("return value", np.asarray(expected, dtype=float),
                                  np.asarray(actual, dtype=float), length))
     return Verification(chosen, tuple(compared))
 
@@ -130,17 +133,34 @@ def _call(function: Callable[..., Any], program: Any, args: dict[str, Any],
           who: str) -> Any:
     names = [a.arg for a in program.syntax.function.args.args]
     try:
-        return function(*[args[n] for n in names])
+        with printing_to_stderr():
+            return function(*[args[n] for n in names])
     except Exception as err:
         raise VerificationError(f"{who} failed at these sizes: {type(err).__name__}: "
                                 f"{err}") from None
+
+
+@contextlib.contextmanager
+def printing_to_stderr() -> Iterator[None]:
+    """What the user's code prints while it is verified goes to stderr: stdout carries the
+    transformed code or the JSON."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def _copies(inputs: dict[str, Any]) -> dict[str, Any]:
     return {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in inputs.items()}
 
 
-def _compare(name: str, expected: np.ndarray, actual: np.ndarray, length: int) -> Compared:
+def compare_outputs(name: str, expected: np.ndarray, actual: np.ndarray, length: int) -> Compared:
     if expected.shape != actual.shape:
         return Compared(name, tuple(expected.shape), True, math.inf, 0.0, False)
     same_nan = np.array_equal(np.isnan(expected), np.isnan(actual)) \
@@ -171,8 +191,10 @@ def _depth(node: Any) -> int:
 
 
 # -- sizes and inputs -------------------------------------------------------------------------
-def choose_sizes(program: Any, given: dict[str, int]) -> dict[str, int]:
-    """Sizes for every parameter: the given ones, else defaults small enough to run fast."""
+def choose_sizes(program: Any, given: dict[str, int],
+                 fits: Callable[[dict[str, int]], bool] = lambda sizes: True) -> dict[str, int]:
+    """Sizes for every parameter: the given ones, else defaults small enough to run fast
+    (and, with ``fits``, that the function's declarations allow)."""
     parameters = list(program.nest.parameters)
     unknown = sorted(set(given) - set(parameters))
     if unknown:
@@ -186,7 +208,7 @@ def choose_sizes(program: Any, given: dict[str, int]) -> dict[str, int]:
         candidate = dict(given)
         for k, name in enumerate(free):
             candidate[name] = DEFAULT_SIZES[min(start + k, len(DEFAULT_SIZES) - 1)]
-        if not free or _instances(program, candidate) <= MAX_INSTANCES:
+        if not free or (_instances(program, candidate) <= MAX_INSTANCES and fits(candidate)):
             return {p: candidate[p] for p in parameters}
     return {p: candidate[p] for p in parameters}
 
@@ -225,7 +247,7 @@ def make_inputs(program: Any, sizes: dict[str, int]) -> dict[str, Any]:
     variables = {v.name: v for v in program.nest.variables if v.is_argument}
     index_arrays = _index_names(program)
     largest = max(sizes.values(), default=8)
-    shapes = _shapes(program, model, largest)
+    shapes = access_shapes(program, model, largest)
     out: dict[str, Any] = {}
     for name in names:
         if name in sizes:
@@ -267,7 +289,7 @@ def _resized(array: np.ndarray, axis: int, length: int) -> np.ndarray:
     return grown
 
 
-def _shapes(program: Any, model: Any, largest: int) -> dict[str, tuple[int, ...]]:
+def access_shapes(program: Any, model: Any, largest: int) -> dict[str, tuple[int, ...]]:
     """Per argument array, the largest subscript plus one in each dimension."""
     import islpy as isl
 

@@ -83,7 +83,7 @@ def _beyond_cache(cache_bytes: int, minimum_rows: int) -> dict[str, int]:
 
 
 def _default_cpu(machine: Machine) -> dict[str, int]:
-    return _beyond_cache(machine.cpu.llc_bytes, DEFAULT_MIN_ROWS)
+    return _beyond_cache(machine.cpu.llc_share_bytes, DEFAULT_MIN_ROWS)
 
 
 def _large_cpu(machine: Machine) -> dict[str, int]:

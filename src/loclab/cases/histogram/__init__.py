@@ -81,9 +81,13 @@ def _sweep(private_bytes: int, cache_bytes: int, n_min: int,
     return [{"bins": b, "n": n} for b in bins]
 
 
-def _cpu_sweep(n_min: int, multiples: tuple[float, ...] = CACHE_MULTIPLES):
+def _cpu_sweep(n_min: int, multiples: tuple[float, ...] = CACHE_MULTIPLES,
+               share: bool = False):
+    """``share``: relative to the LLC these cores can count on (the default preset), not all
+    of it (large)."""
     def rule(machine: Machine) -> list[dict[str, int]]:
-        return _sweep(machine.cpu.l2_bytes // 4, machine.cpu.llc_bytes, n_min, multiples)
+        llc = machine.cpu.llc_share_bytes if share else machine.cpu.llc_bytes
+        return _sweep(machine.cpu.l2_bytes // 4, llc, n_min, multiples)
     return rule
 
 
@@ -103,7 +107,8 @@ SIZES = {
                       {"bins": 20_000_003, "n": 40_000_003}]},
     # On the CPU the largest histogram is 2x the LLC, not 8x: it thrashes already, and a
     # first run on 2 cores stays within minutes.
-    "default": {"cpu": _cpu_sweep(0, CPU_DEFAULT_MULTIPLES), "gpu": _gpu_sweep(2**29)},
+    "default": {"cpu": _cpu_sweep(0, CPU_DEFAULT_MULTIPLES, share=True),
+                "gpu": _gpu_sweep(2**29)},
     "large": {"cpu": _cpu_sweep(2**28), "gpu": _gpu_sweep(2**30)},
 }
 

@@ -88,7 +88,7 @@ SIZES = {
                       {"rows": 61, "cols": 1000003}]},
     # A of at least 4x the LLC on the CPU (144 MiB for 32 MiB), of 1 GiB on the GPU, in each
     # shape.
-    "default": {"cpu": _large(2048, lambda m: m.cpu.llc_bytes), "gpu": shapes(16384)},
+    "default": {"cpu": _large(2048, lambda m: m.cpu.llc_share_bytes), "gpu": shapes(16384)},
     "large": {"cpu": _large(16384, lambda m: m.cpu.llc_bytes), "gpu": _large(32768, _gpu_l2)},
 }
 

@@ -59,7 +59,8 @@ def apply(program: Program, step: Step, context: Context) -> Applied:
                                           for s in u.statements for a in s.accesses)]
         if len(users) > 1:
             variable = _variable(new, key)
-            new.private[key] = Private(variable, loops[-1], "expand", loops, variable.name)
+            new.private[key] = Private(variable, loops[-1], "expand", loops,
+                                       new.expansion_name(variable, loops[0]))
             expanded.append(variable.name)
     context.require_order(new, step)
     shape = " | ".join(", ".join(_label(c) for c in p.body) for p in pieces)

@@ -45,7 +45,8 @@ def apply(program: Program, step: Step, context: Context) -> Applied:
             raise step.error(f"{variable.name} is an array: privatize it instead")
         by = tuple(sorted(loops, key=lambda l: l.depth)) if loops else (around[-1],)
         loop = by[-1]
-        private = Private(variable, loop, "expand", by, variable.name)
+        private = Private(variable, loop, "expand", by,
+                          new.expansion_name(variable, by[0]))
     _check(new, private, context, step)
     new.private[variable.key] = private
     context.require_order(new, step)

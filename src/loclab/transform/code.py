@@ -1,0 +1,80 @@
+"""What every emitter does to the code tree before printing it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from loclab.nest.expr import Atom, Poly, substitute_condition
+from loclab.transform.codegen import Call, Code, For, If, Mark, Select, Value
+
+
+def uses(item: Code, key: str) -> bool:
+    """Whether some statement inside the code touches the variable."""
+    if isinstance(item, Call):
+        return any(a.variable.key == key for s in item.placed.unit.statements
+                   for a in s.accesses)
+    if isinstance(item, For):
+        return any(uses(c, key) for c in item.body)
+    if isinstance(item, If):
+        return any(uses(c, key) for c in item.then + item.orelse)
+    return False
+
+
+def counting_down(item: For) -> For:
+    """A loop over a variable that counts down runs over its negated values (isl's times
+    grow): emitted as the loop the user wrote, from ``-start`` down to ``-stop``."""
+    if item.node.origin.step > 0:
+        return item
+    name = item.var
+    flipped = {name: -Poly.symbol(name)}
+    body = [substitute(code, flipped) for code in item.body]
+    start = negate(item.start)
+    stop = negate(item.stop)
+    return For(item.node, name, start, stop, -item.step, body, item.single)
+
+
+def negate(v: Value) -> Value:
+    if isinstance(v, Select):
+        return Select(v.condition, negate(v.then), negate(v.otherwise))
+    return -v
+
+
+def substitute(code: Code, values: dict[str, Poly]) -> Code:
+    def sub(v: Value) -> Value:
+        if isinstance(v, Select):
+            return Select(substitute_condition(v.condition, values), sub(v.then),
+                          sub(v.otherwise))
+        return v.substitute(values)
+
+    if isinstance(code, For):
+        return For(code.node, code.var, sub(code.start), sub(code.stop), code.step,
+                   [substitute(c, values) for c in code.body], code.single)
+    if isinstance(code, If):
+        return If(substitute_condition(code.condition, values),
+                  [substitute(c, values) for c in code.then],
+                  [substitute(c, values) for c in code.orelse])
+    if isinstance(code, Call):
+        return Call(code.placed, [sub(a) for a in code.args])
+    return Mark(code.marker, {k: sub(v) for k, v in code.values.items()})
+
+
+def render(p: Poly, atom: Callable[[Atom], str]) -> str:
+    """Source text of an index expression, the language's own ``atom`` for symbols, floors,
+    remainders, ``min`` and ``max``: ``2 * i + 1``, the constant last (``j - 1``)."""
+    if not p.terms:
+        return "0"
+    parts: list[str] = []
+    for monomial, coeff in sorted(p.terms, key=lambda t: t[0] == ()):
+        factors = [atom(a) for a in monomial]
+        magnitude = abs(coeff)
+        if not factors:
+            text = str(magnitude)
+        elif magnitude == 1:
+            text = " * ".join(factors)
+        else:
+            text = " * ".join([str(magnitude)] + factors)
+        if not parts:
+            parts.append(f"-{text}" if coeff < 0 else text)
+        else:
+            parts.append(f" {'-' if coeff < 0 else '+'} {text}")
+    return "".join(parts)
