@@ -7,7 +7,9 @@ once, and leave no two iterations of a parallel loop touching one location
 (:mod:`tests.transform_replay`). Every refused schedule step must name a dependence that the
 order it refused really reverses: the step is applied without its check, and some pair of
 instances of that dependence in the oracle's run must run the other way round (where the
-dependence is exact: through a subscript like ``X[i]`` it is assumed, conservatively).
+dependence is exact: through a subscript like ``X[i]`` it is assumed, conservatively); a
+refused ``parallel`` must name a dependence whose instances the oracle finds in two
+iterations of the loop.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from loclab.transform.steps import Context, IllegalStep
 from loclab.transform.storage import StorageError
 from tests.nestgen import nests
 from tests.reorder import privatizing_nests
-from tests.transform_replay import judge, reversed_pairs
+from tests.transform_replay import carried_pairs, judge, reversed_pairs
 
 SIZES = ({"N": 5, "M": 4}, {"N": 7, "M": 6})
 # a refused step's dependence may need larger sizes (a stride of 3, a triangle) to show
@@ -88,6 +90,9 @@ def _complete(sizes: dict[str, int]) -> dict[str, int]:
 def check_refusal(source: str, recipe: str, refusal: IllegalStep) -> None:
     """A refused reordering must name a dependence whose instances the refused order really
     runs the other way round (privatize and parallel refusals are judged elsewhere)."""
+    if refusal.carried is not None:
+        check_carried(source, recipe, refusal)
+        return
     violation = refusal.violation
     if violation is None or violation.dependence is None or not violation.dependence.exact:
         return  # a dependence through a subscript isl cannot read is assumed, not found
@@ -108,6 +113,19 @@ def check_refusal(source: str, recipe: str, refusal: IllegalStep) -> None:
              for sizes in REFUSAL_SIZES + (_complete(violation.sizes),)]
     assert any(found), f"{recipe} refused ({refusal}) but the oracle finds no pair of " \
                        f"{dependence.id} reversed:\n{source}"
+
+
+def check_carried(source: str, recipe: str, refusal: IllegalStep) -> None:
+    """A refused parallel loop must carry the dependence it names: some pair of its
+    instances in the oracle's run, in different iterations of the loop, shares storage."""
+    program, node, dependence, witness = refusal.carried
+    if not dependence.exact:
+        return
+    found = [carried_pairs(source, program, node, sizes, dependence.source_statement.line,
+                           dependence.sink_statement.line, dependence.kind, dependence.array)
+             for sizes in REFUSAL_SIZES + (_complete(witness),)]
+    assert any(found), f"{recipe} refused ({refusal}) but the oracle finds no pair of " \
+                       f"{dependence.id} carried by {node.name}:\n{source}"
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))

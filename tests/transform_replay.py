@@ -250,3 +250,42 @@ def reversed_pairs(source: str, program: Any, sizes: Mapping[str, int], source_l
                             second, run_of[second.position], loc2):
                         count += 1
     return count
+
+
+def carried_pairs(source: str, program: Any, node: Any, sizes: Mapping[str, int],
+                  source_line: int, sink_line: int, kind: str, array: str) -> int:
+    """How many instance pairs of one dependence run in different iterations of ``node``
+    (within one iteration of the loops around it) and share storage: what makes the loop
+    not parallel."""
+    original = steps(trace(source, sizes))
+    runs = new_order(program, sizes)
+    grouped = _instances(original)
+    where: dict[int, tuple[Run, Step]] = {}
+    for run in runs:
+        lines = frozenset(s.line for s in run.unit.statements)
+        for step in grouped.get((lines, run.coords[:len(run.unit.loops)]), []):
+            where[step.position] = (run, step)
+    place = _placer(program)
+    wants = {"RAW": (True, False), "WAR": (False, True), "WAW": (True, True)}[kind]
+
+    def iteration(run: Run) -> tuple[tuple[int, ...], int] | None:
+        nodes = [n for n, _ in run.loops]
+        if node not in nodes:
+            return None
+        level = nodes.index(node)
+        values = [v for _, v in run.loops]
+        return tuple(values[:level]), values[level]
+
+    count = 0
+    for first in (s for s in original if s.line == source_line and s.position in where):
+        for second in (s for s in original if s.line == sink_line and s.position in where
+                       and s.position > first.position):
+            a, b = iteration(where[first.position][0]), iteration(where[second.position][0])
+            if a is None or b is None or a[0] != b[0] or a[1] == b[1]:
+                continue
+            for loc1, w1 in first.accesses:
+                for loc2, w2 in second.accesses:
+                    if loc1[0] == array and (w1, w2) == wants and place(
+                            first, None, loc1) == place(second, None, loc2):
+                        count += 1
+    return count

@@ -97,13 +97,10 @@ class Codegen:
     def run(self) -> list[Code]:
         import islpy as isl
 
-        domain = self.schedule.codegen_domain
         schedule = self.schedule.codegen_schedule
         for marker in self.markers.values():
-            marker_domain = isl.UnionSet(marker.domain)
-            domain = domain.union(marker_domain)
             schedule = schedule.union(isl.UnionMap(marker.schedule).intersect_domain(
-                marker_domain))
+                isl.UnionSet(marker.domain)))
         sizes = " and ".join(f"{p} >= 0" for p in self.model.isl_parameters) or "true"
         context = isl.Set(f"{self.model.header}{{ : {sizes} }}")  # sizes are never negative
         build = isl.AstBuild.from_context(context)

@@ -69,6 +69,7 @@ class Carried:
     dependences: tuple[Dependence, ...]
     reduction: str | None  # the operator when every update is ``x op= e``
     scalar: bool
+    sizes: dict[str, int] = field(default_factory=dict)  # sizes where a carried pair exists
 
 
 class Dependences:
@@ -113,8 +114,11 @@ class Checker:
 
         out: list[tuple[Use, Use, isl.UnionMap]] = []
         restrict = self.schedule.restrict
+        sizes = " and ".join(f"{p} >= 0" for p in self.model.isl_parameters) or "true"
+        never_negative = isl.Set(f"{self.model.header}{{ : {sizes} }}")
         for first, second, relation in self.dependences.relations:
-            relation = self._private(first, second, relation)
+            # the emitted code takes sizes as never negative: so does its legality
+            relation = self._private(first, second, relation.intersect_params(never_negative))
             if relation is None:
                 continue
             copies = isl.UnionMap.from_map(relation).apply_domain(restrict).apply_range(restrict)
@@ -129,6 +133,8 @@ class Checker:
         """Only pairs that share storage still depend on each other."""
         import islpy as isl
 
+        if relation.is_empty():
+            return None
         private = self.program.private.get(first[1].variable.key)
         if private is None:
             return relation
@@ -281,11 +287,14 @@ class Checker:
                              f"[{', '.join(others)}] : {same + ' and ' if same else ''}"
                              f"t{level} < u{level} }}")
         groups: dict[str, list[tuple[Use, Use, isl.UnionMap]]] = {}
+        witnesses: dict[str, dict[str, int]] = {}
         inside = self.within(node)
         for first, second, copies in self.relations:
             copies = copies.intersect_domain(inside).intersect_range(inside)
-            if not self.timed(copies).intersect(carried_at).is_empty():
+            pairs = self.timed(copies).intersect(carried_at)
+            if not pairs.is_empty():
                 groups.setdefault(first[1].variable.key, []).append((first, second, copies))
+                witnesses.setdefault(first[1].variable.key, self._sizes(pairs))
         out: list[Carried] = []
         for key, group in groups.items():
             variable = group[0][0][1].variable
@@ -293,8 +302,17 @@ class Checker:
                 d for first, second, copies in group
                 for d in self.dependences_of(first, second)))
             out.append(Carried(key, variable.name, dependences,
-                               self.reduction(node, key), not variable.is_array))
+                               self.reduction(node, key), not variable.is_array,
+                               witnesses[key]))
         return out
+
+    def _sizes(self, pairs: "isl.Map") -> dict[str, int]:
+        """Sizes at which a set of instance pairs is not empty."""
+        import islpy as isl
+
+        point = pairs.params().sample_point()
+        return {name: int(point.get_coordinate_val(isl.dim_type.param, k).to_python())
+                for k, name in enumerate(self.model.symbolic)}
 
     def dependences_of(self, first: Use, second: Use) -> list[Dependence]:
         """The analysis' dependences of one access pair (every direction vector)."""

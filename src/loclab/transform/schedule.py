@@ -140,22 +140,15 @@ class Schedule:
                 f"[{', '.join(times)}] }}")
 
     @cached_property
-    def codegen_domain(self) -> "isl.UnionSet":
-        import islpy as isl
-
-        out = isl.UnionSet(f"{self.model.header}{{ }}")
-        for placed in self.placed:
-            out = out.union(isl.UnionSet(self.unit_domain(placed)))
-        return out
-
-    @cached_property
     def codegen_schedule(self) -> "isl.UnionMap":
+        """Every unit's instances -> their time, for isl's AST generator (the domain is the
+        map's)."""
         import islpy as isl
 
         out = isl.UnionMap(f"{self.model.header}{{ }}")
         for placed in self.placed:
-            out = out.union(isl.UnionMap(self.unit_schedule(placed)))
-        return out.intersect_domain(self.codegen_domain)
+            out = _simplified(out, self.unit_domain(placed), self.unit_schedule(placed))
+        return out
 
     def instance(self, statement: Statement, placed: Placed, role: str = "x") -> str:
         coords = ", ".join(f"{role}{k}" for k in range(len(statement.loops)))
@@ -194,6 +187,20 @@ class Schedule:
 
     def copies_of(self, statement: Statement) -> list[Placed]:
         return [p for p in self.placed if statement in p.unit.statements]
+
+
+def _simplified(out: "isl.UnionMap", domain: str, schedule: str) -> "isl.UnionMap":
+    """``out`` with one more schedule map, restricted to its domain and simplified first:
+    isl's AST generator misplaced instances (ran one a loop iteration early) on a schedule
+    whose tiles and copies were still written as nested floors, and places them right once
+    their equalities are explicit."""
+    import islpy as isl
+
+    restricted = isl.UnionMap(schedule).intersect_domain(isl.UnionSet(domain))
+    if restricted.is_empty():
+        return out
+    simple = isl.Map.from_union_map(restricted).coalesce().detect_equalities()
+    return out.union(isl.UnionMap.from_map(simple))
 
 
 def _inner_times(statement: Statement, unit: Unit, top: list[IrNode]) -> list[str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import ModuleType
 
+from loclab.deps.dependences import Dependence
 from loclab.deps.remedies import Remedies
 from loclab.errors import LoclabError, UsageError
 from loclab.transform.legality import Checker, Dependences, Violation
@@ -20,13 +21,17 @@ from loclab.transform.tree import LoopNode, Node, Program, Unit
 
 class IllegalStep(LoclabError):
     """A step that would change what the function computes (exit 1); ``violation`` names the
-    dependence a reordering would break, where one does."""
+    dependence a reordering would break, ``carried`` the one a loop made parallel would
+    carry (the program, the loop, the dependence, sizes at which it does)."""
 
     exit_code = 1
 
-    def __init__(self, message: str, violation: Violation | None = None) -> None:
+    def __init__(self, message: str, violation: Violation | None = None,
+                 carried: tuple[Program, LoopNode, Dependence, dict[str, int]] | None = None
+                 ) -> None:
         super().__init__(message)
         self.violation = violation
+        self.carried = carried
 
 
 @dataclass(frozen=True)

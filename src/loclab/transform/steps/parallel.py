@@ -26,21 +26,24 @@ def apply(program: Program, step: Step, context: Context) -> Applied:
     nodes = find_loops(new, step.args[0], step)
     checker = context.checker(new)
     reductions: dict[str, Reduction] = {}
-    refused: list[str] = []
+    refused: list[tuple[str, LoopNode, Carried]] = []
     marked: list[LoopNode] = []
     for node in nodes:
         carried = checker.carried(node)
         blocking = [c for c in carried if c.reduction is None]
         if blocking:
-            refused.append(f"{node.name} carries {_listed(blocking[0])}"
-                           f"{_remedy(new, node, blocking[0], context)}")
+            refused.append((f"{node.name} carries {_listed(blocking[0])}"
+                            f"{_remedy(new, node, blocking[0], context)}", node, blocking[0]))
             continue
         node.reductions = tuple(Reduction(c.key, c.name, c.reduction or "+", c.scalar)
                                 for c in carried)
         reductions.update({r.key: r for r in node.reductions})
         marked.append(node)
     if not marked:
-        raise IllegalStep(f"{step} is illegal: {refused[0]}")
+        text, node, carried = refused[0]
+        named = (new, node, carried.dependences[0], carried.sizes) \
+            if carried.dependences else None
+        raise IllegalStep(f"{step} is illegal: {text}", carried=named)
     for node in marked:
         node.parallel = True
     name = marked[0].name
@@ -53,7 +56,7 @@ def apply(program: Program, step: Step, context: Context) -> Applied:
         lines = ", ".join(str(_first_line(n)) for n in marked)
         reason += f" in the loop{'s' if len(marked) > 1 else ''} holding line {lines}; " \
                   f"the other{'s' if len(refused) > 1 else ''} stay sequential: " \
-                  + "; ".join(refused)
+                  + "; ".join(text for text, _, _ in refused)
     return Applied(new, reason)
 
 
