@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import loclab
 from loclab.cli import main
 from loclab.errors import UsageError
 from loclab.transform import transform
@@ -239,7 +238,7 @@ def test_a_block_loclab_cannot_express_is_kept_as_written_and_said() -> None:
 
 def test_the_emitted_code_can_be_analyzed_again() -> None:
     result = transform(MATMUL, "privatize(tmp); tile(i=8, j=8); unroll(j, 2, jam=True)")
-    again = loclab.analyze(result.source, "matmul")
+    again = result.analyze()
     assert [l.var for l in again.nest.loops][:4] == ["ii", "jj", "i", "j"]
     assert "privatize tmp_0" in again.loop("ii").parallel_after
 

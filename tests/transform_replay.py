@@ -20,6 +20,7 @@ from typing import Any
 
 from loclab.nest.expr import BoolOp, Compare, Poly
 from loclab.transform.codegen import Call, Codegen, For, If, Mark, Select
+from loclab.transform.legality import evaluate
 from loclab.transform.schedule import Schedule
 from tests.reorder import UNDEFINED, Flow, Step, steps
 from tests.nestgen import trace
@@ -268,13 +269,18 @@ def carried_pairs(source: str, program: Any, node: Any, sizes: Mapping[str, int]
     place = _placer(program)
     wants = {"RAW": (True, False), "WAR": (False, True), "WAW": (True, True)}[kind]
 
+    schedule = Schedule(program)
+    params = {k: sizes[name] for k, name in enumerate(program.model.symbolic)}
+
     def iteration(run: Run) -> tuple[tuple[int, ...], int] | None:
-        nodes = [n for n, _ in run.loops]
-        if node not in nodes:
+        """The values of the tree's loops around the unit, up to ``node`` (isl may have
+        peeled an iteration out of the generated loop: the tree still holds it)."""
+        path = program.path(run.unit)
+        if node not in path:
             return None
-        level = nodes.index(node)
-        values = [v for _, v in run.loops]
-        return tuple(values[:level]), values[level]
+        values = [evaluate(schedule.value(n, run.unit), list(run.coords), params,
+                            program.model) for n in path[:path.index(node) + 1]]
+        return tuple(values[:-1]), values[-1]
 
     count = 0
     for first in (s for s in original if s.line == source_line and s.position in where):

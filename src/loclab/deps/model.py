@@ -174,8 +174,11 @@ class Model:
         return [None] * fresh + [self.render(e, statement, role) for e in declared]
 
     def exact(self, statement: Statement, access: Access) -> bool:
-        """Whether isl saw this access exactly (affine subscripts, affine domain)."""
+        """Whether isl saw this access exactly (affine subscripts, affine domain: every
+        condition around it affine once the fixed sizes are in, ``i * i < N`` is not)."""
         return (statement.exact_domain
+                and all(p.substitute(self.fixed).is_affine() for guard in statement.guards
+                        for p in condition_polys(guard.condition))  # type: ignore[arg-type]
                 and all(self.render(s, statement, "x") is not None
                         for s in self.subscripts[id(access)])
                 and all(self.render(b, statement, "x") is not None

@@ -8,8 +8,9 @@ through isl's AST generator: Python, Numba or C. A refused step raises
 :class:`~loclab.transform.steps.IllegalStep` naming the dependence it would break.
 
 The result is a :class:`Transformed`: ``.source``, ``.steps`` (each with why it is legal),
-``.compile()`` (a callable, a drop-in replacement) and ``.verify(**sizes)`` (runs both
-versions on the same random inputs and compares every output).
+``.compile()`` (a callable, a drop-in replacement), ``.verify(**sizes)`` (runs both
+versions on the same random inputs and compares every output) and ``.analyze()`` (the new
+nest's dependence analysis, like any nest's).
 """
 
 from __future__ import annotations
@@ -65,6 +66,17 @@ class Transformed:
         from loclab.transform.verify import verify
 
         return verify(self, sizes)
+
+    def analyze(self) -> Any:
+        """The dependence analysis of the transformed function, like any nest's."""
+        from loclab.deps import analyze
+
+        origin = self.origin
+        if self.language == "c":
+            return analyze(self.source, self.name.split(".")[-1], language="c",
+                           filename=origin.filename, include_dirs=origin.include_dirs,
+                           defines=origin.defines)
+        return analyze(self.source, self.name.split(".")[-1], filename=origin.filename)
 
     def to_json(self) -> dict[str, Any]:
         return {"function": self.name, "language": self.language, "emit": self.emit,

@@ -143,6 +143,9 @@ class Codegen:
             then = self.block(node.if_get_then_node(), names)
             orelse = self.block(node.if_get_else_node(), names) if node.if_has_else_node() \
                 else []
+            known = truth(condition)
+            if known is not None:
+                return then if known else orelse
             return [If(condition, then, orelse)]
         if kind == isl.ast_node_type.user:
             return [self.call(node.user_get_expr(), names)]
@@ -225,9 +228,22 @@ class Codegen:
             return Select(self.condition(args[0], names), self.value(args[1], names),
                           self.value(args[2], names))
         values = [self.value(a, names) for a in args]
+        for k, v in enumerate(values):  # arithmetic on a select: on each of its arms
+            if isinstance(v, Select):
+                return Select(v.condition, self._apply(op, values[:k] + [v.then] + values[k + 1:]),
+                              self._apply(op, values[:k] + [v.otherwise] + values[k + 1:]))
+        return self._apply(op, values)
+
+    def _apply(self, op: Any, values: list[Value]) -> Value:
+        """An isl operation on values (a select among them: on each arm)."""
+        import islpy as isl
+
+        t = isl.ast_expr_op_type
+        for k, v in enumerate(values):
+            if isinstance(v, Select):
+                return Select(v.condition, self._apply(op, values[:k] + [v.then] + values[k + 1:]),
+                              self._apply(op, values[:k] + [v.otherwise] + values[k + 1:]))
         polys = [v for v in values if isinstance(v, Poly)]
-        if len(polys) != len(values):
-            raise AssertionError("a select inside arithmetic")
         if op == t.add:
             return polys[0] + polys[1]
         if op == t.sub:
@@ -249,16 +265,18 @@ class Codegen:
     def condition(self, expr: "isl.AstExpr", names: dict[str, str]) -> Condition:
         import islpy as isl
 
+        if expr.get_type() == isl.ast_expr_type.int:  # isl writes a condition that holds as 1
+            value = int(expr.int_get_val().to_python())
+            return TRUE if value else FALSE
         t = isl.ast_expr_op_type
         op = expr.op_get_type()
         args = [expr.op_get_arg(k) for k in range(expr.op_get_n_arg())]
         if op in (t.and_, t.and_then, t.or_, t.or_else):
-            joined = "and" if op in (t.and_, t.and_then) else "or"
-            return BoolOp(joined, tuple(self.condition(a, names) for a in args))
+            return joined("and" if op in (t.and_, t.and_then) else "or",
+                          [self.condition(a, names) for a in args])
         compare = {t.lt: "<", t.le: "<=", t.gt: ">", t.ge: ">=", t.eq: "=="}[op]
         left, right = (self.value(a, names) for a in args)
-        assert isinstance(left, Poly) and isinstance(right, Poly)
-        return Compare(compare, left, right)
+        return comparison(compare, left, right)
 
 
 def plus(value: Value, constant: int) -> Value:
@@ -283,3 +301,45 @@ def parameter_value(schedule: Schedule, function: str) -> Value:
     codegen = Codegen(schedule)
     build = isl.AstBuild.from_context(isl.Set(f"{schedule.model.header}{{ : }}"))
     return codegen.value(build.expr_from_pw_aff(isl.PwAff(function)), {})
+
+
+TRUE = Compare("==", Poly.const(0), Poly.const(0))
+FALSE = Compare("!=", Poly.const(0), Poly.const(0))
+
+
+def truth(condition: Condition) -> bool | None:
+    """The value of a condition that holds or fails whatever the variables, else None."""
+    if isinstance(condition, Compare):
+        a, b = condition.left.constant_value(), condition.right.constant_value()
+        if a is None or b is None:
+            return None
+        return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": a == b,
+                "!=": a != b}[condition.op]
+    return None
+
+
+def joined(op: str, parts: list[Condition]) -> Condition:
+    """``and``/``or`` of conditions, the constant ones folded away."""
+    kept: list[Condition] = []
+    for part in parts:
+        known = truth(part)
+        if known is None:
+            kept.append(part)
+        elif known == (op == "or"):
+            return TRUE if known else FALSE
+    if not kept:
+        return TRUE if op == "and" else FALSE
+    return kept[0] if len(kept) == 1 else BoolOp(op, tuple(kept))
+
+
+def comparison(op: str, left: Value, right: Value) -> Condition:
+    """``left op right``; a select on either side compares each of its arms."""
+    for side, value in (("left", left), ("right", right)):
+        if isinstance(value, Select):
+            arms = [(value.condition, value.then),
+                    (BoolOp("not", (value.condition,)), value.otherwise)]
+            return joined("or", [joined("and", [guard, comparison(
+                op, arm if side == "left" else left, arm if side == "right" else right)])
+                for guard, arm in arms])
+    assert isinstance(left, Poly) and isinstance(right, Poly)
+    return Compare(op, left, right)

@@ -239,8 +239,8 @@ class Checker:
                   for k in range(point_map.dim(isl.dim_type.param))}
         signs = []
         for level, node in enumerate(shared):
-            a = _evaluate(self.schedule.value(node, source.unit), xs, params, self.model)
-            b = _evaluate(self.schedule.value(node, sink.unit), ys, params, self.model)
+            a = evaluate(self.schedule.value(node, source.unit), xs, params, self.model)
+            b = evaluate(self.schedule.value(node, sink.unit), ys, params, self.model)
             signs.append("<" if a < b else "=" if a == b else ">")
         sizes = {name: params[k] for k, name in enumerate(self.model.symbolic) if k in params}
         return tuple(signs), tuple(node.name for node in shared), sizes
@@ -354,7 +354,7 @@ def _identity(lex: "isl.Map") -> "isl.Map":
     return isl.Map.identity(lex.get_space())
 
 
-def _evaluate(expression: str, xs: list[int], params: dict[int, int], model: Model) -> int:
+def evaluate(expression: str, xs: list[int], params: dict[int, int], model: Model) -> int:
     """The value of an isl expression of x0, x1, ... at a point."""
     import islpy as isl
 
