@@ -185,9 +185,6 @@ class Schedule:
                 out = out.union(isl.UnionMap(text))
         return out
 
-    def copies_of(self, statement: Statement) -> list[Placed]:
-        return [p for p in self.placed if statement in p.unit.statements]
-
 
 def _simplified(out: "isl.UnionMap", domain: str, schedule: str) -> "isl.UnionMap":
     """``out`` with one more schedule map, restricted to its domain and simplified first:
