@@ -204,3 +204,36 @@ def test_at_80_columns_no_name_or_number_is_cut(document):
         assert re.search(rf"^ {name} ", text, re.MULTILINE), name
     for cell in ("25,153", "0.00282x", "507x", "0.206%"):
         assert cell in text
+
+
+def kernel(name, block, registers, shared, occupancy, limited_by, accesses, cuda=None):
+    """A kernel entry as ``loclab.bench.kernels.kernel_rows`` writes it."""
+    blocks = round(occupancy * 64 / (block[0] * block[1] / 32))
+    return {"kernel": name, "block": block, "threads": block[0] * block[1],
+            "registers": registers, "static_shared": shared, "dynamic_shared": 0,
+            "local_bytes": 0, "blocks_per_sm": blocks, "warps_per_sm": round(occupancy * 64),
+            "occupancy": occupancy, "limited_by": limited_by,
+            "cuda_blocks_per_sm": blocks if cuda is None else cuda, "error": None,
+            "accesses": [{"access": "", "space": space, "write": False, "note": "",
+                          ("sectors_per_request" if space == "global" else
+                           "conflict_degree"): value, "error": None}
+                         for space, value in accesses]}
+
+
+def test_gpu_rows_show_their_kernels_in_80_columns(document, tmp_path):
+    naive = {**result("gpu-naive", "gpu", "naive", 0.004),
+             "kernels": [kernel("transpose_naive<32>", [32, 32], 16, 0, 1.0, "warps",
+                                [("global", 4), ("global", 32)])]}
+    padded = {**result("gpu-shared-padded", "gpu", "optimized", 0.001),
+              "kernels": [kernel("transpose_staged<32,8,1>", [32, 8], 18, 4224, 1.0, "warps",
+                                 [("global", 4), ("shared", 1), ("shared", 1),
+                                  ("global", 4)], cuda=7)]}
+    document["results"] += [naive, padded]
+    text = console_text(document, 80)
+    assert all(len(line) <= 80 for line in text.splitlines())
+    section = " ".join(text[text.index("GPU, 100x200: kernels"):].split())
+    assert "transpose_staged" in section and "gpu-shared-padded" in section
+    assert "4,32" in section and "1,1" in section
+    assert "the occupancy model gives 8 blocks an SM, CUDA 7" in section
+    markdown = (write_report(document, tmp_path / "r").parent / "README.md").read_text()
+    assert "| gpu-naive | transpose_naive | 32x32 |" in markdown

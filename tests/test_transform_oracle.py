@@ -128,21 +128,24 @@ def check_carried(source: str, recipe: str, refusal: IllegalStep) -> None:
                        f"{dependence.id} carried by {node.name}:\n{source}"
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=150, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_accepted_recipes_compute_the_same(data: st.DataObject) -> None:
     source = data.draw(nests())
     check(source, data.draw(recipes(source)))
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=100, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_recipes_on_nests_with_privatizable_scalars(data: st.DataObject) -> None:
     source = data.draw(privatizing_nests())
     check(source, data.draw(recipes(source)))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=60, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_recipes_on_nonaffine_nests(data: st.DataObject) -> None:
     source = data.draw(nests(nonaffine=True))

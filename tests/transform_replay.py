@@ -282,11 +282,13 @@ def carried_pairs(source: str, program: Any, node: Any, sizes: Mapping[str, int]
                             program.model) for n in path[:path.index(node) + 1]]
         return tuple(values[:-1]), values[-1]
 
+    # Each run's iteration once (isl evaluates it): the pairs below are quadratic in number.
+    iterations = {position: iteration(run) for position, (run, _) in where.items()}
     count = 0
     for first in (s for s in original if s.line == source_line and s.position in where):
         for second in (s for s in original if s.line == sink_line and s.position in where
                        and s.position > first.position):
-            a, b = iteration(where[first.position][0]), iteration(where[second.position][0])
+            a, b = iterations[first.position], iterations[second.position]
             if a is None or b is None or a[0] != b[0] or a[1] == b[1]:
                 continue
             for loc1, w1 in first.accesses:

@@ -17,6 +17,8 @@ from loclab import __version__
 from loclab.bench.tuning import STRATEGY_NAMES
 from loclab.cases import case_names
 from loclab.cases.base import DEVICE_CHOICES, SIZE_PRESETS
+from loclab.cli_args import dims, param, positive_float, positive_int
+from loclab.cli_model import add_model_commands
 from loclab.errors import LoclabError, UsageError
 
 
@@ -25,54 +27,6 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message}\n")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
-    return value
-
-
-def _param(text: str) -> tuple[str, int]:
-    name, sep, value = text.partition("=")
-    if not sep or not name.strip():
-        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
-    try:
-        return name.strip(), int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{name.strip()}: not a whole number: "
-                                         f"{value!r}") from None
-
-
-def _dims(text: str) -> dict[str, int]:
-    """``m=5000,n=3000,k=700``: a size, each dimension a whole number (``1_000_000`` too)."""
-    dims: dict[str, int] = {}
-    for part in text.split(","):
-        name, sep, value = (piece.strip() for piece in part.partition("="))
-        if not sep or not name:
-            raise argparse.ArgumentTypeError(f"expected NAME=VALUE[,NAME=VALUE...] "
-                                             f"(m=5000,n=3000,k=700), got {text!r}")
-        if name in dims:
-            raise argparse.ArgumentTypeError(f"{name} given twice in {text!r}")
-        try:
-            dims[name] = int(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name}={value}: not a whole number") from None
-    return dims
 
 
 def _define(text: str) -> tuple[str, str]:
@@ -112,10 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--size", choices=SIZE_PRESETS, default="default",
                      help="size preset: small (seconds on 2 cores), default (the lectures'), "
                           "large (at least 4x the last-level cache)")
-    run.add_argument("--dims", action="append", type=_dims, metavar="NAME=VALUE,...",
+    run.add_argument("--dims", action="append", type=dims, metavar="NAME=VALUE,...",
                      help="run the --case at this size instead of the preset's, e.g. --case "
                           "mmm --dims m=5000,n=3000,k=700 (repeatable: several sizes)")
-    run.add_argument("--threads", type=_positive_int, help="CPU threads (default: all cores)")
+    run.add_argument("--threads", type=positive_int, help="CPU threads (default: all cores)")
     run.add_argument("--json", type=Path, metavar="FILE", help="write the results as JSON")
     run.add_argument("--report", type=Path, metavar="DIR",
                      help="write an HTML and Markdown report with charts")
@@ -140,20 +94,20 @@ def build_parser() -> argparse.ArgumentParser:
                       help="where to tune (default: all found)")
     tune.add_argument("--size", choices=SIZE_PRESETS, default="default",
                       help="size preset: every size it names is tuned")
-    tune.add_argument("--dims", action="append", type=_dims, metavar="NAME=VALUE,...",
+    tune.add_argument("--dims", action="append", type=dims, metavar="NAME=VALUE,...",
                       help="tune at this size instead of the preset's, e.g. --dims "
                            "m=5000,n=3000,k=700 (repeatable)")
     tune.add_argument("--strategy", choices=STRATEGY_NAMES, default="local",
                       help="exhaustive (every configuration), random (seeded samples) or local "
                            "(steepest descent from the best of the default and a few samples; "
                            "the default)")
-    tune.add_argument("--budget", type=_positive_int, metavar="N",
+    tune.add_argument("--budget", type=positive_int, metavar="N",
                       help="build at most N configurations per variant and size (default: "
                            "all for exhaustive, 20 for random, to a local optimum for local)")
-    tune.add_argument("--seconds", type=_positive_float, metavar="S",
+    tune.add_argument("--seconds", type=positive_float, metavar="S",
                       help="start no new configuration after S seconds per variant and size")
     tune.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
-    tune.add_argument("--threads", type=_positive_int, help="CPU threads (default: all cores)")
+    tune.add_argument("--threads", type=positive_int, help="CPU threads (default: all cores)")
     tune.add_argument("--tuning-cache", type=Path, metavar="FILE",
                       help="where to store the best configurations (default: "
                            "$LOCLAB_TUNING_CACHE or ~/.cache/loclab/tuning.json)")
@@ -168,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     devices.add_argument("--json", action="store_true", help="print JSON")
     devices.add_argument("--no-measure", action="store_true",
                          help="detect only; skip the copy-bandwidth measurement")
-    devices.add_argument("--threads", type=_positive_int, help="CPU threads (default: all)")
+    devices.add_argument("--threads", type=positive_int, help="CPU threads (default: all)")
     devices.set_defaults(handler=_devices)
 
     analyze = commands.add_parser(
@@ -180,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="a .py or .c file; ::NAME picks one function (default: all)")
     analyze.add_argument("--json", action="store_true",
                          help="print JSON (an object with ::NAME, else a list)")
-    analyze.add_argument("--param", action="append", default=[], type=_param,
+    analyze.add_argument("--param", action="append", default=[], type=param,
                          metavar="NAME=VALUE",
                          help="fix a size parameter, repeatable (default: symbolic sizes)")
     _c_options(analyze)
@@ -205,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     transform.add_argument("--verify", action="store_true",
                            help="run the original and the result on the same random inputs "
                            "and compare every output")
-    transform.add_argument("--param", action="append", default=[], type=_param,
+    transform.add_argument("--param", action="append", default=[], type=param,
                            metavar="NAME=VALUE", help="a size for --verify, repeatable "
                            "(default: small odd sizes)")
     transform.add_argument("--json", action="store_true",
@@ -225,6 +179,8 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--json", type=Path, metavar="FILE",
                          help="write the comparison as JSON")
     compare.set_defaults(handler=_compare)
+
+    add_model_commands(commands)
 
     report = commands.add_parser("report", help="make a report from a results JSON file",
                                  description="Write an HTML and Markdown report, with charts, "
@@ -467,7 +423,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help()
         return 0
-    prog = f"loclab {args.command}"
+    prog = " ".join(["loclab", args.command, *filter(None, [getattr(args, "model", None)])])
     try:
         return args.handler(args)
     except LoclabError as err:

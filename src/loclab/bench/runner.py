@@ -19,6 +19,7 @@ import numpy as np
 from loclab.bench.backend import make_backend
 from loclab.bench.measure import Attempt, Golden, attempt, describe, inputs_and_golden
 from loclab.bench.metrics import Row, add_comparisons, derive_references, peak_clock, rates
+from loclab.bench.predictions import add_predictions
 from loclab.bench.results import build_document
 from loclab.bench.timing import BUDGETS, Budget
 from loclab.bench.tuning.cache import Entry, TuningCache, device_name
@@ -110,7 +111,7 @@ def _empty_row(case: Case, variant: Variant, dims: dict[str, int], timer: str,
             "items_per_s": None,
             "unit_roof": {"per_s": roof.per_s, "what": roof.what} if roof else None,
             "valid": False, "max_rel_err": None, "error": None, "skipped": None,
-            "tuned": None}
+            "tuned": None, "kernels": []}
 
 
 def measure_variant(case: Case, variant: Variant, dims: dict[str, int], staged: dict[str, Any],
@@ -139,6 +140,15 @@ def measure_variant(case: Case, variant: Variant, dims: dict[str, int], staged: 
         return row
     if problem:
         row["error"] = problem
+    elif variant.device == "gpu" and machine.gpu is not None:
+        from loclab.bench.kernels import counting_runs, kernel_rows
+        from loclab.gpu.kernels import recording_launches
+
+        counted, counter = counting_runs(variant)
+        with recording_launches() as launches:
+            _record(row, attempt(case, counted, dims, staged, golden, backend, machine,
+                                 budget, config))
+        row["kernels"] = kernel_rows(launches, machine.gpu, dims, counter.runs)
     else:
         _record(row, attempt(case, variant, dims, staged, golden, backend, machine, budget,
                              config))
@@ -328,6 +338,7 @@ def execute(request: Plan, progress: Progress | None = None,
 
     references = derive_references(rows, request.machine, clock)
     add_comparisons(rows, references)
+    add_predictions(rows, references, request.machine)
     machine_json = request.machine.to_json()
     machine_json["cpu"]["numba_threads"] = request.numba_threads
     return build_document(machine=machine_json, references=references,

@@ -113,6 +113,10 @@ class Variant:
     skip: SkipRule | None = None
     # The parameters ``loclab tune`` may search, for this machine (usually through lazy()).
     space: Callable[["Machine"], Space] | None = None
+    # The bytes one run moves by a model of its accesses (dims, machine, the row's params)
+    # -> loclab.model.time.Traffic, for the time model; GPU kernels declare their accesses
+    # instead (KernelAccesses), so this is for the CPU loops.
+    traffic: Callable[..., Any] | None = None
 
     def skip_reason(self, dims: Dims, machine: Machine) -> str | None:
         """Why this variant does not run at ``dims`` (the row says so), or None."""

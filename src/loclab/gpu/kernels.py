@@ -6,24 +6,63 @@ Kernels are templates; each case lists the instantiations it launches as name ex
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loclab.errors import LaunchError
 from loclab.gpu.limits import SHARED_WITHOUT_OPT_IN
 
+if TYPE_CHECKING:
+    from loclab.model.access import DeclaredAccess
+
 NVRTC_OPTIONS = ("-std=c++17",)
+# cuFuncGetAttribute's attributes (CUfunction_attribute) read for the occupancy model.
+ATTRIBUTE_MAX_THREADS_PER_BLOCK, ATTRIBUTE_SHARED_SIZE_BYTES = 0, 1
+ATTRIBUTE_LOCAL_SIZE_BYTES, ATTRIBUTE_NUM_REGS = 3, 4
+TEMPLATE_BOOLS = {"true": 1, "false": 0}
+# Where the launches set up while a variant runs are collected (see ``recording_launches``).
+_RECORDERS: list[list["Launch"]] = []
+
+
+@dataclass(frozen=True)
+class KernelAccesses:
+    """A kernel template's main accesses, declared so that a run shows the sectors per request
+    and bank conflicts the models predict for them. The access texts name the template's
+    arguments (``template``, in order), the case's dimensions, thread and block indices, and
+    the loop variables ``at`` fixes (a typical iteration)."""
+
+    kernel: str  # the template's name: "transpose_staged"
+    template: tuple[str, ...]  # its arguments' names: ("TILE", "BLOCK_ROWS", "PAD")
+    accesses: tuple["DeclaredAccess", ...]
+    at: tuple[tuple[str, int], ...] = ()
+    # The block it is launched with, in the same names (a launch's own block is used when
+    # there is one; the tests check every declaration with this one).
+    block: tuple[int | str, ...] = (32,)
+
+    def parameters(self, name: str, dims: dict[str, int]) -> dict[str, int]:
+        """The values the access texts need at instantiation ``name`` and size ``dims``
+        (a bool template argument is 1 or 0)."""
+        arguments = name.partition("<")[2].rstrip(">")
+        values = [TEMPLATE_BOOLS.get(v.strip()) if v.strip() in TEMPLATE_BOOLS else int(v)
+                  for v in arguments.split(",")] if arguments else []
+        return {**dims, **dict(self.at), **dict(zip(self.template, values))}
 
 
 @dataclass(frozen=True)
 class KernelSource:
-    """A ``.cu`` file and the template instantiations launched from it."""
+    """A ``.cu`` file, the template instantiations launched from it, and the main accesses of
+    its kernels (not part of the compiled module's identity)."""
 
     path: Path
     name_expressions: tuple[str, ...]
+    accesses: tuple[KernelAccesses, ...] = field(default=(), compare=False)
+
+    def accesses_of(self, name: str) -> KernelAccesses | None:
+        return next((a for a in self.accesses if a.kernel == name.partition("<")[0]), None)
 
 
 def source_for(defaults: KernelSource, name: str) -> KernelSource:
@@ -32,7 +71,7 @@ def source_for(defaults: KernelSource, name: str) -> KernelSource:
     on first use."""
     if name in defaults.name_expressions:
         return defaults
-    return KernelSource(defaults.path, (name,))
+    return KernelSource(defaults.path, (name,), defaults.accesses)
 
 
 @functools.cache
@@ -63,6 +102,7 @@ class Launch:
         if name not in source.name_expressions:
             raise LaunchError(f"{name} is not listed in {source.path.name}'s name expressions")
         self.name = name
+        self.source = source
         self.grid = tuple(int(g) for g in grid)
         self.block = tuple(int(b) for b in block)
         self.args = args
@@ -71,6 +111,9 @@ class Launch:
         self._kernel = _module(source).get_function(name)
         if shared_mem > SHARED_WITHOUT_OPT_IN:
             self._opt_in(shared_mem)
+        self.calls = 0  # launches made: per run, with the number of runs (the time model)
+        for recorder in _RECORDERS:
+            recorder.append(self)
 
     def _opt_in(self, shared_mem: int) -> None:
         """Beyond 48 KiB a kernel must opt in to dynamic shared memory; the attribute belongs
@@ -84,16 +127,72 @@ class Launch:
                               f"shared memory: {err}") from None
 
     @property
+    def threads(self) -> int:
+        return self.block[0] * (self.block[1] if len(self.block) > 1 else 1) * \
+            (self.block[2] if len(self.block) > 2 else 1)
+
+    def _attribute(self, attribute: int) -> int:
+        import cupy
+
+        return int(cupy.cuda.driver.funcGetAttribute(attribute, self._handle))
+
+    def max_threads(self) -> int:
+        """The most threads a block of this compiled kernel may have (its launch bounds)."""
+        return self._attribute(ATTRIBUTE_MAX_THREADS_PER_BLOCK)
+
+    @property
+    def _handle(self) -> int:
+        """The CUfunction (CuPy's RawKernel wraps a Function that holds it)."""
+        return getattr(self._kernel, "kernel", self._kernel).ptr
+
+    def resources(self) -> dict[str, Any]:
+        """What the compiled kernel asks of an SM at this launch: the occupancy model's input.
+        ``local_bytes`` is the stack a thread spills registers to."""
+        return {"kernel": self.name, "block": list(self.block), "threads": self.threads,
+                "registers": self._attribute(ATTRIBUTE_NUM_REGS),
+                "static_shared": self._attribute(ATTRIBUTE_SHARED_SIZE_BYTES),
+                "dynamic_shared": self.shared_mem,
+                "local_bytes": self._attribute(ATTRIBUTE_LOCAL_SIZE_BYTES)}
+
+    def cuda_blocks_per_sm(self, threads: int | None = None,
+                           dynamic_shared: int | None = None) -> int:
+        """CUDA's own answer (cuOccupancyMaxActiveBlocksPerMultiprocessor), to check ours:
+        for this launch, or for this kernel with another block size or shared memory."""
+        import cupy
+
+        return int(cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
+            self._handle, threads or self.threads,
+            self.shared_mem if dynamic_shared is None else dynamic_shared))
+
+    @property
     def shape(self) -> str:
         return f"grid={self.grid} block={self.block} shared={self.shared_mem}B"
 
+    @property
+    def key(self) -> tuple[Any, ...]:
+        """What makes two launches the same kernel at the same shape for the models."""
+        return (self.name, self.block, self.shared_mem)
+
     def __call__(self) -> Any:
+        self.calls += 1
         try:
             self._kernel(self.grid, self.block, self.args, shared_mem=self.shared_mem)
         except Exception as err:  # CUDADriverError and kin; anything here is a failed launch
             raise LaunchError(f"kernel {self.name} failed to launch with {self.shape}: "
                               f"{err}") from None
         return self.result
+
+
+@contextlib.contextmanager
+def recording_launches() -> Iterator[list[Launch]]:
+    """Collect every launch set up inside (the kernels a variant runs, for the occupancy and
+    the traffic its row shows; each counts the times it is called)."""
+    recorder: list[Launch] = []
+    _RECORDERS.append(recorder)
+    try:
+        yield recorder
+    finally:
+        _RECORDERS[:] = [r for r in _RECORDERS if r is not recorder]  # by identity
 
 
 def blocks(extent: int, per_block: int) -> int:

@@ -15,6 +15,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from loclab.cases.base import dims_text
+from loclab.report.kernels import disagreements, kernel_note, kernel_table
 from loclab.report.text import (Table, by_case, by_section, case_heading, case_table, failures,
                                  gpu_note, number, reuse_lines, roof_line, skips)
 
@@ -77,7 +78,15 @@ def print_results(document: dict[str, Any], console: Console) -> None:
             console.print(_table(f"{device.upper()}, {size}",
                                  case_table(document, case, section, place=False),
                                  console.width))
+            kernels = kernel_table(section)
+            if kernels:
+                console.print(_table(f"{device.upper()}, {size}: kernels", kernels,
+                                     console.width))
+                for line in disagreements(section):
+                    console.print(Text(line, style="yellow"))
     console.print(Text(roof_line(document)))
+    if any(row.get("kernels") for row in document["results"]):
+        console.print(Text(f"kernels: {kernel_note()}", style="dim"))
     note = gpu_note(document)
     if note:
         console.print(Text(note, style="yellow"))

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from loclab.outputs import REPORT_MARK
+from loclab.report.kernels import kernel_note, kernel_table
 from loclab.report.text import (Table, by_case, case_heading, case_table, failures,
                                  machine_lines, reuse_lines, roof_line, skips)
 
@@ -29,10 +30,11 @@ def _title(document: dict[str, Any]) -> str:
             f"{', '.join(document['devices'])}, {document['created']}")
 
 
-def _case_sections(document: dict[str, Any]) -> list[tuple[str, str, Table]]:
-    """(case, heading, table) per case: its lesson and rate, and its rows in its metric."""
-    return [(case, case_heading(document, case), case_table(document, case, rows))
-            for case, rows in by_case(document).items()]
+def _case_sections(document: dict[str, Any]) -> list[tuple[str, str, Table, Table | None]]:
+    """(case, heading, table, kernels) per case: its lesson and rate, its rows in its metric,
+    and the kernels of its GPU rows (None where none ran)."""
+    return [(case, case_heading(document, case), case_table(document, case, rows),
+             kernel_table(rows)) for case, rows in by_case(document).items()]
 
 
 def html_table(table: Table) -> str:
@@ -51,7 +53,9 @@ def write_html(document: dict[str, Any], charts: list[tuple[str, str]], path: Pa
     machine = "".join(f"<dt>{esc(label)}</dt><dd>{esc(text)}</dd>"
                       for label, text in machine_lines(document["machine"]))
     tables = "".join(f"<h2>{esc(case)}</h2><p>{esc(heading)}.</p>{html_table(table)}"
-                     for case, heading, table in _case_sections(document))
+                     + (f"<p>GPU kernels: {esc(kernel_note())}.</p>{html_table(kernels)}"
+                        if kernels else "")
+                     for case, heading, table, kernels in _case_sections(document))
     failed = "".join(f"<li>{esc(line)}</li>" for line in failures(document))
     skipped = "".join(f"<li>{esc(line)}</li>" for line in skips(document))
     reuse = "".join(f"<li>{esc(line)}</li>" for line in reuse_lines(document))
@@ -87,8 +91,10 @@ def write_markdown(document: dict[str, Any], charts: list[tuple[str, str]], path
     lines = [f"# {_title(document)}", ""]
     lines += [f"- **{label}**: {text}" for label, text in machine_lines(document["machine"])]
     lines += ["", roof_line(document) + "."]
-    for case, heading, table in _case_sections(document):
+    for case, heading, table, kernels in _case_sections(document):
         lines += ["", f"## {case}", "", f"{heading}.", ""] + markdown_table(table)
+        if kernels:
+            lines += ["", f"GPU kernels: {kernel_note()}.", ""] + markdown_table(kernels)
     failed = failures(document)
     if failed:
         lines += ["", "## Failures", ""] + [f"- {line}" for line in failed]

@@ -105,6 +105,8 @@ def metric_columns(metric: Metric) -> list[Column]:
 
 TIME_COLUMNS = [
     Column("median ms", lambda r: number(r["median_s"] * 1e3 if r["median_s"] else None)),
+    Column("model ms", lambda r: number(r["predicted_s"] * 1e3 if r.get("predicted_s")
+                                        else None)),
     Column("IQR", spread),
     Column("vs naive", lambda r: ratio(r["speedup_vs_naive"])),
     Column("vs lib", lambda r: ratio(r["vs_library"])),

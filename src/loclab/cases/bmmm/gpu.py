@@ -15,9 +15,10 @@ import numpy as np
 
 from loclab.cases.base import Bound
 from loclab.cases.bmmm import DEFAULT_KS
-from loclab.gpu.kernels import KernelSource, Launch, blocks, source_for
+from loclab.gpu.kernels import KernelAccesses, KernelSource, Launch, blocks, source_for
 from loclab.gpu.limits import SHARED_WITHOUT_OPT_IN
 from loclab.hw import Machine
+from loclab.model.access import DeclaredAccess
 
 SOURCE = Path(__file__).with_name("kernels.cu")
 TILED_ROWS = 31  # the slides' T: rows of X per block, acc[T] per thread
@@ -78,13 +79,94 @@ def products_kernel(layout: Layout) -> str:
 
 
 TRANSPOSE = f"transpose_bytes<{TRANSPOSE_TILE}>"
+
+# The main accesses at the first step of each loop (q = 0, r = 0). K is the template's K (the
+# size's k); the mask is bytes. In bmmm_tiled thread t = ty*K + tx < T stages X_tr[q][ii + t]
+# (for K*K > T the others idle: "% T" keeps them in bounds, on an address a stager uses).
+_TID = "(threadIdx.y*K + threadIdx.x)"
+# bmmm_products: thread e computes C[q][j] for q = e / KKP, j = e % KKP (j < K*K load A, B).
+_E = f"(blockIdx.x*{PRODUCT_THREADS} + threadIdx.x)"
+ACCESSES = (
+    KernelAccesses("bmmm_naive", ("K",), (
+        DeclaredAccess("X[blockIdx.x*n + q]", "global", 1,
+                       note="X[i][q]: a broadcast to the block", count="m*K*K*n"),
+        DeclaredAccess("A[threadIdx.y*n + q]", "global", 4,
+                       note="A[j1][q]: n apart across j1, from L1/L2", count="m*K*K*n"),
+        DeclaredAccess("B[q*K + threadIdx.x]", "global", 4,
+                       note="B[q][j2]: along a row, from L1/L2", count="m*K*K*n"),
+        DeclaredAccess("Y[blockIdx.x*K*K + threadIdx.y*K + threadIdx.x]", "global", 4,
+                       note="Y[i][j1][j2]: along a row", write=True, count="m*K*K")),
+        at=(("q", 0),), block=("K", "K")),
+    KernelAccesses("transpose_bytes", ("TILE",), (
+        DeclaredAccess("X[(blockIdx.y*TILE + threadIdx.y)*n + blockIdx.x*TILE + threadIdx.x]",
+                       "global", 1, note="read a row of X", count="m*n"),
+        DeclaredAccess("tile[threadIdx.y][threadIdx.x]", "shared", 1, ("TILE", "TILE + 1"),
+                       note="stage a row", write=True),
+        DeclaredAccess("tile[threadIdx.x][threadIdx.y]", "shared", 1, ("TILE", "TILE + 1"),
+                       note="read a column"),
+        DeclaredAccess("Xtr[(blockIdx.x*TILE + threadIdx.y)*m + blockIdx.y*TILE + "
+                       "threadIdx.x]", "global", 1, note="write a row of X_tr", write=True,
+                       count="m*n")),
+        block=("TILE", "TILE")),
+    KernelAccesses("bmmm_tiled", ("K", "T"), (
+        DeclaredAccess("A[threadIdx.y*n + q]", "global", 4,
+                       note="A[j1][q]: once per T rows, from L1/L2",
+                       count="(m + T - 1)/T*K*K*n"),
+        DeclaredAccess("B[q*K + threadIdx.x]", "global", 4,
+                       note="B[q][j2]: once per T rows, from L1/L2",
+                       count="(m + T - 1)/T*K*K*n"),
+        DeclaredAccess(f"Xtr[q*m + blockIdx.x*T + {_TID} % T]", "global", 1,
+                       note="stage X_tr[q][ii:ii+T]: along a row", count="m*n"),
+        DeclaredAccess(f"Xsh_tr[{_TID} % T]", "shared", 4, ("T",),
+                       note="stage the mask slice", write=True),
+        DeclaredAccess("Xsh_tr[r]", "shared", 4, ("T",), note="Xsh_tr[r]: a broadcast"),
+        DeclaredAccess("Y[(blockIdx.x*T + r)*K*K + threadIdx.y*K + threadIdx.x]", "global", 4,
+                       note="Y[ii + r][j1][j2]: along a row", write=True, count="m*K*K")),
+        at=(("q", 0), ("r", 0)), block=("K", "K")),
+    KernelAccesses("bmmm_products", ("K", "KKP"), (
+        DeclaredAccess(f"A[{_E} % KKP / K * n + {_E} / KKP]", "global", 4,
+                       note="A[j1][q]: n apart, K lanes each", count="n*K*K"),
+        DeclaredAccess(f"B[{_E} / KKP * K + {_E} % KKP % K]", "global", 4,
+                       note="B[q][j2]: along a row", count="n*K*K"),
+        DeclaredAccess(f"C[{_E}]", "global", 4, note="C[q][j]: along a row", write=True,
+                       count="n*KKP")),
+        block=(PRODUCT_THREADS,)),
+)
+# bmmm_optimized at q0 = 0, c = 0, r = 0, j = 0. The mask is staged a word (WORDS) or a byte
+# per thread: W = 1 + 3*WORDS bytes at byte W*(e % (BQ/W)) of row e / (BQ/W), declared in
+# bytes (one element size per template), so that both get their sectors right.
+_W = "(1 + 3*WORDS)"
+_TR, _TC = "threadIdx.x/(KKP/TN)", "threadIdx.x % (KKP/TN)"  # a thread's rows and columns
+OPTIMIZED_ACCESSES = KernelAccesses("bmmm_optimized", ("K", "KKP", "BM", "BQ", "TM", "TN",
+                                                       "WORDS"), (
+    DeclaredAccess(f"X[(blockIdx.x*BM + threadIdx.x/(BQ/{_W}))*n + q0 + "
+                   f"threadIdx.x % (BQ/{_W})*{_W}]", "global", 1,
+                   note="stage the mask: along rows, a word or a byte a thread",
+                   count=f"m*((n + {_W} - 1)/{_W})"),
+    DeclaredAccess(f"Xs[threadIdx.x % (BQ/{_W})*{_W}][threadIdx.x/(BQ/{_W})]", "shared", 4,
+                   ("BQ", "BM + 4"), note="Xs[q][row]: the mask transposed, as 0/1",
+                   write=True),
+    DeclaredAccess("C4[q0*(KKP/4) + threadIdx.x]", "global", 16,
+                   note="stage a slice of C, float4: along rows (from L2)",
+                   count="(m + BM - 1)/BM*n*(KKP/4)"),
+    DeclaredAccess("Cs4[threadIdx.x/(KKP/4)][threadIdx.x % (KKP/4)]", "shared", 16,
+                   ("BQ", "KKP/4"), note="Cs[q][col], float4", write=True),
+    DeclaredAccess(f"Xs4[c][{_TR}*(TM/4) + r/4]", "shared", 16, ("BQ", "(BM + 4)/4"),
+                   note="TM rows of Xs[q], float4s"),
+    DeclaredAccess(f"Cs4[c][{_TC}*(TN/4) + j/4]", "shared", 16, ("BQ", "KKP/4"),
+                   note="TN columns of Cs[q], float4s"),
+    DeclaredAccess(f"Y4[(blockIdx.x*BM + {_TR}*TM + r)*(K*K/4) + {_TC}*(TN/4) + j/4]",
+                   "global", 16, note="Y[i][col], float4 (K*K % 4 == 0)", write=True,
+                   count="m*((K*K + 3)/4)")),
+    at=(("q0", 0), ("c", 0), ("r", 0), ("j", 0)), block=("(BM/TM)*(KKP/TN)",))
+
 KERNELS = KernelSource(SOURCE, (
     TRANSPOSE,
     *(naive_kernel(k) for k in DEFAULT_KS),
     *(tiled_kernel(k) for k in DEFAULT_KS),
     *(products_kernel(optimized_layout(k)) for k in DEFAULT_KS),
     *(optimized_layout(k).kernel(words) for k in DEFAULT_KS for words in (True, False)),
-))
+), (*ACCESSES, OPTIMIZED_ACCESSES))
 
 
 def _launch(name: str, grid: tuple[int, ...], block: tuple[int, ...], args: tuple,

@@ -24,6 +24,7 @@ from loclab.hw import Machine
 
 CPU = "loclab.cases.coalescing.cpu"
 GPU = "loclab.cases.coalescing.gpu"
+TRAFFIC = "loclab.cases.coalescing.traffic"
 
 ITEMSIZE = 4  # float32
 COLS = 64  # the lectures' row length
@@ -124,12 +125,12 @@ CASE = Case(
         Variant("cpu-rows", "cpu", "naive",
                 "numba prange over rows, each walked in order: contiguous reads and writes, "
                 "one sqrt-and-add dependence chain per row",
-                lazy(CPU, "rows")),
+                lazy(CPU, "rows"), traffic=lazy(TRAFFIC, "rows")),
         Variant("cpu-transposed", "cpu", "optimized",
                 "the GPU recipe on a CPU: blocked transposition of a, the program down the "
                 "columns of the transpose (chunks of rows in parallel, one column at a time), "
                 "blocked transposition back: three passes over the data where one does",
-                lazy(CPU, "transposed")),
+                lazy(CPU, "transposed"), traffic=lazy(TRAFFIC, "transposed")),
         Variant("gpu-naive", "gpu", "naive",
                 "one thread per row walking its row: a warp's 32 accesses fall in 32 rows",
                 lazy(GPU, "naive")),

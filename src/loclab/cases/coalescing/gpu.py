@@ -9,8 +9,9 @@ import numpy as np
 
 from loclab.cases.base import Bound
 from loclab.cases.transpose import gpu as transpose_gpu
-from loclab.gpu.kernels import KernelSource, Launch, blocks
+from loclab.gpu.kernels import KernelAccesses, KernelSource, Launch, blocks
 from loclab.hw import Machine
+from loclab.model.access import DeclaredAccess
 
 THREADS = 256  # rows_naive and columns_coalesced: one thread per row
 # (CHUNK, BLOCK) of rows_staged. 32-column chunks: a warp moves one 128-byte line of a row.
@@ -35,11 +36,27 @@ def staged_name(chunk: int, block: int) -> str:
     return f"rows_staged<{chunk},{block}>"
 
 
+_ROW = "blockIdx.x*blockDim.x + threadIdx.x"  # thread i owns row i (j = 0: the first step)
+ACCESSES = (
+    KernelAccesses("rows_naive", (), (
+        DeclaredAccess(f"a[({_ROW})*cols + j]", "global", 4, note="read along its row",
+                       count="rows*cols"),
+        DeclaredAccess(f"b[({_ROW})*cols + j]", "global", 4, note="write along its row",
+                       write=True, count="rows*cols")),
+        at=(("j", 0),), block=(THREADS,)),
+    KernelAccesses("columns_coalesced", (), (
+        DeclaredAccess(f"at[j*rows + {_ROW}]", "global", 4, note="read a row of at",
+                       count="rows*cols"),
+        DeclaredAccess(f"bt[j*rows + {_ROW}]", "global", 4, note="write a row of bt",
+                       write=True, count="rows*cols")),
+        at=(("j", 0),), block=(THREADS,)),
+)
+
 KERNELS = KernelSource(Path(__file__).with_name("kernels.cu"), (
     "rows_naive",
     "columns_coalesced",
     *(staged_name(chunk, block) for chunk, block in STAGED_SHAPES),
-))
+), ACCESSES)
 
 
 def _row_launch(name: str, a: Any, out: Any, rows: int, cols: int) -> Launch:

@@ -13,6 +13,7 @@ from loclab.cases.matrix import matrix_case
 
 CPU = "loclab.cases.copy.cpu"
 GPU = "loclab.cases.copy.gpu"
+TRAFFIC = "loclab.cases.copy.traffic"
 
 
 def golden(inputs: dict[str, np.ndarray]) -> np.ndarray:
@@ -31,9 +32,9 @@ CASE = matrix_case(
     output=output,
     variants=(
         Variant("cpu-copy", "cpu", "optimized", "numba prange over rows, one row slice each",
-                lazy(CPU, "parallel")),
+                lazy(CPU, "parallel"), traffic=lazy(TRAFFIC, "copy")),
         Variant("numpy", "cpu", "library", "numpy.copyto(out, a) (one thread)",
-                lazy(CPU, "library")),
+                lazy(CPU, "library"), traffic=lazy(TRAFFIC, "copy")),
         Variant("gpu-copy", "gpu", "optimized", "one 16-byte vector per thread",
                 lazy(GPU, "vectorized")),
         Variant("cuda-memcpy", "gpu", "library", "cudaMemcpyAsync device to device",

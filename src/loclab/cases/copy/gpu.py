@@ -9,11 +9,23 @@ import numpy as np
 
 from loclab.cases.base import Bound
 from loclab.errors import LaunchError
-from loclab.gpu.kernels import KernelSource, Launch, blocks
+from loclab.gpu.kernels import KernelAccesses, KernelSource, Launch, blocks
 from loclab.hw import Machine
+from loclab.model.access import DeclaredAccess
 
-KERNELS = KernelSource(Path(__file__).with_name("kernels.cu"), ("copy_vectorized",))
 THREADS = 256
+# Vector i of the first grid-stride step, in float4s; the n % 4 floats after the last whole
+# vector (at most 3, copied as floats) are counted as one more vector.
+_VECTOR = "blockIdx.x*blockDim.x + threadIdx.x"
+ACCESSES = (
+    KernelAccesses("copy_vectorized", (), (
+        DeclaredAccess(f"in4[{_VECTOR}]", "global", 16, note="read, float4",
+                       count="(rows*cols + 3)/4"),
+        DeclaredAccess(f"out4[{_VECTOR}]", "global", 16, note="write, float4", write=True,
+                       count="(rows*cols + 3)/4")),
+        block=(THREADS,)),
+)
+KERNELS = KernelSource(Path(__file__).with_name("kernels.cu"), ("copy_vectorized",), ACCESSES)
 MAX_BLOCKS = 2**31 - 1
 
 

@@ -26,6 +26,7 @@ from loclab.hw import Machine
 
 CPU = "loclab.cases.histogram.cpu"
 GPU = "loclab.cases.histogram.gpu"
+TRAFFIC = "loclab.cases.histogram.traffic"
 BIN_BYTES = 4  # float32
 # Indices are drawn from [0, bins + bins/64]: about 1.5% fall outside the histogram and must
 # be skipped, as the golden code's sanity test does.
@@ -134,15 +135,16 @@ CASE = Case(
     variants=(
         Variant("cpu-atomic", "cpu", "naive",
                 "prange over the input, atomic float add (LLVM atomicrmw fadd)",
-                lazy(CPU, "atomic")),
+                lazy(CPU, "atomic"), traffic=lazy(TRAFFIC, "single_pass")),
         Variant("cpu-multipass", "cpu", "optimized",
                 "the lectures' multi-pass: one pass over the whole input per LLC-sized chunk "
                 "of the histogram (chunk = fraction x LLC)",
-                lazy(CPU, "multipass")),
+                lazy(CPU, "multipass"), traffic=lazy(TRAFFIC, "multipass")),
         Variant("cpu-privatized", "cpu", "optimized",
                 "a private sub-histogram per thread (no atomics), then a parallel merge; "
                 "only where all of them fit in the LLC",
-                lazy(CPU, "privatized"), skip=lazy(CPU, "privatized_fits")),
+                lazy(CPU, "privatized"), skip=lazy(CPU, "privatized_fits"),
+                traffic=lazy(TRAFFIC, "privatized")),
         Variant("numpy", "cpu", "library",
                 "numpy.bincount(inds[kept], weights=vals[kept], minlength=bins) as float32, "
                 "kept = inds < bins (sums in float64)",

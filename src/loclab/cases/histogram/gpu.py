@@ -10,8 +10,10 @@ from typing import Any
 import numpy as np
 
 from loclab.cases.base import Bound
-from loclab.gpu.kernels import KernelSource, Launch, blocks
+from loclab.cases.histogram import OUT_OF_RANGE_SHARE
+from loclab.gpu.kernels import KernelAccesses, KernelSource, Launch, blocks
 from loclab.hw import Machine
+from loclab.model.access import DeclaredAccess
 
 THREADS = 256
 ITEMS = 4  # elements per thread per step of the atomic kernels: loads in flight
@@ -40,6 +42,96 @@ BUCKET_HISTOGRAM = f"bucket_histogram<{BUCKET_THREADS},{BUCKET_ITEMS}>"
 # Shared memory the CUDA runtime keeps for itself in each block.
 RESERVED_SHARED = 1024
 
+# The kernels' main accesses at a grid-stride loop's first step (k = 0: the first of a thread's
+# ITEMS elements; tile = blockIdx.x). An element whose index is out of range is skipped: KEPT
+# (the expected count of the rest given make_inputs' range of indices, rounded up) update the
+# histogram and are moved by the sorts. Coalesced reads whose skipped lanes share sectors
+# with kept ones count n.
+_RANGE = f"(bins + bins/{OUT_OF_RANGE_SHARE} + 1)"  # index values drawn
+KEPT = f"(n*bins + {_RANGE} - 1)/{_RANGE}"
+# An atomic on a random bin (or a sorted run's data-dependent start) has no affine subscript.
+# A random bin costs a sector per lane: stride 8 floats gives that. Shared atomics on random
+# bins or buckets have no such stand-in (their bank conflicts are a balls-into-bins maximum),
+# so they are left out; so are counters whose number depends on the GPU (grid, L2 chunks).
+# KEPT updates in a whole run: gpu-multipass's passes share them out by chunk.
+_RANDOM_BIN = DeclaredAccess("hist[threadIdx.x*8]", "global", 4, note="atomicAdd on random "
+                             "bins: a sector each (modelled as stride 8)", write=True,
+                             count=KEPT, count_per_run=True)
+# Data-dependent starts (a segment's offsets[begin], a bucket's run): mostly not sector
+# aligned (7 in 8), so they are modelled at 1.
+_START = 1
+_STRIDED = "blockIdx.x*blockDim.x*ITEMS + threadIdx.x + k*blockDim.x"
+_TILED = "blockIdx.x*{0}*ITEMS + k*{0} + threadIdx.x"  # element k of a thread in tile blockIdx.x
+ACCESSES = (
+    KernelAccesses("histogram_atomic", ("ITEMS",), (
+        DeclaredAccess(f"inds[{_STRIDED}]", "global", 4, note="read the indices", count="n"),
+        DeclaredAccess(f"vals[{_STRIDED}]", "global", 4, note="read the values (a pass of "
+                       "gpu-multipass loads only sectors with a bin in its chunk)", count="n"),
+        _RANDOM_BIN), at=(("k", 0),), block=(THREADS,)),
+    KernelAccesses("histogram_segment", ("ITEMS",), (
+        DeclaredAccess(f"part_inds[first + {_STRIDED}]", "global", 4, note="read the chunk's "
+                       "indices from offsets[begin] (first = 1: unaligned); all passes",
+                       count=KEPT, count_per_run=True),
+        DeclaredAccess(f"part_vals[first + {_STRIDED}]", "global", 4, note="read the chunk's "
+                       "values; all passes together", count=KEPT, count_per_run=True),
+        _RANDOM_BIN), at=(("k", 0), ("first", _START)), block=(THREADS,)),
+    KernelAccesses("histogram_shared", (), (
+        DeclaredAccess("inds[blockIdx.x*blockDim.x + threadIdx.x]", "global", 4,
+                       note="read the indices", count="n"),
+        DeclaredAccess("vals[blockIdx.x*blockDim.x + threadIdx.x]", "global", 4,
+                       note="read the values (sub[ind] shared atomics, random banks, and the "
+                       "merge, grid x bins atomics, not declared)", count="n")),
+        block=(THREADS,)),
+    KernelAccesses("partition_count", ("BLOCK", "ITEMS", "MAX_PARTS"), (
+        DeclaredAccess(f"inds[{_TILED.format('BLOCK')}]", "global", 4, note="read the "
+                       "indices (tallies: data-dependent shared atomics; parts x tiles "
+                       "counters, parts from the L2 size: not declared)", count="n"),),
+        at=(("k", 0),), block=("BLOCK",)),
+    KernelAccesses("partition_scatter", ("BLOCK", "ITEMS", "MAX_PARTS"), (
+        DeclaredAccess(f"inds[{_TILED.format('BLOCK')}]", "global", 4,
+                       note="read the indices", count="n"),
+        DeclaredAccess(f"vals[{_TILED.format('BLOCK')}]", "global", 4,
+                       note="read the values", count="n"),
+        DeclaredAccess("part_inds[cursor + threadIdx.x]", "global", 4, note="lanes of a chunk "
+                       "write a run from cursor[part]: one unaligned run (exact with one chunk; "
+                       "with p chunks a warp writes up to min(p, 32) runs)", write=True,
+                       count=KEPT),
+        DeclaredAccess("part_vals[cursor + threadIdx.x]", "global", 4, note="the values, as "
+                       "the indices", write=True, count=KEPT)),
+        at=(("k", 0), ("cursor", _START)), block=("BLOCK",)),
+    KernelAccesses("bucket_count", ("THREADS", "ITEMS"), (
+        DeclaredAccess(f"inds[{_TILED.format('THREADS')}]", "global", 4, note="read the "
+                       "indices (tally[bucket]: data-dependent shared atomics, not declared)",
+                       count="n"),),
+        at=(("k", 0),), block=("THREADS",)),
+    KernelAccesses("bucket_scatter", ("THREADS", "ITEMS"), (
+        DeclaredAccess(f"inds[{_TILED.format('THREADS')}]", "global", 4,
+                       note="read the indices", count="n"),
+        DeclaredAccess(f"vals[{_TILED.format('THREADS')}]", "global", 4,
+                       note="read the values", count="n"),
+        DeclaredAccess("tile_inds[threadIdx.x]", "shared", 4, ("THREADS*ITEMS",),
+                       note="read the sorted tile (its writes go to data-dependent ranks: "
+                       "not declared)"),
+        DeclaredAccess("tile_vals[threadIdx.x]", "shared", 4, ("THREADS*ITEMS",),
+                       note="read the sorted tile's values"),
+        DeclaredAccess("sorted_inds[to_tile + threadIdx.x]", "global", 4, note="write the "
+                       "bucket's run (to_tile = 1: unaligned; a warp crossing into the next "
+                       "bucket's run touches a sector or two more)", write=True, count=KEPT),
+        DeclaredAccess("sorted_vals[to_tile + threadIdx.x]", "global", 4, note="the values, "
+                       "as the indices", write=True, count=KEPT)),
+        at=(("k", 0), ("to_tile", _START)), block=("THREADS",)),
+    KernelAccesses("bucket_histogram", ("THREADS", "ITEMS"), (
+        DeclaredAccess("sorted_inds[first + threadIdx.x + k*THREADS]", "global", 4,
+                       note="read the bucket's indices from offsets[bucket] (first = 1: "
+                       "unaligned; sub[ind - lo]: shared atomics, random banks, not declared)",
+                       count=KEPT),
+        DeclaredAccess("sorted_vals[first + threadIdx.x + k*THREADS]", "global", 4,
+                       note="read the bucket's values", count=KEPT),
+        DeclaredAccess("hist[threadIdx.x]", "global", 4, note="write each bin once (block 0: "
+                       "lo = 0)", write=True, count="bins")),
+        at=(("k", 0), ("first", _START)), block=("THREADS",)),
+)
+
 KERNELS = KernelSource(Path(__file__).with_name("kernels.cu"), (
     f"histogram_atomic<{ITEMS}>",
     f"histogram_segment<{ITEMS}>",
@@ -49,7 +141,7 @@ KERNELS = KernelSource(Path(__file__).with_name("kernels.cu"), (
     BUCKET_COUNT,
     BUCKET_SCATTER,
     BUCKET_HISTOGRAM,
-))
+), ACCESSES)
 
 
 def _zeroed(hist: Any) -> None:

@@ -23,6 +23,7 @@ from loclab.hw import Machine
 
 CPU = "loclab.cases.matvec.cpu"
 GPU = "loclab.cases.matvec.gpu"
+TRAFFIC = "loclab.cases.matvec.traffic"
 ITEMSIZE = 4  # float32
 NARROW = 64  # the short side of the tall-skinny and short-wide shapes
 GOLDEN_CHUNK = 1 << 22  # elements of ``a`` converted to float64 at a time (32 MiB)
@@ -113,14 +114,14 @@ CASE = Case(
     variants=(
         Variant("cpu-rows", "cpu", "naive",
                 "numba prange over rows, one in-order float32 dot product each",
-                lazy(CPU, "naive")),
+                lazy(CPU, "naive"), traffic=lazy(TRAFFIC, "by_rows")),
         Variant("cpu-split", "cpu", "optimized",
                 "prange over tiles of rows x column blocks (x's block in L2), vectorized dot "
                 "products, per-tile partial sums added per row: few long rows use every core "
                 "(whole-row tiles when one block holds a row)",
-                lazy(CPU, "split")),
+                lazy(CPU, "split"), traffic=lazy(TRAFFIC, "split")),
         Variant("numpy", "cpu", "library", "numpy.matmul(a, x): BLAS sgemv into a new array",
-                lazy(CPU, "library")),
+                lazy(CPU, "library"), traffic=lazy(TRAFFIC, "by_rows")),
         Variant("gpu-row-per-thread", "gpu", "naive",
                 "a thread per row walks it alone: a warp's loads are cols floats apart",
                 lazy(GPU, "row_per_thread")),

@@ -16,8 +16,9 @@ import numpy as np
 
 from loclab.cases.base import Bound
 from loclab.errors import LaunchError
-from loclab.gpu.kernels import KernelSource, Launch, blocks
+from loclab.gpu.kernels import KernelAccesses, KernelSource, Launch, blocks
 from loclab.hw import Machine
+from loclab.model.access import DeclaredAccess
 
 THREADS = 256  # every kernel's block size (kernels.cu's GROUPED_THREADS too)
 WARP = 32
@@ -50,6 +51,83 @@ def split_kernel(vector: int) -> str:
     return f"matvec_split_partials<{THREADS},{vector},{SPLIT_PER_THREAD},{SPLIT_ROWS}>"
 
 
+# The main accesses at the first step of each loop (k0 = 0: the first tile or stride of a row;
+# u, j, r = 0: the first unrolled load, piece, row). x is read once per row (count rows*cols):
+# from L1 or L2, not memory. A row of matvec_grouped is the thread's global index / G.
+# float4 loads (VEC = 4) are declared as 4-byte elements VEC apart: a template's accesses
+# have one element size, and this keeps both instantiations' sectors per request and count
+# (loads executed) right, though the models then see a quarter of a float4's bytes as used.
+_GROUP_ROW = f"(blockIdx.x*{THREADS} + threadIdx.x)/G"  # GROUPED_THREADS = THREADS
+_GROUP_K = "(threadIdx.x % G + u*G)*VEC"
+_SPLIT_ROW = "blockIdx.x % ((rows + ROWS - 1)/ROWS)*ROWS + r"  # row0 + r
+_SPLIT_K = ("blockIdx.x/((rows + ROWS - 1)/ROWS)*(THREADS*VEC*PER_THREAD) + "
+            "(j*THREADS + threadIdx.x)*VEC")  # chunk*CHUNK + (j*THREADS + tid)*VEC
+_SPLIT_CHUNKS = "(cols + THREADS*VEC*PER_THREAD - 1)/(THREADS*VEC*PER_THREAD)"
+# matvec_sum_partials does not know the split's VEC: its chunks are counted as float4 ones
+# (the aligned case; partials are at most 1/1024 of the traffic either way).
+_FLOAT4_CHUNK = THREADS * 4 * SPLIT_PER_THREAD  # split_chunk(4)
+_SUM_CHUNKS = f"(cols + {_FLOAT4_CHUNK - 1})/{_FLOAT4_CHUNK}"
+# x is read by every row; its cols floats stay in L2 where they fit (footprint).
+ACCESSES = (
+    KernelAccesses("matvec_row_per_thread", ("THREADS",), (
+        DeclaredAccess("a[(blockIdx.x*THREADS + threadIdx.x)*cols + k]", "global", 4,
+                       note="a[row][k]: rows apart (uncoalesced)", count="rows*cols"),
+        DeclaredAccess("x[k]", "global", 4, note="x[k]: a broadcast, from L1",
+                       count="rows*cols", footprint="cols"),
+        DeclaredAccess("y[blockIdx.x*THREADS + threadIdx.x]", "global", 4, note="y[row]",
+                       write=True, count="rows")),
+        at=(("k", 0),), block=("THREADS",)),
+    KernelAccesses("matvec_block_thread0", ("THREADS",), (
+        DeclaredAccess("a[blockIdx.x*cols + k0 + threadIdx.x]", "global", 4,
+                       note="a[row][k]: along the row", count="rows*cols"),
+        DeclaredAccess("x[k0 + threadIdx.x]", "global", 4, note="x[k]: along x, from L1/L2",
+                       count="rows*cols", footprint="cols"),
+        DeclaredAccess("temp[threadIdx.x]", "shared", 4, ("THREADS",),
+                       note="Temp[k] = a[row][k]*x[k]", write=True),
+        DeclaredAccess("temp[j]", "shared", 4, ("THREADS",),
+                       note="thread 0 adds up Temp (one lane active)"),
+        DeclaredAccess("y[blockIdx.x]", "global", 4, note="y[row]: thread 0", write=True,
+                       count="rows")),
+        at=(("k0", 0), ("j", 0)), block=("THREADS",)),
+    KernelAccesses("matvec_block_reduce", ("THREADS",), (
+        DeclaredAccess("a[blockIdx.x*cols + k0 + threadIdx.x]", "global", 4,
+                       note="a[row][k]: strided over the row", count="rows*cols"),
+        DeclaredAccess("x[k0 + threadIdx.x]", "global", 4, note="x[k]: along x, from L1/L2",
+                       count="rows*cols", footprint="cols"),
+        DeclaredAccess("y[blockIdx.x]", "global", 4, note="y[row]: thread 0", write=True,
+                       count="rows")),
+        at=(("k0", 0),), block=("THREADS",)),
+    KernelAccesses("matvec_grouped", ("G", "VEC", "UNROLL"), (
+        DeclaredAccess(f"a[{_GROUP_ROW}*cols + {_GROUP_K}]", "global", 4,
+                       note="a[row][k]: G lanes along a row, VEC floats a load",
+                       count="rows*((cols + VEC - 1)/VEC)"),
+        DeclaredAccess(f"x[{_GROUP_K}]", "global", 4,
+                       note="x[k]: along x, shared by the warp's rows; from L1/L2",
+                       count="rows*((cols + VEC - 1)/VEC)", footprint="cols"),
+        DeclaredAccess(f"y[{_GROUP_ROW}]", "global", 4, note="y[row]: lane 0 of each group",
+                       write=True, count="rows")),
+        at=(("u", 0),), block=(THREADS,)),
+    KernelAccesses("matvec_split_partials", ("THREADS", "VEC", "PER_THREAD", "ROWS"), (
+        DeclaredAccess(f"a[({_SPLIT_ROW})*cols + {_SPLIT_K}]", "global", 4,
+                       note="a[row][k]: a chunk of a row, VEC floats a load",
+                       count="rows*((cols + VEC - 1)/VEC)"),
+        DeclaredAccess(f"x[{_SPLIT_K}]", "global", 4,
+                       note="x[k]: the chunk of x, once for ROWS rows; from L2",
+                       count="(rows + ROWS - 1)/ROWS*((cols + VEC - 1)/VEC)", footprint="cols"),
+        DeclaredAccess(f"partial[({_SPLIT_ROW})*{_SPLIT_CHUNKS} + "
+                       f"blockIdx.x/((rows + ROWS - 1)/ROWS)]", "global", 4,
+                       note="partial[row][chunk]: thread 0", write=True,
+                       count=f"rows*{_SPLIT_CHUNKS}")),
+        at=(("j", 0), ("r", 0)), block=("THREADS",)),
+    KernelAccesses("matvec_sum_partials", ("THREADS",), (
+        DeclaredAccess(f"partial[blockIdx.x*{_SUM_CHUNKS} + c0 + threadIdx.x]", "global", 4,
+                       note="partial[row][c]: along the row's partials",
+                       count=f"rows*{_SUM_CHUNKS}"),
+        DeclaredAccess("y[blockIdx.x]", "global", 4, note="y[row]: thread 0", write=True,
+                       count="rows")),
+        at=(("c0", 0),), block=("THREADS",)),
+)
+
 KERNELS = KernelSource(Path(__file__).with_name("kernels.cu"), (
     ROW_PER_THREAD,
     BLOCK_THREAD0,
@@ -58,7 +136,7 @@ KERNELS = KernelSource(Path(__file__).with_name("kernels.cu"), (
     *(grouped_kernel(WARP, vector, OPTIMIZED_UNROLL) for vector in VECTORS),
     *(split_kernel(vector) for vector in VECTORS),
     SUM_PARTIALS,
-))
+), ACCESSES)
 
 
 @dataclass(frozen=True)

@@ -16,10 +16,11 @@ import numpy as np
 
 from loclab.cases.base import Bound, Config, Dims, Space
 from loclab.errors import LaunchError
-from loclab.gpu.kernels import KernelSource, Launch, blocks, source_for
+from loclab.gpu.kernels import KernelAccesses, KernelSource, Launch, blocks, source_for
 from loclab.gpu.limits import (MAX_REGISTERS_PER_THREAD, SHARED_WITHOUT_OPT_IN, refuse,
                                registers_fit, threads_fit)
 from loclab.hw import Machine
+from loclab.model.access import DeclaredAccess
 
 SOURCE = Path(__file__).with_name("kernels.cu")
 NAIVE_BLOCK = (32, 8)
@@ -65,12 +66,37 @@ REGISTER_TILED_DEFAULT = {"tile": 32, "r": 4}
 OPTIMIZED_DEFAULT = {"bm": 128, "bn": 256, "bk": 8, "tm": 16, "tn": 8, "lanes_m": 8,
                      "blocks_per_sm": 1}
 
+# The inner loops' accesses at their first iteration (kk = 0, kt = 0); the size is m, n, k.
+ACCESSES = (
+    KernelAccesses("mmm_naive", ("BX", "BY"), (
+        DeclaredAccess("A[(blockIdx.y*BY + threadIdx.y)*k + kk]", "global", 4,
+                       note="A[i][k]: one value a row of threads", count="m*n*k"),
+        DeclaredAccess("B[kk*n + blockIdx.x*BX + threadIdx.x]", "global", 4,
+                       note="B[k][j]: along a row", count="m*n*k"),
+        DeclaredAccess("C[(blockIdx.y*BY + threadIdx.y)*n + blockIdx.x*BX + threadIdx.x]",
+                       "global", 4, note="C[i][j]: along a row", write=True, count="m*n")),
+        at=(("kk", 0),), block=("BX", "BY")),
+    KernelAccesses("mmm_block_tiled", ("T",), (
+        DeclaredAccess("A[(blockIdx.y*T + threadIdx.y)*k + kk + threadIdx.x]", "global", 4,
+                       note="stage a tile of A", count="m*n*((k + T - 1)/T)"),
+        DeclaredAccess("B[(kk + threadIdx.y)*n + blockIdx.x*T + threadIdx.x]", "global", 4,
+                       note="stage a tile of B", count="m*n*((k + T - 1)/T)"),
+        DeclaredAccess("Aloc[threadIdx.y][kt]", "shared", 4, ("T", "T"),
+                       note="Aloc[ty][k]: a broadcast"),
+        DeclaredAccess("Bloc[kt][threadIdx.x]", "shared", 4, ("T", "T + 1"),
+                       note="Bloc[k][tx]: along a row"),
+        DeclaredAccess("C[(blockIdx.y*T + threadIdx.y)*n + blockIdx.x*T + threadIdx.x]",
+                       "global", 4, note="C[i][j]: along a row", write=True, count="m*n")),
+        at=(("kk", 0), ("kt", 0)),
+        block=("T", "T")),
+)
+
 KERNELS = KernelSource(SOURCE, (
     naive_kernel(),
     block_tiled_kernel(**BLOCK_TILED_DEFAULT),
     register_tiled_kernel(**REGISTER_TILED_DEFAULT),
     *(optimized_kernel(OPTIMIZED_DEFAULT, vec) for vec in (True, False)),
-))
+), ACCESSES)
 
 
 def _launch(name: str, grid: tuple[int, ...], block: tuple[int, ...], inputs: dict,

@@ -17,9 +17,10 @@ import numpy as np
 from loclab.cases.base import Bound, Config, Dims, Space
 from loclab.cases.nearest_neighbour import (INSTRUCTIONS_PER_PAIR, broadcast_argmin, issue_limit,
                                             queries_and_points)
-from loclab.gpu.kernels import KernelSource, Launch, blocks, source_for
+from loclab.gpu.kernels import KernelAccesses, KernelSource, Launch, blocks, source_for
 from loclab.gpu.limits import SHARED_WITHOUT_OPT_IN, refuse, registers_fit, threads_fit
 from loclab.hw import Machine
+from loclab.model.access import DeclaredAccess
 
 SOURCE = Path(__file__).with_name("kernels.cu")
 ITEMSIZE = 4
@@ -52,8 +53,51 @@ def min_first_kernel(threads: int, b: int, q: int, c: int) -> str:
     return f"nn_min_first<{threads},{b},{q},{c}>"
 
 
+# The main accesses at the first step of each loop (j = 0: the first point or float4 of the
+# tile; j0 = 0: the first tile; k = 0: a thread's first query; s = 0: its first staged point).
+# A thread stages points s*THREADS + tid of a tile of B ("% B": with THREADS > B the threads
+# past B stage nothing). nn_min_first's rescan of a chunk per query is not declared: its index
+# comes from the data (the chunk that query noted), no affine text describes it; it reads C
+# of the n points per query.
+_QUERY = "(blockIdx.x*Q + k)*THREADS + threadIdx.x"
+_STAGED = "(s*THREADS + threadIdx.x) % B"
+_BLOCKS = "(queries + THREADS*Q - 1)/(THREADS*Q)"
+
+
+def _staged_accesses() -> tuple[DeclaredAccess, ...]:
+    """nn_shared's and nn_min_first's: queries in, points staged, tile read, nns out."""
+    return (
+        DeclaredAccess(f"queries[{_QUERY}]", "global", 4, note="queries[i]: along the block",
+                       count="queries"),
+        DeclaredAccess(f"points[j0 + {_STAGED}]", "global", 4,
+                       note="stage points[j0 + t]: once per block", count=f"{_BLOCKS}*points"),
+        DeclaredAccess(f"tile[{_STAGED}]", "shared", 4, ("B",), note="stage the tile",
+                       write=True),
+        DeclaredAccess("tile4[j]", "shared", 16, ("B/4",),
+                       note="4 points a float4 read, a broadcast (for Q queries each)"),
+        DeclaredAccess(f"nns[{_QUERY}]", "global", 4, note="nns[i]: along the block",
+                       write=True, count="queries"))
+
+
+ACCESSES = (
+    KernelAccesses("nn_naive", ("THREADS",), (
+        DeclaredAccess("queries[blockIdx.x*THREADS + threadIdx.x]", "global", 4,
+                       note="queries[i]: along the block", count="queries"),
+        DeclaredAccess("points[j]", "global", 4, note="points[j]: a broadcast, from L1",
+                       count="queries*points"),
+        DeclaredAccess("nns[blockIdx.x*THREADS + threadIdx.x]", "global", 4,
+                       note="nns[i]: along the block", write=True, count="queries")),
+        at=(("j", 0),), block=("THREADS",)),
+    KernelAccesses("nn_shared", ("THREADS", "B", "Q"),
+                   _staged_accesses(),
+                   at=(("j", 0), ("j0", 0), ("k", 0), ("s", 0)), block=("THREADS",)),
+    KernelAccesses("nn_min_first", ("THREADS", "B", "Q", "C"),
+                   _staged_accesses(),
+                   at=(("j", 0), ("j0", 0), ("k", 0), ("s", 0)), block=("THREADS",)),
+)
+
 KERNELS = KernelSource(SOURCE, (naive_kernel(), shared_kernel(**SHARED_DEFAULT),
-                                min_first_kernel(**MIN_FIRST_DEFAULT)))
+                                min_first_kernel(**MIN_FIRST_DEFAULT)), ACCESSES)
 
 
 def _launch(name: str, inputs: dict, out: Any, threads: int, queries_per_block: int) -> Launch:

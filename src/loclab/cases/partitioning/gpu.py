@@ -15,15 +15,49 @@ import numpy as np
 
 from loclab.cases.base import Bound
 from loclab.cases.partitioning import GPU_BLOCK, both_grid, check_inputs, plan_params, threads_of
-from loclab.gpu.kernels import KernelSource, Launch, blocks
+from loclab.gpu.kernels import KernelAccesses, KernelSource, Launch, blocks
 from loclab.hw import Machine
+from loclab.model.access import DeclaredAccess
 
 ITEMS = 2  # groups of 4 keys each thread loads before inserting any: 16-byte loads in flight
 FINISH_BLOCKS_PER_SM = 4  # the deferred keys are few: a grid-stride loop over a small grid
 BUILD = {shared: f"partition_build<{'true' if shared else 'false'},{ITEMS},{GPU_BLOCK}>"
          for shared in (False, True)}
+
+
+class BuildAccesses(KernelAccesses):
+    """The accesses of partition_build, whose texts name ``parts`` (k_i), which SHARED
+    tells: the thread count with it (input partitioning), 1 without (output partitioning).
+    gpu-both, SHARED too, has threads / k_o parts: k_o lanes read each group, which the texts
+    do not model."""
+
+    def parameters(self, name: str, dims: dict[str, int]) -> dict[str, int]:
+        params = super().parameters(name, dims)
+        return {**params, "parts": params["threads"] if params["SHARED"] else 1}
+
+
+# partition_build at its first batch (j = 0): lane `task` reads group task % parts, so the
+# lanes of a warp read neighbouring groups (16-byte loads) with SHARED, all the same one
+# without. Table slots are hashed: a sector per key, as stride 8 gives (without SHARED only
+# the key's owner lane inserts it: requests of one lane, still a sector each); a key's further
+# probe steps and the keys it displaces are data-dependent and not counted.
+# partition_finish is not declared: it resumes the keys whose probe crossed an owner's range
+# end, a data-dependent number (none under input partitioning) that no dimension gives.
+ACCESSES = (
+    BuildAccesses("partition_build", ("SHARED", "ITEMS", "BLOCK"), (
+        DeclaredAccess("keys4[(blockIdx.x*BLOCK + threadIdx.x) % parts + j*parts]", "global",
+                       16, note="read 4 keys (uint4): neighbouring groups with SHARED, one "
+                       "broadcast group per warp without", count="threads/parts*((keys + 3)/4)"),
+        DeclaredAccess("table[threadIdx.x*8]", "global", 4, note="read a key's hashed home "
+                       "slot: a sector each (modelled as stride 8); once per key",
+                       count="keys"),
+        DeclaredAccess("table[threadIdx.x*8]", "global", 4, note="insert into it (atomicCAS "
+                       "with SHARED): a sector each; once per key", write=True,
+                       count="keys")),
+        at=(("j", 0),), block=("BLOCK",)),
+)
 KERNELS = KernelSource(Path(__file__).with_name("kernels.cu"),
-                       (BUILD[False], BUILD[True], "partition_finish"))
+                       (BUILD[False], BUILD[True], "partition_finish"), ACCESSES)
 KEY_ALIGNMENT = 16  # the build reads keys as uint4
 
 

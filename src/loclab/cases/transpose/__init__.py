@@ -14,6 +14,7 @@ from loclab.cases.matrix import matrix_case
 
 CPU = "loclab.cases.transpose.cpu"
 GPU = "loclab.cases.transpose.gpu"
+TRAFFIC = "loclab.cases.transpose.traffic"
 
 
 def golden(inputs: dict[str, np.ndarray]) -> np.ndarray:
@@ -33,10 +34,10 @@ CASE = matrix_case(
     variants=(
         Variant("cpu-naive", "cpu", "naive",
                 "numba prange over rows of a; writes walk down columns of out",
-                lazy(CPU, "naive")),
+                lazy(CPU, "naive"), traffic=lazy(TRAFFIC, "naive")),
         Variant("cpu-blocked", "cpu", "optimized",
                 "two-level blocking: L2-sized outer tiles (parallel), L1-sized inner tiles",
-                lazy(CPU, "blocked")),
+                lazy(CPU, "blocked"), traffic=lazy(TRAFFIC, "blocked")),
         Variant("numpy", "cpu", "library",
                 "numpy.array(a.T, order='C'): ascontiguousarray(a.T), always a copy",
                 lazy(CPU, "library")),

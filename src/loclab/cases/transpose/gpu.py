@@ -9,13 +9,46 @@ from typing import Any
 import numpy as np
 
 from loclab.cases.base import Bound
-from loclab.gpu.kernels import KernelSource, Launch, blocks
+from loclab.gpu.kernels import KernelAccesses, KernelSource, Launch, blocks
 from loclab.hw import Machine
+from loclab.model.access import DeclaredAccess
 
 OPTIMIZED_TILE, OPTIMIZED_THREADS = 64, 512
 FALLBACK_TILE, FALLBACK_ROWS = 64, 8
 OPTIMIZED = f"transpose_vectorized<{OPTIMIZED_TILE},{OPTIMIZED_THREADS}>"
 FALLBACK = f"transpose_staged<{FALLBACK_TILE},{FALLBACK_ROWS},1>"
+
+# A thread q of transpose_vectorized handles float4 number q % (TILE/4) of tile row
+# q / (TILE/4) (k = 0: its first); the float4 accesses are indexed in float4s.
+_VECTOR = "(threadIdx.x + k*THREADS)"
+ACCESSES = (
+    KernelAccesses("transpose_naive", ("TILE",), (
+        DeclaredAccess("in[(blockIdx.y*TILE + threadIdx.y)*cols + blockIdx.x*TILE + threadIdx.x]",
+                       "global", 4, note="read a row", count="rows*cols"),
+        DeclaredAccess("out[(blockIdx.x*TILE + threadIdx.x)*rows + blockIdx.y*TILE + threadIdx.y]",
+                       "global", 4, note="write a column", write=True, count="rows*cols")),
+        block=("TILE", "TILE")),
+    KernelAccesses("transpose_staged", ("TILE", "BLOCK_ROWS", "PAD"), (
+        DeclaredAccess("in[(blockIdx.y*TILE + threadIdx.y + k)*cols + blockIdx.x*TILE + "
+                       "threadIdx.x]", "global", 4, note="read a row", count="rows*cols"),
+        DeclaredAccess("tile[threadIdx.y + k][threadIdx.x]", "shared", 4,
+                       ("TILE", "TILE + PAD"), note="stage a row", write=True),
+        DeclaredAccess("tile[threadIdx.x][threadIdx.y + k]", "shared", 4,
+                       ("TILE", "TILE + PAD"), note="read a column"),
+        DeclaredAccess("out[(blockIdx.x*TILE + threadIdx.y + k)*rows + blockIdx.y*TILE + "
+                       "threadIdx.x]", "global", 4, note="write a row", write=True,
+                       count="rows*cols")), at=(("k", 0),), block=("TILE", "BLOCK_ROWS")),
+    KernelAccesses("transpose_vectorized", ("TILE", "THREADS"), (
+        DeclaredAccess(f"in4[{_VECTOR} / (TILE/4) * (cols/4) + {_VECTOR} % (TILE/4)]",
+                       "global", 16, note="read a row, float4", count="(rows*cols + 3)/4"),
+        DeclaredAccess(f"tile[{_VECTOR} / (TILE/4)][4*({_VECTOR} % (TILE/4))]", "shared", 4,
+                       ("TILE", "TILE + 1"), note="stage a row", write=True),
+        DeclaredAccess(f"tile[4*({_VECTOR} % (TILE/4))][{_VECTOR} / (TILE/4)]", "shared", 4,
+                       ("TILE", "TILE + 1"), note="read a column"),
+        DeclaredAccess(f"out4[{_VECTOR} / (TILE/4) * (rows/4) + {_VECTOR} % (TILE/4)]",
+                       "global", 16, note="write a row, float4", write=True,
+                       count="(rows*cols + 3)/4")), at=(("k", 0),), block=("THREADS",)),
+)
 
 KERNELS = KernelSource(Path(__file__).with_name("kernels.cu"), (
     "transpose_naive<32>",
@@ -23,7 +56,7 @@ KERNELS = KernelSource(Path(__file__).with_name("kernels.cu"), (
     "transpose_staged<32,8,1>",
     FALLBACK,
     OPTIMIZED,
-))
+), ACCESSES)
 
 
 MAX_GRID_Y = 65535  # CUDA's limit; the naive and staged kernels loop over further tile-rows

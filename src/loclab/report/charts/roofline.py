@@ -48,6 +48,31 @@ def _marker(ax: Any, point: Point, styles: dict[str, tuple[str, str]]) -> None:
             markeredgewidth=1.6 if not point.row["valid"] else 0.4, zorder=4)
 
 
+def predicted_y(point: Point) -> float | None:
+    """Where the row would be at its predicted time (the time model: loclab model)."""
+    row = point.row
+    if not row.get("predicted_s") or not row.get("median_s"):
+        return None
+    return point.y * row["median_s"] / row["predicted_s"]
+
+
+def _prediction(ax: Any, point: Point, styles: dict[str, tuple[str, str]]) -> None:
+    """The row's predicted rate, hollow, joined to its measured point by a thin line."""
+    y = predicted_y(point)
+    if y is None:
+        return
+    marker, colour = styles[point.row["case"]]
+    ax.plot([point.x, point.x], [point.y, y], color=colour, linewidth=0.6, linestyle=":",
+            zorder=3)
+    ax.plot(point.x, y, marker=marker, markerfacecolor="none", markeredgecolor=colour,
+            markersize=6, linestyle="none", markeredgewidth=1.0, zorder=3)
+
+
+def _ys(points: list[Point]) -> list[float]:
+    """Measured and predicted rates: what the axes must show."""
+    return [point.y for point in points] + [y for y in map(predicted_y, points) if y]
+
+
 def _span(values: Iterable[float], low: float = 0.5, high: float = 2.0) -> tuple[float, float]:
     """A log axis's limits around the positive ``values``: ``low`` times the least, ``high``
     times the greatest; (0.1, 10) without any, since a log axis needs a range."""
@@ -62,8 +87,9 @@ def _strip_panel(ax: Any, points: list[Point], copy: float | None,
     cases = list(dict.fromkeys(point.row["case"] for point in points))
     for point in points:
         _marker(ax, point, styles)
+        _prediction(ax, point, styles)
     ax.set_yscale("log")
-    ax.set_ylim(*_span([point.y for point in points] + ([copy] if copy else []), high=3.0))
+    ax.set_ylim(*_span(_ys(points) + ([copy] if copy else []), high=3.0))
     ax.set_xlim(-0.5, max(len(cases), 1) - 0.5)
     if copy:
         ax.axhline(copy, color="black", linestyle="--", linewidth=1.2)
@@ -72,7 +98,7 @@ def _strip_panel(ax: Any, points: list[Point], copy: float | None,
     format_axis(ax.yaxis)
     ax.tick_params(axis="y", labelsize=FONT)
     ax.set_ylabel("GB/s of the golden bytes (log scale)", fontsize=FONT + 1)
-    ax.set_title("data movement only (0 flop/byte)", fontsize=FONT + 1)
+    ax.set_title("data movement only (0 flop/byte); hollow: predicted", fontsize=FONT + 1)
     if not points:
         ax.text(0.5, 0.5, "no row here only moves data", ha="center", va="center",
                 transform=ax.transAxes, fontsize=FONT, color=SKIPPED)
@@ -94,9 +120,10 @@ def _roofline_panel(ax: Any, points: list[Point], copy: float | None, peak: floa
     """Rows that do arithmetic: GFlop/s against their golden flop/byte, under the roofs."""
     ridge = [peak / copy] if copy and peak else []
     xlim = _span([point.x for point in points] + ridge, low=0.25, high=4.0)
-    ylim = _span([point.y for point in points] + ([peak] if peak else []), high=4.0)
+    ylim = _span(_ys(points) + ([peak] if peak else []), high=4.0)
     for point in points:
         _marker(ax, point, styles)
+        _prediction(ax, point, styles)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(*xlim)
@@ -109,7 +136,7 @@ def _roofline_panel(ax: Any, points: list[Point], copy: float | None, peak: floa
     ax.set_xlabel("arithmetic intensity (flop/byte of the golden algorithm, log scale)",
                   fontsize=FONT + 1)
     ax.set_ylabel("GFlop/s (log scale)", fontsize=FONT + 1)
-    ax.set_title("roofline", fontsize=FONT + 1)
+    ax.set_title("roofline; hollow: the time model's prediction", fontsize=FONT + 1)
     if not points:
         ax.text(0.5, 0.5, "no row here does arithmetic", ha="center", va="center",
                 transform=ax.transAxes, fontsize=FONT, color=SKIPPED)

@@ -1,0 +1,40 @@
+"""The main accesses the cases declare for their GPU kernels (``KernelAccesses``) read
+without error at every test size: each names only what it may (template arguments, the case's
+dimensions, thread and block indices), fits its arrays, and says how often it runs, so that
+``loclab run`` can show its predicted sectors and bank conflicts and the time model its
+traffic. Without a GPU: the declarations are data."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+from loclab.cases import case_names, get_case
+from loclab.model.access import _constant
+
+GPU_CASES = [name for name in case_names() if get_case(name).variants_on("gpu")]
+
+
+def kernel_sources(name: str) -> list:
+    module = importlib.import_module(f"loclab.cases.{name.replace('-', '_')}.gpu")
+    return [value for value in vars(module).values()
+            if type(value).__name__ == "KernelSource"]
+
+
+@pytest.mark.parametrize("name", GPU_CASES)
+def test_every_declaration_predicts_at_every_test_size(name: str) -> None:
+    case = get_case(name)
+    for source in kernel_sources(name):
+        for kernel in source.name_expressions:
+            declared = source.accesses_of(kernel)
+            if declared is None:
+                continue
+            for dims in case.test_dims:
+                params = declared.parameters(kernel, dict(dims))
+                block = tuple(side if isinstance(side, int) else _constant(side, params)
+                              for side in declared.block)
+                for access in declared.accesses:
+                    access.predict(block, params)  # raises on a name, shape or bound problem
+                    if access.space == "global":
+                        assert access.executions(params) > 0, (kernel, access.text)
