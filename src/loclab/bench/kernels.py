@@ -81,7 +81,8 @@ def predicted_accesses(launch: Any, dims: dict[str, int]) -> list[dict[str, Any]
     out = []
     for access in declared.accesses:
         entry: dict[str, Any] = {"access": access.text, "space": access.space,
-                                 "write": access.write, "note": access.note}
+                                 "write": access.write, "elem_bytes": access.elem_bytes,
+                                 "note": access.note}
         try:
             predicted = access.predict(launch.block, params)
             entry.update(executions=access.executions(params),

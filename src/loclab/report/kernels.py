@@ -11,7 +11,8 @@ LIMITS = {"warps": "warps", "blocks": "blks", "registers": "regs", "shared_memor
 
 
 def kernel_rows(rows: list[Row]) -> list[Row]:
-    """One line per kernel of each row, with the row's variant and validity."""
+    """One line per kernel of each row, with the row's variant and validity. The occupancy
+    column names the resource that limits it (regs, smem, warps or blks: block slots)."""
     return [{**kernel, "variant": row["variant"], "valid": True}
             for row in rows for kernel in row.get("kernels") or [] if not kernel.get("error")]
 
@@ -34,10 +35,10 @@ KERNEL_COLUMNS = [
     Column("variant", lambda k: k["variant"], numeric=False),
     Column("kernel", lambda k: k["kernel"].partition("<")[0], numeric=False),
     Column("block", lambda k: "x".join(str(side) for side in k["block"]), numeric=False),
-    Column("regs", lambda k: str(k["registers"])),
-    Column("smem B", lambda k: str(k["static_shared"] + k["dynamic_shared"])),
-    Column("occ", lambda k: f"{k['occupancy']:.2f}"),
-    Column("limit", lambda k: LIMITS[k["limited_by"]], numeric=False),
+    Column("regs/smem B",
+           lambda k: f"{k['registers']}/{k['static_shared'] + k['dynamic_shared']}"),
+    Column("occupancy", lambda k: f"{k['occupancy']:.2f} {LIMITS[k['limited_by']]}",
+           numeric=False),
     Column("sectors per req", lambda k: _predicted(k, "global", "sectors_per_request")),
     Column("bank ways", lambda k: _predicted(k, "shared", "conflict_degree")),
 ]

@@ -50,6 +50,22 @@ ACCESSES = (
         DeclaredAccess(f"bt[j*rows + {_ROW}]", "global", 4, note="write a row of bt",
                        write=True, count="rows*cols")),
         at=(("j", 0),), block=(THREADS,)),
+    # rows_staged at its first chunk of columns (col0 = 0) and first pass (k = 0): thread t
+    # moves column t % CHUNK of row t / CHUNK through the tile, whose rows are CHUNK + 1
+    # floats apart; then runs the program along its own row of the tile.
+    KernelAccesses("rows_staged", ("CHUNK", "BLOCK"), (
+        DeclaredAccess("a[(blockIdx.x*BLOCK + threadIdx.x/CHUNK + k*(BLOCK/CHUNK))*cols + "
+                       "col0 + threadIdx.x % CHUNK]", "global", 4,
+                       note="load a chunk of rows", count="rows*cols"),
+        DeclaredAccess("smem[(threadIdx.x/CHUNK + k*(BLOCK/CHUNK))*(CHUNK + 1) + "
+                       "threadIdx.x % CHUNK]", "shared", 4, ("BLOCK*(CHUNK + 1)",),
+                       note="stage it", write=True),
+        DeclaredAccess("smem[threadIdx.x*(CHUNK + 1) + c]", "shared", 4,
+                       ("BLOCK*(CHUNK + 1)",), note="walk a row of the tile"),
+        DeclaredAccess("b[(blockIdx.x*BLOCK + threadIdx.x/CHUNK + k*(BLOCK/CHUNK))*cols + "
+                       "col0 + threadIdx.x % CHUNK]", "global", 4,
+                       note="store a chunk of rows", write=True, count="rows*cols")),
+        at=(("k", 0), ("col0", 0), ("c", 0)), block=("BLOCK",)),
 )
 
 KERNELS = KernelSource(Path(__file__).with_name("kernels.cu"), (

@@ -67,6 +67,12 @@ OPTIMIZED_DEFAULT = {"bm": 128, "bn": 256, "bk": 8, "tm": 16, "tn": 8, "lanes_m"
                      "blocks_per_sm": 1}
 
 # The inner loops' accesses at their first iteration (kk = 0, kt = 0); the size is m, n, k.
+_FLAT = "(r*T*T + threadIdx.y*T + threadIdx.x)"
+_REGISTER_BLOCKS = "((m + T*R - 1)/(T*R))*((n + T*R - 1)/(T*R))*((k + T - 1)/T)"
+_OPTIMIZED_SLICES = "((m + BM - 1)/BM)*((n + BN - 1)/BN)*((k + BK - 1)/BK)"
+# A lane's first row and column in the block tile: its warp's tile, then its place in it.
+_WARP_ROW = "(threadIdx.x/32)/(BN/WN)*WM + (threadIdx.x % 32)/(WN/TN)*4"
+_WARP_COL = "(threadIdx.x/32) % (BN/WN)*WN + (threadIdx.x % 32) % (WN/TN)*4"
 ACCESSES = (
     KernelAccesses("mmm_naive", ("BX", "BY"), (
         DeclaredAccess("A[(blockIdx.y*BY + threadIdx.y)*k + kk]", "global", 4,
@@ -89,6 +95,40 @@ ACCESSES = (
                        "global", 4, note="C[i][j]: along a row", write=True, count="m*n")),
         at=(("kk", 0), ("kt", 0)),
         block=("T", "T")),
+    # mmm_register_tiled: thread (tx, ty) copies element e = r*T*T + ty*T + tx of each slice.
+    KernelAccesses("mmm_register_tiled", ("T", "R"), (
+        DeclaredAccess(f"A[(blockIdx.y*T*R + {_FLAT}/T)*k + kk + {_FLAT} % T]", "global", 4,
+                       note="stage a slice of A", count=f"{_REGISTER_BLOCKS}*T*T*R"),
+        DeclaredAccess(f"B[(kk + {_FLAT}/(T*R))*n + blockIdx.x*T*R + {_FLAT} % (T*R)]",
+                       "global", 4, note="stage a slice of B", count=f"{_REGISTER_BLOCKS}*T*T*R"),
+        DeclaredAccess("Aloc[threadIdx.y*R + r][kr]", "shared", 4, ("T*R", "T"),
+                       note="a[r]: a broadcast along the warp's rows"),
+        DeclaredAccess("Bloc4[kr][threadIdx.x*(R/4)]", "shared", 16, ("T", "T*R/4"),
+                       note="b[0..R): R floats, which nvcc loads as float4 (R = 4)"),
+        DeclaredAccess("C[(blockIdx.y*T*R + threadIdx.y*R + ir)*n + blockIdx.x*T*R + "
+                       "threadIdx.x*R + jr]", "global", 4, note="C: R floats apart",
+                       write=True, count="m*n")),
+        at=(("r", 0), ("kk", 0), ("kr", 0), ("ir", 0), ("jr", 0)), block=("T", "T")),
+    # mmm_optimized with 16-byte accesses (VEC; the scalar instantiation runs at shapes that
+    # are not multiples of 4: its loads are 4 scalars in the same sectors). Float4 accesses
+    # are indexed in float4s; thread g = threadIdx.x moves 4-float group g of each slice.
+    KernelAccesses("mmm_optimized", ("BM", "BN", "BK", "WM", "WN", "TM", "TN", "VEC", "MIN"), (
+        DeclaredAccess("A4[(blockIdx.y*BM + threadIdx.x/(BK/4))*(k/4) + threadIdx.x % (BK/4)]",
+                       "global", 16, note="a slice of A, float4",
+                       count=f"{_OPTIMIZED_SLICES}*(BM*BK/4)"),
+        DeclaredAccess("B4[(threadIdx.x/(BN/4))*(n/4) + blockIdx.x*(BN/4) + "
+                       "threadIdx.x % (BN/4)]", "global", 16, note="a slice of B, float4",
+                       count=f"{_OPTIMIZED_SLICES}*(BK*BN/4)"),
+        DeclaredAccess("As[4*(threadIdx.x % (BK/4))][threadIdx.x/(BK/4)]", "shared", 4,
+                       ("BK", "BM + 4"), note="A stored transposed", write=True),
+        DeclaredAccess(f"As4[0][({_WARP_ROW})/4]", "shared", 16, ("BK", "(BM + 4)/4"),
+                       note="a lane's 4 rows of A, float4"),
+        DeclaredAccess(f"Bs4[0][({_WARP_COL})/4]", "shared", 16, ("BK", "BN/4"),
+                       note="a lane's 4 columns of B, float4"),
+        DeclaredAccess(f"C4[(blockIdx.y*BM + {_WARP_ROW})*(n/4) + (blockIdx.x*BN + "
+                       f"{_WARP_COL})/4]", "global", 16, note="C, float4", write=True,
+                       count="(m*n + 3)/4")),
+        block=("(BM/WM)*(BN/WN)*32",)),
 )
 
 KERNELS = KernelSource(SOURCE, (
