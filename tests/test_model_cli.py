@@ -59,12 +59,25 @@ def test_cache_json_names_levels_and_arrays(capsys: pytest.CaptureFixture[str]) 
     assert document["arrays"]["B"]["misses"] > document["arrays"]["A"]["misses"]
 
 
+def test_cache_reads_c_with_macros(capsys: pytest.CaptureFixture[str],
+                                    tmp_path: Path) -> None:
+    source = tmp_path / "t.c"
+    source.write_text("void t(float A[N][N], float B[N][N]) {\n"
+                      "  for (int i = 0; i < N; i++)\n"
+                      "    for (int j = 0; j < N; j++) B[j][i] = A[i][j];\n}\n")
+    document = run_json(capsys, "cache", f"{source}::t", "-D", "N=16", "--cache", "4KiB")
+    assert document["accesses"] == 2 * 16 * 16
+
+
 def test_reuse_json(capsys: pytest.CaptureFixture[str]) -> None:
     document = run_json(capsys, "reuse", "mmm", "--n", "96", "--cache", "8KiB", "--tile", "16")
-    assert document["tile"] == 16
+    assert document["tile"] == 16 and document["simulated_n"] == 96
     naive, blocked = (next(v for v in document["variants"] if v["variant"] == name)
                       for name in ("naive", "blocked"))
     assert blocked["simulated_reuse"] > naive["simulated_reuse"]
+    corner = run_json(capsys, "reuse", "mmm", "--n", "96", "--cache", "8KiB", "--tile", "16",
+                      "--accesses", "200000")
+    assert corner["simulated_n"] < 96 and "corner" in corner["notes"][0]
 
 
 @pytest.mark.parametrize("argv, message", [

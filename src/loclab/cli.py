@@ -17,7 +17,7 @@ from loclab import __version__
 from loclab.bench.tuning import STRATEGY_NAMES
 from loclab.cases import case_names
 from loclab.cases.base import DEVICE_CHOICES, SIZE_PRESETS
-from loclab.cli_args import dims, param, positive_float, positive_int
+from loclab.cli_args import c_options, dims, param, positive_float, positive_int
 from loclab.cli_model import add_model_commands
 from loclab.errors import LoclabError, UsageError
 
@@ -27,25 +27,6 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message}\n")
-
-
-def _define(text: str) -> tuple[str, str]:
-    """``NAME``, ``NAME=VALUE`` or ``NAME(ARGS)=VALUE`` of ``-D``, as a C compiler takes it
-    (``NAME`` means 1)."""
-    name, sep, value = text.partition("=")
-    head, paren, _ = name.partition("(")
-    if not head.isidentifier() or (paren and not name.endswith(")")):
-        raise argparse.ArgumentTypeError(f"not a macro name: {name!r}")
-    return name, value if sep else "1"
-
-
-def _c_options(command: argparse.ArgumentParser) -> None:
-    """A C compiler's -I and -D, for the commands that read C."""
-    command.add_argument("-I", dest="include_dirs", action="append", default=[], type=Path,
-                         metavar="DIR", help="C: search DIR for #include files, repeatable")
-    command.add_argument("-D", dest="defines", action="append", default=[], type=_define,
-                         metavar="NAME[=VALUE]",
-                         help="C: define a macro before preprocessing, repeatable")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -137,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("--param", action="append", default=[], type=param,
                          metavar="NAME=VALUE",
                          help="fix a size parameter, repeatable (default: symbolic sizes)")
-    _c_options(analyze)
+    c_options(analyze)
     analyze.set_defaults(handler=_analyze)
 
     transform = commands.add_parser(
@@ -164,7 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "(default: small odd sizes)")
     transform.add_argument("--json", action="store_true",
                            help="print the steps, the code and the verification as JSON")
-    _c_options(transform)
+    c_options(transform)
     transform.set_defaults(handler=_transform)
 
     compare = commands.add_parser(

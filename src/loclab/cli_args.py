@@ -4,6 +4,7 @@ argparse's error with a line naming what is wrong (argparse adds the option's na
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 
 def positive_int(text: str) -> int:
@@ -78,3 +79,22 @@ def block_shape(text: str) -> int:
     for side in sides:
         product *= side
     return product
+
+
+def define(text: str) -> tuple[str, str]:
+    """``NAME``, ``NAME=VALUE`` or ``NAME(ARGS)=VALUE`` of ``-D``, as a C compiler takes it
+    (``NAME`` means 1)."""
+    name, sep, value = text.partition("=")
+    head, paren, _ = name.partition("(")
+    if not head.isidentifier() or (paren and not name.endswith(")")):
+        raise argparse.ArgumentTypeError(f"not a macro name: {name!r}")
+    return name, value if sep else "1"
+
+
+def c_options(command: argparse.ArgumentParser) -> None:
+    """A C compiler's -I and -D, for the commands that read C."""
+    command.add_argument("-I", dest="include_dirs", action="append", default=[], type=Path,
+                         metavar="DIR", help="C: search DIR for #include files, repeatable")
+    command.add_argument("-D", dest="defines", action="append", default=[], type=define,
+                         metavar="NAME[=VALUE]",
+                         help="C: define a macro before preprocessing, repeatable")

@@ -7,7 +7,7 @@ import argparse
 import json
 from typing import Any
 
-from loclab.cli_args import block_shape, byte_size, param, positive_int
+from loclab.cli_args import block_shape, byte_size, c_options, param, positive_int
 from loclab.errors import UsageError
 
 
@@ -71,6 +71,7 @@ def add_model_commands(commands: Any) -> None:
                        help="bytes an element: all arrays (default 8, float64), or one "
                        "array (A=4), repeatable")
     cache.add_argument("--json", action="store_true", help="print JSON")
+    c_options(cache)
     cache.set_defaults(handler=_cache)
 
     reuse = models.add_parser(
@@ -90,6 +91,9 @@ def add_model_commands(commands: Any) -> None:
                        help="bytes an element (default 4, float32)")
     reuse.add_argument("--tile", type=positive_int, help="a tile to evaluate instead of "
                        "choosing one")
+    reuse.add_argument("--accesses", type=positive_int, default=10_000_000, metavar="N",
+                       help="simulate traces of at most N accesses (a corner of the "
+                       "matrices beyond that; default 10,000,000: seconds)")
     reuse.add_argument("--json", action="store_true", help="print JSON")
     reuse.set_defaults(handler=_reuse)
 
@@ -175,7 +179,8 @@ def _cache(args: argparse.Namespace) -> int:
     from loclab.nest import load_file
 
     path, _, function = args.target.partition("::")
-    nests = load_file(path, function or None)
+    nests = load_file(path, function or None, include_dirs=args.include_dirs,
+                      defines=dict(args.defines))
     if len(nests) != 1:
         raise UsageError(f"{path} holds {len(nests)} functions: name one with ::NAME "
                          f"({', '.join(n.name for n in nests)})")
@@ -190,4 +195,5 @@ def _reuse(args: argparse.Namespace) -> int:
     from loclab.model.reuse import reuse_report
 
     return _print(reuse_report(args.kernel, args.n, args.cache, args.elem, args.line,
-                               args.ways, tile=args.tile), args.json)
+                               args.ways, tile=args.tile, max_accesses=args.accesses),
+                  args.json)
