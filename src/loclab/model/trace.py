@@ -92,16 +92,6 @@ class Trace:
     def __len__(self) -> int:
         return int(self.addresses.shape[0])
 
-    def array_ids(self) -> "np.ndarray":
-        """Per access, the position of its array in ``layout`` (-1 outside every array)."""
-        import numpy as np
-
-        bases = np.array([a.base for a in self.layout.values()], dtype=np.int64)
-        ends = bases + np.array([a.size_bytes for a in self.layout.values()], dtype=np.int64)
-        ids = np.searchsorted(bases, self.addresses, side="right") - 1
-        inside = (ids >= 0) & (self.addresses < ends[np.maximum(ids, 0)])
-        return np.where(inside, ids, -1)
-
     def to_json(self) -> dict[str, Any]:
         writes = int(self.writes.sum())
         return {"function": self.function, "params": dict(self.params), "accesses": len(self),
