@@ -11,7 +11,7 @@ import importlib
 import pytest
 
 from loclab.cases import case_names, get_case
-from loclab.model.access import _constant
+from loclab.model.access import evaluate_sides
 
 GPU_CASES = [name for name in case_names() if get_case(name).variants_on("gpu")]
 
@@ -32,8 +32,7 @@ def test_every_declaration_predicts_at_every_test_size(name: str) -> None:
                 continue
             for dims in case.test_dims:
                 params = declared.parameters(kernel, dict(dims))
-                block = tuple(side if isinstance(side, int) else _constant(side, params)
-                              for side in declared.block)
+                block = evaluate_sides(declared.block, params)
                 for access in declared.accesses:
                     access.predict(block, params)  # raises on a name, shape or bound problem
                     if access.space == "global":

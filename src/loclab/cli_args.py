@@ -67,18 +67,16 @@ def byte_size(text: str) -> int:
 
 
 def block_shape(text: str) -> int:
-    """``256`` or ``32x8``: the threads of a block (their product)."""
+    """``256`` or ``32x8``: the threads of a block (their product), in the models' syntax."""
+    import math
+
+    from loclab.errors import UsageError
+    from loclab.model.text import parse_sizes
+
     try:
-        sides = [int(side) for side in text.lower().split("x")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected THREADS or XxY[xZ], got {text!r}") from None
-    if not 1 <= len(sides) <= 3 or min(sides) < 1:
-        raise argparse.ArgumentTypeError(f"expected THREADS or XxY[xZ] of positive whole "
-                                         f"numbers, got {text!r}")
-    product = 1
-    for side in sides:
-        product *= side
-    return product
+        return math.prod(parse_sizes(text, "block", "256 or 32x8", 3))
+    except UsageError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def define(text: str) -> tuple[str, str]:

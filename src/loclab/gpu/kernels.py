@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,8 +48,8 @@ class KernelAccesses:
         """The values the access texts need at instantiation ``name`` and size ``dims``
         (a bool template argument is 1 or 0)."""
         arguments = name.partition("<")[2].rstrip(">")
-        values = [TEMPLATE_BOOLS.get(v.strip()) if v.strip() in TEMPLATE_BOOLS else int(v)
-                  for v in arguments.split(",")] if arguments else []
+        values = [int(TEMPLATE_BOOLS.get(v.strip(), v)) for v in arguments.split(",")
+                  ] if arguments else []
         return {**dims, **dict(self.at), **dict(zip(self.template, values))}
 
 
@@ -128,8 +129,7 @@ class Launch:
 
     @property
     def threads(self) -> int:
-        return self.block[0] * (self.block[1] if len(self.block) > 1 else 1) * \
-            (self.block[2] if len(self.block) > 2 else 1)
+        return math.prod(self.block)
 
     def _attribute(self, attribute: int) -> int:
         import cupy

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from loclab.errors import UsageError
+from loclab.model.text import parse_sizes
 from loclab.nest.expr import FloorDiv, Mod, Poly, Symbol
 
 if TYPE_CHECKING:
@@ -56,26 +57,15 @@ Params = Mapping[str, int]
 
 
 # -- shapes and options ---------------------------------------------------------------------
-def _sizes(text: str, what: str, example: str, most: int) -> tuple[int, ...]:
-    """``"32x8"`` as positive integers: the one syntax for block shapes and array shapes."""
-    parts = text.strip().lower().split("x")
-    if not 1 <= len(parts) <= most or not all(p.strip().isdigit() for p in parts):
-        raise UsageError(f"bad {what} {text!r}: give 1 to {most} positive sizes like {example}")
-    sizes = tuple(int(p) for p in parts)
-    if min(sizes) < 1:
-        raise UsageError(f"bad {what} {text!r}: sizes must be positive")
-    return sizes
-
-
 def parse_block(text: str) -> Block:
     """``"32x8"`` -> ``(32, 8, 1)``: a block shape, checked against CUDA's limits."""
-    sizes = _sizes(text, "block", "32x8", 3) + (1, 1)
+    sizes = parse_sizes(text, "block", "32x8", 3) + (1, 1)
     return check_block(sizes[:3])
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
     """``"32x33"`` -> ``(32, 33)``: an array's shape, row-major, as declared in C."""
-    return _sizes(text, "shape", "32x33", 8)
+    return parse_sizes(text, "shape", "32x33", 8)
 
 
 def parse_params(items: list[str]) -> dict[str, int]:
@@ -376,18 +366,17 @@ class DeclaredAccess:
 
     def executions(self, params: Params) -> int | None:
         """``count`` evaluated at ``params`` (None where the access declares none)."""
-        return None if self.count is None else _constant(self.count, params)
+        return None if self.count is None else evaluate_constant(self.count, params)
 
     def footprint_bytes(self, params: Params) -> int | None:
         """``footprint`` in bytes at ``params`` (None where the access declares none)."""
         return None if self.footprint is None else \
-            _constant(self.footprint, params) * self.elem_bytes
+            evaluate_constant(self.footprint, params) * self.elem_bytes
 
     def predict(self, block: tuple[int, ...], params: Params) -> Coalescing | Banks:
         """Sectors per request for a global access, bank conflicts for a shared one."""
         # The models import this module, so they are imported here, when first used.
-        shape = None if self.shape is None else tuple(
-            side if isinstance(side, int) else _constant(side, params) for side in self.shape)
+        shape = None if self.shape is None else evaluate_sides(self.shape, params)
         if self.space == "global":
             from loclab.model.coalescing import coalescing
             return coalescing(self.text, block, self.elem_bytes, params, shape)
@@ -399,9 +388,15 @@ class DeclaredAccess:
         raise UsageError(f"{self.text}: space {self.space!r} is neither global nor shared")
 
 
-def _constant(text: str, params: Params) -> int:
+def evaluate_constant(text: str, params: Params) -> int:
     """The value of an expression in the parameters (an array side such as ``TILE + PAD``)."""
     value = parse_access(f"side[{text}]", params).subscripts[0].constant_value()
     if value is None:
         raise UsageError(f"{text}: give values to its names (as parameters)")
     return value
+
+
+def evaluate_sides(sides: tuple[int | str, ...], params: Params) -> tuple[int, ...]:
+    """A shape or block whose sides may be expressions (``("TILE", "TILE + PAD")``)."""
+    return tuple(side if isinstance(side, int) else evaluate_constant(side, params)
+                 for side in sides)

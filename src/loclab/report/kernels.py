@@ -10,7 +10,7 @@ from loclab.report.text import Column, Row, Table
 LIMITS = {"warps": "warps", "blocks": "blks", "registers": "regs", "shared_memory": "smem"}
 
 
-def kernel_rows(rows: list[Row]) -> list[Row]:
+def kernel_entries(rows: list[Row]) -> list[Row]:
     """One line per kernel of each row, with the row's variant and validity. The occupancy
     column names the resource that limits it (regs, smem, warps or blks: block slots)."""
     return [{**kernel, "variant": row["variant"], "valid": True}
@@ -21,7 +21,7 @@ def disagreements(rows: list[Row]) -> list[str]:
     """Kernels whose predicted blocks per SM differ from CUDA's own answer (the tests on a GPU
     say there are none; a GPU the table does not describe right would show here)."""
     return [f"{k['variant']} {k['kernel']}: the occupancy model gives {k['blocks_per_sm']} "
-            f"blocks an SM, CUDA {k['cuda_blocks_per_sm']}" for k in kernel_rows(rows)
+            f"blocks an SM, CUDA {k['cuda_blocks_per_sm']}" for k in kernel_entries(rows)
             if k["cuda_blocks_per_sm"] != k["blocks_per_sm"]]
 
 
@@ -46,7 +46,7 @@ KERNEL_COLUMNS = [
 
 def kernel_table(rows: list[Row]) -> Table | None:
     """The kernels of ``rows`` (one device and size of a case), or None where none ran."""
-    kernels = kernel_rows(rows)
+    kernels = kernel_entries(rows)
     return Table.of(kernels, KERNEL_COLUMNS) if kernels else None
 
 
