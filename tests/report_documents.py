@@ -64,6 +64,34 @@ MEDIAN_MS: dict[str, dict[str, list[float | None]]] = {
     "bmmm": {"cpu-naive": [168, 45.0, SKIP], "cpu-tiled": [26.1, 12.7, 87.2],
              "gpu-naive": [3.115, 1.565, 8.371], "gpu-tiled": [0.920, 0.870, 2.980],
              "gpu-optimized": [0.248, 0.112, 0.914], "cublas": [0.868, 0.785, 1.373]},
+    # The scan family, measured on an H100 (RESULTS.md, issue 16); the CUB rows as skipped
+    # (no nvcc), as on a machine without the CUDA toolkit.
+    "scan": {"cpu-sequential": [15.4], "cpu-two-pass": [11.1], "numpy": [43.0],
+             "gpu-hillis-steele": [0.0282, 0.0276, 0.0477, 0.0501, 0.1704, 0.6235, 2.4511],
+             "gpu-blelloch": [0.028, 0.0278, 0.0287, 0.0473, 0.1604, 0.5778, 2.2579],
+             "gpu-reduce-then-scan": [0.0285, 0.0274, 0.0286, 0.0308, 0.1035, 0.3652, 1.4281],
+             "gpu-decoupled-lookback": [0.0117, 0.0119, 0.0108, 0.0193, 0.0802, 0.2977, 1.1431],
+             "cupy": [0.0349, 0.0381, 0.0362, 0.0429, 0.1475, 0.5556, 2.1824],
+             "cub": [SKIP] * 7},
+    "compaction": {"cpu-sequential": [19.7], "cpu-two-pass": [21.6], "numpy": [168],
+                   "gpu-three-pass": [0.054, 0.0839, 0.8567],
+                   "gpu-single-pass": [0.0379, 0.1025, 1.1895],
+                   "cupy": [0.1486, 0.2683, 3.5616], "cub": [SKIP] * 3},
+    "segmented-scan": {"cpu-sequential": [22.0], "cpu-two-pass": [10.4], "numpy": [214],
+                       "gpu-flags-blelloch": [2.504, 3.082, 3.461],
+                       "gpu-single-pass": [0.820, 0.983, 0.986],
+                       "gpu-offsets": [45.6, 1.687, 0.872], "cupy": [16.4, 12.0, 11.45],
+                       "cub": [SKIP] * 3},
+    "summed-area": {"cpu-sequential": [41.1], "cpu-parallel": [27.5], "cpu-bands": [18.7],
+                    "numpy": [324], "gpu-rows-then-columns": [6.1], "gpu-transpose": [0.705],
+                    "gpu-coalesced-columns": [0.201], "cupy": [7.6]},
+    "radix-sort": {"cpu-split": [70.9, 117], "cpu-lsd": [8.03, 32.6], "numpy": [7.61, 228],
+                   "gpu-split": [98.0, 120], "gpu-lsd": [10.05, 15.9], "cupy": [6.9, 34.0],
+                   "cub": [SKIP] * 2},
+    "spmv": {"cpu-row-parallel": [3.77, 5.32], "cpu-merge-path": [3.13, 4.66],
+             "scipy": [3.93, 5.58], "gpu-row-per-thread": [0.841, 14.69],
+             "gpu-warp-per-row": [0.603, 3.864], "gpu-segmented-scan": [0.635, 0.616],
+             "gpu-merge-path": [0.652, 0.635], "cusparse": [0.645, 0.671]},
 }
 
 
@@ -96,6 +124,17 @@ SIZES: dict[str, tuple[list[dict[str, int]], list[dict[str, int]]]] = {
     "mmm": ([{"m": 2048, "n": 2048, "k": 2048}],
             [{"m": s, "n": s, "k": s} for s in (4096, 8192)]),
     "bmmm": (_bmmm(131000), _bmmm(131000)),
+    "scan": ([{"n": 2**24, "exclusive": 0, "integer": 0}],
+             [{"n": 2**k, "exclusive": 0, "integer": 0} for k in range(16, 29, 2)]),
+    "compaction": ([{"n": 2**25, "percent": 50}],
+                   [{"n": n, "percent": 50} for n in (2**20, 2**24, 2**28)]),
+    "segmented-scan": ([{"n": 2**24, "segment": 1000, "empty": 0}],
+                       [{"n": 2**28, "segment": s, "empty": 0} for s in (1, 32, 1000)]),
+    "summed-area": ([_square(5632)], [_square(8192)]),
+    "radix-sort": ([{"n": 2**21, "values": v, "order": 0} for v in (0, 1)],
+                   [{"n": 2**28, "values": v, "order": 0} for v in (0, 1)]),
+    "spmv": ([{"rows": 2**18, "cols": 2**18, "nnz": 2**22, "kind": k} for k in (0, 1)],
+             [{"rows": 2**22, "cols": 2**22, "nnz": 2**26, "kind": k} for k in (0, 1)]),
 }
 
 
@@ -177,4 +216,5 @@ def full_run(failing: tuple[tuple[str, str], ...] = (),
         cases={name: {"lesson": get_case(name).lesson,
                       "description": get_case(name).description,
                       "limit": get_case(name).limit, "sweep": get_case(name).sweep,
-                      "sweep_param": get_case(name).sweep_param} for name in case_names()})
+                      "sweep_param": get_case(name).sweep_param,
+                      "sweep_rate": get_case(name).sweep_rate} for name in case_names()})

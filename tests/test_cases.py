@@ -5,23 +5,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loclab.bench.backend import output_problem
-from loclab.bench.validate import compare, poison
 from loclab.cases import case_names, get_case
+from tests.case_runs import run_variant
 
 CPU_VARIANTS = [(name, variant.name) for name in case_names()
                 for variant in get_case(name).variants_on("cpu")]
-
-
-def run_variant(case, variant, dims, machine, seed=0):
-    inputs = case.make_inputs(dims, np.random.default_rng(seed))
-    shape, dtype = case.output(dims)
-    out = np.empty(shape, dtype)
-    poison(out)
-    bound = variant.setup(inputs, out, machine)
-    result = bound.run()
-    assert output_problem(result, inputs) is None
-    return compare(result, case.golden(inputs), case.tolerance_for(inputs))
 
 
 @pytest.mark.parametrize("case_name, variant_name", CPU_VARIANTS)

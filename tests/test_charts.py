@@ -267,7 +267,9 @@ def test_write_charts_writes_each_chart_it_lists(run, tmp_path):
     names = [name for _, name in charts]
     assert names == ["copy.png", "transpose.png", "partitioning.png", "partitioning-threads.png",
                      "nearest-neighbour.png", "coalescing.png", "matvec.png", "histogram.png",
-                     "histogram-bins.png", "mmm.png", "bmmm.png", "roofline.png"]
+                     "histogram-bins.png", "mmm.png", "bmmm.png", "scan.png", "scan-n.png",
+                     "compaction.png", "segmented-scan.png", "segmented-scan-segment.png",
+                     "summed-area.png", "radix-sort.png", "spmv.png", "roofline.png"]
     for name in names:
         assert (tmp_path / name).read_bytes()[:4] == b"\x89PNG"
 

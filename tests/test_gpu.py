@@ -5,30 +5,15 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from loclab.bench.backend import GpuBackend, output_problem
-from loclab.bench.validate import compare, poison
 from loclab.cases import case_names, get_case
 from loclab.cases.base import Bound, Variant
 from loclab.errors import LaunchError
+from tests.case_runs import run_on_gpu
 
 pytestmark = pytest.mark.gpu
 
 GPU_VARIANTS = [(name, variant.name) for name in case_names()
                 for variant in get_case(name).variants_on("gpu")]
-
-
-def run_on_gpu(case, variant, dims, machine, seed=0):
-    backend = GpuBackend()
-    inputs = case.make_inputs(dims, np.random.default_rng(seed))
-    staged = {name: backend.stage(array) for name, array in inputs.items()}
-    shape, dtype = case.output(dims)
-    out = backend.empty(shape, dtype)
-    poison(out)
-    bound = variant.setup(staged, out, machine)
-    result = bound.run()
-    backend.synchronize()
-    assert output_problem(result, staged, backend.xp) is None
-    return compare(backend.to_host(result), case.golden(inputs), case.tolerance_for(inputs)), bound
 
 
 @pytest.mark.parametrize("case_name, variant_name", GPU_VARIANTS)

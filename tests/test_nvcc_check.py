@@ -43,3 +43,17 @@ def test_a_kernel_that_does_not_compile_fails(tmp_path):
     broken.write_text("template <int N> __global__ void k(float* x) { x[0] = undefined_name; }\n")
     ok, output = compile_source(KernelSource(broken, ("k<1>",)), "sm_90", tmp_path)
     assert not ok and "undefined_name" in output
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
+def test_cub_wrapper_builds_and_exports_every_entry(tmp_path):
+    import ctypes
+
+    from loclab.gpu import cub
+
+    target = tmp_path / "libloclab_cub.so"
+    cub.build("sm_90", target)
+    library = ctypes.CDLL(str(target))
+    for entry in ("inclusive_sum_float", "exclusive_sum_int", "select_flagged_float",
+                  "sort_keys_uint", "sort_pairs_uint", "inclusive_sum_by_key_float"):
+        assert getattr(library, f"loclab_cub_{entry}")

@@ -346,7 +346,8 @@ def execute(request: Plan, progress: Progress | None = None,
                                              "description": case.description,
                                              "limit": case.limit,
                                              "sweep": case.sweep,
-                                             "sweep_param": case.sweep_param}
+                                             "sweep_param": case.sweep_param,
+                                             "sweep_rate": case.sweep_rate}
                                  for case, _, _ in request.work},
                           rows=rows, size=request.size, devices=request.devices)
 

@@ -20,6 +20,12 @@ CASE_MODULES = {
     "histogram": "loclab.cases.histogram",
     "mmm": "loclab.cases.mmm",
     "bmmm": "loclab.cases.bmmm",
+    "scan": "loclab.cases.scan",
+    "compaction": "loclab.cases.compaction",
+    "segmented-scan": "loclab.cases.segmented_scan",
+    "summed-area": "loclab.cases.summed_area",
+    "radix-sort": "loclab.cases.radix_sort",
+    "spmv": "loclab.cases.spmv",
 }
 ROOF_CASE = "copy"
 

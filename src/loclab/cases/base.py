@@ -143,6 +143,9 @@ class Case:
     # and a parameter of the rows plotted against it too (its params key, its label).
     sweep: str | None = None
     sweep_param: tuple[str, str] | None = None
+    # The sweep is of the problem's size (scan's n): plot the case's rate (GB/s), which stays
+    # level where time only grows with the size, so launch overhead and caches show.
+    sweep_rate: bool = False
     # What ``Work.items`` counts, plural ("pairs", "keys"), for cases whose work is not flops,
     # and the roof of that rate on a device of a machine, where one is known.
     unit: str | None = None
@@ -153,6 +156,10 @@ class Case:
     # run beyond whole numbers from 1 to MAX_DIMENSION (partitioning: more slots than keys).
     dimensions: tuple[str, ...] = ()
     check: Callable[[Dims], None] | None = None
+    # Dimensions that are not extents, with the whole numbers they take (a switch such as
+    # scan's ``exclusive``: (0, 1); the kind of input, the percentage of elements kept);
+    # every other dimension runs from 1 to MAX_DIMENSION.
+    ranges: Mapping[str, tuple[int, int]] = field(default_factory=dict)
 
     def dims(self, preset: str, device: Device, machine: Machine) -> list[dict[str, int]]:
         """Every size the preset names on this device and machine, in run order."""
@@ -174,9 +181,10 @@ class Case:
                              f"(give each of {known})")
         ordered = {name: _whole(dims[name]) for name in self.dimensions}
         for name, value in ordered.items():
-            if value is None or not 1 <= value <= MAX_DIMENSION:
+            low, high = self.ranges.get(name, (1, MAX_DIMENSION))
+            if value is None or not low <= value <= high:
                 raise UsageError(f"{self.name}: {name}={dims[name]}: must be a whole number "
-                                 f"from 1 to {MAX_DIMENSION:,}")
+                                 f"from {low:,} to {high:,}")
         if self.check:
             self.check(ordered)
         return ordered
@@ -260,3 +268,41 @@ def summation_tolerance(terms: int) -> float:
     to first order; the 5% covers the second-order terms while n u stays below 5%.
     """
     return 1.05 * (max(terms, 1) + 1) * FLOAT32_UNIT_ROUNDOFF
+
+
+DYADIC_STEPS = 64  # values are multiples of 1/64
+
+
+def dyadic_nonzero(rng: np.random.Generator, n: int) -> np.ndarray:
+    """float32 in [-1, 1] \\ {0}, multiples of 1/64, for sums whose order must not matter.
+
+    A float32 prefix sum of n uniform (0, 1] values is dominated by rounding (adding 0.5 to
+    2**24 changes nothing), so any bound that holds for every summation order is too loose to
+    catch a dropped element. Multiples of 2**-6 are exact in float32 while a sum stays below
+    2**18 in magnitude, and a zero-mean random walk of 2**31 such steps stays far below that
+    (its spread is 2**15.5 / sqrt(3)): every partial sum of a contiguous range, in whatever
+    order a scan forms it, is then exact, and variants can be checked exactly
+    (``exact_sums_tolerance``).
+    """
+    import numpy as np
+
+    steps = rng.integers(1, DYADIC_STEPS + 1, size=n, dtype=np.int32)
+    steps *= rng.choice(np.array([-1, 1], np.int32), size=n)
+    return steps.astype(np.float32) / np.float32(DYADIC_STEPS)
+
+
+def exact_sums_tolerance(prefix_sums: np.ndarray, terms: int) -> float:
+    """Tolerance for float32 scans of ``dyadic_nonzero`` values, given the golden prefix sums
+    (of each segment, for a segmented scan) and the most terms any of them adds.
+
+    Any contiguous range's sum is a difference of two prefix sums, so while twice the largest
+    prefix magnitude stays within float32's exact range for multiples of 1/64 (2**18), every
+    summation order is exact: tolerance 0. Beyond, the bound for any order of positive and
+    negative terms, ``summation_tolerance`` scaled by the terms' magnitudes (1 each) over the
+    largest prefix."""
+    import numpy as np
+
+    largest = float(np.max(np.abs(prefix_sums), initial=0.0))
+    if 2 * largest < 2.0**24 / DYADIC_STEPS:
+        return 0.0
+    return summation_tolerance(terms) * terms / largest

@@ -9,7 +9,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-from collections.abc import Iterator, Sequence
+import re
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +25,9 @@ NVRTC_OPTIONS = ("-std=c++17",)
 # cuFuncGetAttribute's attributes (CUfunction_attribute) read for the occupancy model.
 ATTRIBUTE_MAX_THREADS_PER_BLOCK, ATTRIBUTE_SHARED_SIZE_BYTES = 0, 1
 ATTRIBUTE_LOCAL_SIZE_BYTES, ATTRIBUTE_NUM_REGS = 3, 4
-TEMPLATE_BOOLS = {"true": 1, "false": 0}
+# Template arguments that are not numbers, as the access texts see them: a bool is 1 or 0, a
+# type its size in bytes (``scan_lookback<float,...>``: T = 4).
+TEMPLATE_VALUES = {"true": 1, "false": 0, "float": 4, "int": 4, "unsigned": 4, "double": 8}
 # Where the launches set up while a variant runs are collected (see ``recording_launches``).
 _RECORDERS: list[list["Launch"]] = []
 
@@ -46,9 +49,9 @@ class KernelAccesses:
 
     def parameters(self, name: str, dims: dict[str, int]) -> dict[str, int]:
         """The values the access texts need at instantiation ``name`` and size ``dims``
-        (a bool template argument is 1 or 0)."""
+        (a bool template argument is 1 or 0, a type its size)."""
         arguments = name.partition("<")[2].rstrip(">")
-        values = [int(TEMPLATE_BOOLS.get(v.strip(), v)) for v in arguments.split(",")
+        values = [int(TEMPLATE_VALUES.get(v.strip(), v)) for v in arguments.split(",")
                   ] if arguments else []
         return {**dims, **dict(self.at), **dict(zip(self.template, values))}
 
@@ -75,12 +78,30 @@ def source_for(defaults: KernelSource, name: str) -> KernelSource:
     return KernelSource(defaults.path, (name,), defaults.accesses)
 
 
+_QUOTED_INCLUDE = re.compile(r'^#include "([^"]+)"[ \t]*$', re.MULTILINE)
+
+
+def kernel_text(path: Path, seen: frozenset[Path] = frozenset()) -> str:
+    """A ``.cu`` file with its quoted includes (shared headers such as ``gpu/block_scan.cuh``,
+    relative to the including file) inlined, recursively (a header that includes itself is
+    cut; include guards do the rest): NVRTC compiles a string with no directory to search, and
+    CuPy keys its binary cache on that string, so an edited header must be part of it. nvcc
+    (the CI check) resolves the same includes itself."""
+    def inline(match: re.Match[str]) -> str:
+        header = (path.parent / match.group(1)).resolve()
+        if header in seen:
+            return ""
+        return kernel_text(header, seen | {header})
+
+    return _QUOTED_INCLUDE.sub(inline, path.read_text())
+
+
 @functools.cache
 def _module(source: KernelSource) -> Any:
     """The compiled module (CuPy also caches the binary on disk, keyed by source and options)."""
     import cupy
 
-    module = cupy.RawModule(code=source.path.read_text(), options=NVRTC_OPTIONS,
+    module = cupy.RawModule(code=kernel_text(source.path), options=NVRTC_OPTIONS,
                             name_expressions=list(source.name_expressions))
     try:
         module.compile()
@@ -193,6 +214,21 @@ def recording_launches() -> Iterator[list[Launch]]:
         yield recorder
     finally:
         _RECORDERS[:] = [r for r in _RECORDERS if r is not recorder]  # by identity
+
+
+def in_order(*launches: Launch, before: Callable[[], Any] | None = None) -> Callable[[], Any]:
+    """One run of a multi-kernel variant: ``before`` (clearing a counter, zeroing an output),
+    then each launch in turn (one stream: each sees the last one's output); returns the last
+    one's result."""
+
+    def run() -> Any:
+        if before is not None:
+            before()
+        for launch in launches:
+            result = launch()
+        return result
+
+    return run
 
 
 def blocks(extent: int, per_block: int) -> int:

@@ -16,6 +16,8 @@ import tempfile
 from pathlib import Path
 
 from loclab.cases import CASE_MODULES
+from loclab.errors import LaunchError
+from loclab.gpu import cub
 from loclab.gpu.kernels import NVRTC_OPTIONS, KernelSource
 
 
@@ -76,6 +78,12 @@ def main(argv: list[str] | None = None) -> int:
                   f"({len(source.name_expressions)} instantiations, {args.arch})")
             print("\n".join(resource_lines(output) if ok else [output.strip()]))
             failed += not ok
+        try:
+            cub.build(args.arch, Path(tmp) / "libloclab_cub.so")
+            print(f"ok     {cub.SOURCE} (the CUB library rows' wrapper, {args.arch})")
+        except LaunchError as err:
+            print(f"FAILED {err}")
+            failed += 1
     return 1 if failed else 0
 
 

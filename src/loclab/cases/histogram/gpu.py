@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import numpy as np
 
 from loclab.cases.base import Bound
 from loclab.cases.histogram import OUT_OF_RANGE_SHARE
-from loclab.gpu.kernels import KernelAccesses, KernelSource, Launch, blocks
+from loclab.gpu.kernels import KernelAccesses, KernelSource, Launch, blocks, in_order
 from loclab.hw import Machine
 from loclab.model.access import DeclaredAccess
 
@@ -169,18 +170,9 @@ def _atomic_pass(inputs: dict, out: Any, machine: Machine, lo: int, hi: int) -> 
                                           np.uint32(hi)), result=out)
 
 
-def _in_sequence(out: Any, launches: list[Launch]) -> Any:
-    def run() -> Any:
-        _zeroed(out)
-        for launch in launches:
-            launch()
-        return out
-    return run
-
-
 def atomic(inputs: dict, out: Any, machine: Machine) -> Bound:
     launch = _atomic_pass(inputs, out, machine, 0, out.size)
-    return Bound(_in_sequence(out, [launch]), {"block": [THREADS], "items": ITEMS,
+    return Bound(in_order(launch, before=partial(_zeroed, out)), {"block": [THREADS], "items": ITEMS,
                                                 "grid": list(launch.grid)})
 
 
@@ -189,7 +181,7 @@ def multipass(inputs: dict, out: Any, machine: Machine, fraction: float = L2_FRA
     chunk = chunk_bins(bins, machine, fraction)
     launches = [_atomic_pass(inputs, out, machine, lo, min(lo + chunk, bins))
                 for lo in range(0, bins, chunk)]
-    return Bound(_in_sequence(out, launches),
+    return Bound(in_order(*launches, before=partial(_zeroed, out)),
                  {"chunk_bins": chunk, "l2_fraction": fraction, "passes": len(launches)})
 
 
@@ -275,7 +267,7 @@ def shared(inputs: dict, out: Any, machine: Machine) -> Bound:
                     block=(THREADS,), args=(inds, vals, out, np.int64(inds.size),
                                             np.uint32(bins)),
                     result=out, shared_mem=bins * 4)
-    return Bound(_in_sequence(out, [launch]),
+    return Bound(in_order(launch, before=partial(_zeroed, out)),
                  {"block": [THREADS], "grid": list(launch.grid), "shared_bytes": bins * 4})
 
 

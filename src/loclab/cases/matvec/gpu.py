@@ -7,7 +7,6 @@ get a group of lanes per row; a few long rows are split into chunks over many bl
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -16,7 +15,7 @@ import numpy as np
 
 from loclab.cases.base import Bound
 from loclab.errors import LaunchError
-from loclab.gpu.kernels import KernelAccesses, KernelSource, Launch, blocks
+from loclab.gpu.kernels import KernelAccesses, KernelSource, Launch, blocks, in_order
 from loclab.hw import Machine
 from loclab.model.access import DeclaredAccess
 
@@ -199,18 +198,6 @@ def _grouped(inputs: dict, out: Any, group: int, vector: int, unroll: int) -> La
                    blocks(rows, THREADS // group))
 
 
-def _in_order(*launches: Launch) -> Callable[[], Any]:
-    """One run that launches each kernel in turn (one stream: each sees the last one's output)
-    and returns the last one's result."""
-
-    def run() -> Any:
-        for launch in launches:
-            result = launch()
-        return result
-
-    return run
-
-
 def _split(inputs: dict, out: Any, vector: int) -> Bound:
     """Partial sums of chunks into a rows x chunks temporary (allocated here, not in the timed
     run), then one sum per row."""
@@ -228,7 +215,7 @@ def _split(inputs: dict, out: Any, vector: int) -> Bound:
                    result=partial)
     second = Launch(KERNELS, SUM_PARTIALS, grid=(min(rows, MAX_GRID_X),), block=(THREADS,),
                     args=(partial, out, np.int32(rows), np.int32(chunks)), result=out)
-    return Bound(_in_order(first, second),
+    return Bound(in_order(first, second),
                  {"strategy": "split", "vector": vector, "chunk": chunk, "chunks": chunks,
                   "rows_per_block": SPLIT_ROWS, "block": [THREADS]})
 

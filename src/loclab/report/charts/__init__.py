@@ -19,6 +19,7 @@ from loclab.report.charts.roofline import roofline_figure
 from loclab.report.charts.style import save, tick_text
 from loclab.report.charts.sweep import sweep_figure
 from loclab.report.charts.whiskers import whisker_times
+from loclab.report.metric import case_metric
 
 __all__ = ["case_figure", "case_title", "roofline_figure", "sweep_figure",
            "tick_text", "whisker_times", "write_charts"]
@@ -33,12 +34,14 @@ def write_charts(document: dict[str, Any], directory: Path) -> list[tuple[str, s
         charts.append((case_title(document, case), name))
         declared = (document.get("cases") or {}).get(case, {})
         dimension, param = declared.get("sweep"), declared.get("sweep_param")
+        rate = bool(declared.get("sweep_rate"))
         if dimension and any(dimension in row["size"] for row in document["results"]
                              if row["case"] == case):
             name = f"{case}-{dimension}.png"
-            save(sweep_figure(document, case, dimension, tuple(param) if param else None),
-                 directory / name)
-            charts.append((f"{case}: time" + (f" and {param[1]}" if param else "") +
+            save(sweep_figure(document, case, dimension, tuple(param) if param else None,
+                              rate), directory / name)
+            shown = case_metric(document, case).rate_header if rate else "time"
+            charts.append((f"{case}: {shown}" + (f" and {param[1]}" if param else "") +
                            f" against {dimension}", name))
     save(roofline_figure(document), directory / "roofline.png")
     charts.append(("Roofline: every timed row against its device's roofs (numbers: the key "

@@ -202,7 +202,9 @@ def roofline_figure(document: dict[str, Any]) -> Figure:
         copy, peak = refs.get(f"{device}_copy_gbps"), refs.get(f"{device}_peak_gflops_fp32")
         _strip_panel(left, strip, copy, styles)
         _roofline_panel(right, roofline, copy, peak, styles)
-        _key(subfig, strip + roofline, styles, KEY_COLUMNS)
+        # in number order: the key is read alongside the points, strip and roofline mixed
+        _key(subfig, sorted(strip + roofline, key=lambda point: point.number), styles,
+             KEY_COLUMNS)
         subfig.suptitle(device_title(document, device), fontsize=FONT + 2)
         panels += [(left, strip, _strip_texts, copy, peak),
                    (right, roofline, _roof_texts, copy, peak)]

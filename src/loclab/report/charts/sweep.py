@@ -1,16 +1,19 @@
 """A swept case's median time against the swept dimension, a column per device, log-log:
-where each variant's locality gives out. A case may add a panel below of what each variant
-pays for a size in theory (partitioning: hash computations per key)."""
+where each variant's locality gives out; or, where the sweep is of the problem's size (scan's
+n), the case's rate (GB/s), level where bandwidth bounds it. A case may add a panel below of
+what each variant pays for a size in theory (partitioning: hash computations per key)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from loclab.report.charts.references import REFERENCE_STYLES, case_references
 from loclab.report.charts.style import (CASE_COLOURS, CASE_MARKERS, COLUMN_INCHES, DPI, FONT,
                                         INVALID, SKIPPED, Figure, Row, format_axis, pyplot,
                                         si_tick_text, tick_text)
 from loclab.report.charts.titles import column_title
 from loclab.report.charts.whiskers import whisker_meaning, whisker_times
+from loclab.report.metric import Metric, case_metric
 
 
 def _lines(rows: list[Row], dimension: str) -> list[list[Row]]:
@@ -30,25 +33,32 @@ def _line_label(line: list[Row]) -> str:
     return f"{label} ({', '.join(notes)})" if notes else label
 
 
-def _time_panel(ax: Any, lines: list[list[Row]], dimension: str, colours: list[str]) -> None:
-    """Median ms of each variant against ``dimension`` (log-log) with whiskers; a wrong
-    output's point crossed out in red."""
+def _time_panel(ax: Any, lines: list[list[Row]], dimension: str, colours: list[str],
+                rate: Metric | None = None) -> None:
+    """Median ms of each variant (or its ``rate``) against ``dimension`` (log-log) with
+    whiskers; a wrong output's point crossed out in red."""
+    def value(row: Row, seconds: float) -> float:
+        """The plotted value had the row taken ``seconds``: ms, or the rate scaled."""
+        return row[rate.rate_key] * row["median_s"] / seconds if rate else seconds * 1e3
+
     for index, (line, colour) in enumerate(zip(lines, colours)):
-        timed = [row for row in line if row["median_s"]]
+        timed = [row for row in line if row["median_s"] and (not rate or row.get(rate.rate_key))]
         xs = [row["size"][dimension] for row in timed]
-        ms = [row["median_s"] * 1e3 for row in timed]
-        spans = [whisker_times(row) or (row["median_s"], row["median_s"]) for row in timed]
-        ax.errorbar(xs, ms, yerr=[[m - fast * 1e3 for m, (fast, _) in zip(ms, spans)],
-                                  [slow * 1e3 - m for m, (_, slow) in zip(ms, spans)]],
+        ys = [value(row, row["median_s"]) for row in timed]
+        spans = [sorted(value(row, t) for t in (whisker_times(row) or (row["median_s"],) * 2))
+                 for row in timed]
+        ax.errorbar(xs, ys, yerr=[[y - low for y, (low, _) in zip(ys, spans)],
+                                  [high - y for y, (_, high) in zip(ys, spans)]],
                     marker=CASE_MARKERS[index % len(CASE_MARKERS)], markersize=5, capsize=2.5,
                     linewidth=1.3, color=colour, label=_line_label(line),
                     linestyle="--" if line[0]["role"] == "library" else "-")
         wrong = [row for row in timed if not row["valid"]]
         if wrong:
             ax.plot([row["size"][dimension] for row in wrong],
-                    [row["median_s"] * 1e3 for row in wrong], "x", color=INVALID,
+                    [value(row, row["median_s"]) for row in wrong], "x", color=INVALID,
                     markersize=11, markeredgewidth=2, zorder=5)
-    ax.set_ylabel("median time (ms, log scale)", fontsize=FONT + 1)
+    ax.set_ylabel(f"{rate.rate_header} (log scale)" if rate else "median time (ms, log scale)",
+                  fontsize=FONT + 1)
 
 
 def _param_panel(ax: Any, lines: list[list[Row]], dimension: str, key: str, label: str,
@@ -93,11 +103,12 @@ def _sweep_axes(ax: Any, dimension: str, values: list[int]) -> None:
 
 
 def sweep_figure(document: dict[str, Any], case: str, dimension: str,
-                 param: tuple[str, str] | None = None) -> Figure:
-    """Median time of each variant against ``dimension``, a column per device: where each
-    variant's locality gives out. ``param`` (a key of the rows' params, its label) adds a
-    panel below of what each variant pays for the size in theory (partitioning: hash
-    computations per key)."""
+                 param: tuple[str, str] | None = None, rate: bool = False) -> Figure:
+    """Median time (or, with ``rate``, the case's rate) of each variant against
+    ``dimension``, a column per device: where each variant's locality gives out. ``param`` (a
+    key of the rows' params, its label) adds a panel below of what each variant pays for the
+    size in theory (partitioning: hash computations per key)."""
+    metric = case_metric(document, case) if rate else None
     plt = pyplot()
     rows = [row for row in document["results"]
             if row["case"] == case and dimension in row["size"]]
@@ -111,7 +122,13 @@ def sweep_figure(document: dict[str, Any], case: str, dimension: str,
         lines = _lines(mine, dimension)
         colours = [CASE_COLOURS[index % len(CASE_COLOURS)] for index in range(len(lines))]
         values = sorted({row["size"][dimension] for row in mine})
-        _time_panel(axes[0][column], lines, dimension, colours)
+        _time_panel(axes[0][column], lines, dimension, colours, metric)
+        roof = next((ref for ref in case_references(document, metric, device, mine)
+                     if ref.kind == "roof"), None) if metric else None
+        if roof:
+            colour, style = REFERENCE_STYLES["roof"]
+            axes[0][column].axhline(roof.value, color=colour, linestyle=style, linewidth=1,
+                                    label=roof.label)
         if param:
             _param_panel(axes[1][column], lines, dimension, *param, colours)
         for ax in axes[:, column]:
