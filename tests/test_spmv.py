@@ -27,17 +27,9 @@ def variant(name):
 
 
 def row_problem(result, inputs):
-    """Why ``result`` is not golden row by row (each row within the tolerance of its own
-    length, relative to its own sum; empty rows exactly 0), or None. Stricter than the
-    harness's normwise check, which a wrong short row beside a long one passes."""
-    lengths = np.diff(inputs["indptr"])
-    want, got = CASE.golden(inputs).astype(np.float64), np.asarray(result, np.float64)
-    bound = np.array([summation_tolerance(n) for n in lengths]) * want
-    bad = np.flatnonzero(~(np.abs(got - want) <= bound))
-    if bad.size:
-        r = int(bad[0])
-        return f"{bad.size} rows off, first row {r} ({lengths[r]} nonzeros): {got[r]} != {want[r]}"
-    return None
+    """Why ``result`` is not golden row by row (each row within its own bound, empty rows
+    exactly 0: the case's tolerance), or None."""
+    return compare(np.asarray(result), CASE.golden(inputs), CASE.tolerance_for(inputs)).problem
 
 
 def csr_inputs(lengths, cols, seed=0):
@@ -160,16 +152,27 @@ def test_work_counts_the_csr_arrays_x_and_y_once():
     assert CASE.unit == "nonzeros"
 
 
-def test_tolerance_follows_the_longest_row_and_catches_a_dropped_nonzero():
+def test_each_row_is_held_to_its_own_bound():
     inputs = CASE.make_inputs({"rows": 257, "cols": 300, "nnz": 4000, "kind": POWER_LAW},
                               np.random.default_rng(0))
     lengths = np.diff(inputs["indptr"])
-    assert CASE.tolerance_for(inputs) == summation_tolerance(int(lengths.max()))
-    wrong = CASE.golden(inputs)
+    golden = CASE.golden(inputs)
+    bounds = CASE.tolerance_for(inputs)
+    assert bounds.shape == golden.shape
+    np.testing.assert_allclose(bounds, summation_tolerance(lengths) * golden, rtol=1e-6)
+    assert np.all(bounds[lengths == 0] == 0)  # an empty row must be exactly 0
+    # a dropped nonzero in the longest row fails
+    wrong = golden.copy()
     longest = int(np.argmax(lengths))
     j = int(inputs["indptr"][longest])
     wrong[longest] -= inputs["data"][j] * inputs["x"][inputs["indices"][j]]
-    assert not compare(wrong, CASE.golden(inputs), CASE.tolerance_for(inputs)).valid
+    assert not compare(wrong, golden, bounds).valid
+    # and so does a short row off by far less than the longest row's normwise tolerance
+    short = int(np.flatnonzero(lengths == 1)[0])
+    wrong = golden.copy()
+    wrong[short] *= 1 + 1e-4
+    assert compare(wrong, golden, summation_tolerance(int(lengths.max()))).valid
+    assert not compare(wrong, golden, bounds).valid
 
 
 @pytest.mark.parametrize("dims, message", [

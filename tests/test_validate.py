@@ -72,3 +72,27 @@ def test_nan_must_match_where_golden_has_it(golden):
     infinite[0, 0] = np.inf
     assert not compare(-infinite, -golden, tolerance=1.0).valid
     assert compare(infinite.copy(), infinite, tolerance=0.0).valid
+
+
+def test_elementwise_bounds_catch_a_small_element_a_normwise_bound_would_pass():
+    golden = np.array([1e6, 1.0, 0.0], np.float32)
+    result = np.array([1e6, 1.5, 0.0], np.float32)  # 0.5 off in the small one
+    assert compare(result, golden, 1e-6).valid  # 0.5 / 1e6 is within a normwise 1e-6
+    check = compare(result, golden, np.array([1.0, 1e-3, 0.0]))
+    assert not check.valid
+    assert check.problem == ("1 of 3 outputs beyond their own error bound (first: element 1, "
+                             "error 0.5 > 0.001)")
+    assert compare(result, golden, np.array([0.0, 0.5, 0.0])).valid
+    assert not compare(np.array([1e6, 1.0, 1e-30], np.float32), golden,
+                       np.zeros(3)).valid  # a zero bound asks for the exact value
+
+
+def test_elementwise_bounds_across_chunks(monkeypatch):
+    import loclab.bench.validate as validate
+
+    monkeypatch.setattr(validate, "CHUNK_ELEMENTS", 4)
+    golden = np.arange(10, dtype=np.float32)
+    result = golden.copy()
+    result[9] += 1
+    check = compare(result, golden, np.full(10, 0.5))
+    assert not check.valid and "element 9" in check.problem

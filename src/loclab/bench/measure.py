@@ -27,7 +27,7 @@ class Golden:
     """The golden output at one size, and how far a variant's output may be from it."""
 
     output: np.ndarray
-    tolerance: float
+    tolerance: float | np.ndarray  # normwise, or each element's own bound (validate.compare)
 
 
 def inputs_and_golden(case: Case, dims: Dims) -> tuple[dict[str, np.ndarray], Golden]:

@@ -134,8 +134,10 @@ class Case:
     output: Callable[[Dims], tuple[tuple[int, ...], Any]]
     work: Callable[[Dims], Work]
     # Largest accepted normwise relative error: a number, or a rule reading the inputs (a sum
-    # of n float32 terms in any order is within n * 2**-24 of the exact sum).
-    tolerance: float | Callable[[dict[str, np.ndarray]], float]
+    # of n float32 terms in any order is within n * 2**-24 of the exact sum); or a rule giving
+    # each output element's own bound on its absolute error, an array shaped like the output
+    # (spmv: a row's bound follows from its own terms).
+    tolerance: float | Callable[[dict[str, np.ndarray]], float | np.ndarray]
     variants: tuple[Variant, ...]
     # Small awkward sizes (edges of tiles, vector widths, one row) every variant is tested at.
     test_dims: tuple[Dims, ...] = ()
@@ -189,7 +191,7 @@ class Case:
             self.check(ordered)
         return ordered
 
-    def tolerance_for(self, inputs: dict[str, np.ndarray]) -> float:
+    def tolerance_for(self, inputs: dict[str, np.ndarray]) -> float | np.ndarray:
         return self.tolerance(inputs) if callable(self.tolerance) else self.tolerance
 
     def variants_on(self, device: Device) -> tuple[Variant, ...]:
@@ -259,15 +261,18 @@ def uniform_nonzero(rng: np.random.Generator, shape: int | tuple[int, ...]) -> n
 FLOAT32_UNIT_ROUNDOFF = 2.0 ** -24
 
 
-def summation_tolerance(terms: int) -> float:
+def summation_tolerance(terms: Any) -> Any:
     """Normwise tolerance for float32 sums of up to ``terms`` non-negative terms (each maybe a
-    rounded product), against a float64 golden rounded to float32.
+    rounded product), against a float64 golden rounded to float32; for an array of term
+    counts, an array of tolerances.
 
     Summing n terms in any order (atomics, trees, split sums) errs by at most (n - 1) u times
     the sum, a rounded product adds u per term and the golden's final rounding u: (n + 1) u
     to first order; the 5% covers the second-order terms while n u stays below 5%.
     """
-    return 1.05 * (max(terms, 1) + 1) * FLOAT32_UNIT_ROUNDOFF
+    import numpy as np
+
+    return 1.05 * (np.maximum(terms, 1) + 1) * FLOAT32_UNIT_ROUNDOFF
 
 
 DYADIC_STEPS = 64  # values are multiples of 1/64
