@@ -70,15 +70,26 @@ def test_multipass_at_any_chunk_size(bins, n, chunk, seed):
     assert check.valid, check.problem
 
 
-def test_tolerance_grows_with_the_terms_per_bin_and_still_catches_a_dropped_term():
+def test_each_bin_is_held_to_its_own_terms_and_a_dropped_term_fails():
     dims = {"bins": 1000, "n": 65_537}
     inputs = CASE.make_inputs(dims, np.random.default_rng(1))
-    terms = int(np.bincount(inputs["inds"][inputs["inds"] < 1000]).max())
-    assert CASE.tolerance_for(inputs) == summation_tolerance(terms)
-    wrong = CASE.golden(inputs)
+    kept = inputs["inds"][inputs["inds"] < 1000]
+    counts = np.bincount(kept, minlength=1000)
+    golden = CASE.golden(inputs)
+    bounds = CASE.tolerance_for(inputs)
+    np.testing.assert_allclose(bounds, summation_tolerance(counts) * golden, rtol=1e-6)
+    wrong = golden.copy()
     first = int(np.flatnonzero(inputs["inds"] < 1000)[0])
     wrong[inputs["inds"][first]] -= inputs["vals"][first]
-    assert not compare(wrong, CASE.golden(inputs), CASE.tolerance_for(inputs)).valid
+    assert not compare(wrong, golden, bounds).valid
+    # a bin of few values off by more than its own bound, less than the fullest bin's
+    # normwise tolerance allows
+    sparse = int(np.argmin(np.where(counts > 0, counts, counts.max() + 1)))
+    normwise = summation_tolerance(int(counts.max()))
+    wrong = golden.copy()
+    wrong[sparse] += (bounds[sparse] + normwise * golden.max()) / 2
+    assert compare(wrong, golden, normwise).valid
+    assert not compare(wrong, golden, bounds).valid
 
 
 def test_cpu_atomic_add_loses_no_update_under_contention():
