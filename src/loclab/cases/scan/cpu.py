@@ -103,7 +103,7 @@ def scan_two_pass(a, out, exclusive, slice_elements, threads):
             sums[p] = carry
             carry += total
         for t in prange(threads):
-            b = [min(start + (CHAINS * t + c) * part, stop) for c in range(CHAINS + 1)]
+            b = [min(start + (CHAINS * t + c) * part, stop) for c in range(CHAINS)]
             e = [min(b[c] + part, stop) for c in range(CHAINS)]
             first = CHAINS * t
             scan_four_from(a[b[0]:e[0]], a[b[1]:e[1]], a[b[2]:e[2]], a[b[3]:e[3]],
