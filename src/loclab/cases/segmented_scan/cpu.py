@@ -20,19 +20,6 @@ CHUNKS_PER_THREAD = 4 * INTERLEAVE
 MIN_CHUNK = 1 << 12
 
 
-@njit(cache=True)
-def scan_sequential(values, flags, out):
-    """The golden loop: the running sum restarts at each head."""
-    running = np.float32(0.0)
-    for i in range(values.size):
-        if flags[i] != 0:
-            running = values[i]
-        else:
-            running += values[i]
-        out[i] = running
-    return out
-
-
 @njit(inline="always")
 def _step(values, flags, out, i, running):
     """Element i of a chunk's scan: the running sum restarts at a head."""
@@ -42,6 +29,15 @@ def _step(values, flags, out, i, running):
         running += values[i]
     out[i] = running
     return running
+
+
+@njit(cache=True)
+def scan_sequential(values, flags, out):
+    """The golden loop: the running sum restarts at each head."""
+    running = np.float32(0.0)
+    for i in range(values.size):
+        running = _step(values, flags, out, i, running)
+    return out
 
 
 @njit(inline="always")
