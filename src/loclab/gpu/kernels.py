@@ -216,6 +216,13 @@ def recording_launches() -> Iterator[list[Launch]]:
         _RECORDERS[:] = [r for r in _RECORDERS if r is not recorder]  # by identity
 
 
+def zeroed(*arrays: Any) -> None:
+    """Clear device arrays on the current stream, a memset each (an output accumulated into,
+    a look-back's tile counter and states)."""
+    for array in arrays:
+        array.data.memset_async(0, array.nbytes)
+
+
 def in_order(*launches: Launch, before: Callable[[], Any] | None = None) -> Callable[[], Any]:
     """One run of a multi-kernel variant: ``before`` (clearing a counter, zeroing an output),
     then each launch in turn (one stream: each sees the last one's output); returns the last

@@ -12,7 +12,7 @@ import numpy as np
 from loclab.cases.base import Bound
 from loclab.errors import LaunchError
 from loclab.gpu import cub
-from loclab.gpu.kernels import KernelAccesses, KernelSource, Launch, blocks
+from loclab.gpu.kernels import KernelAccesses, KernelSource, Launch, blocks, zeroed
 from loclab.hw import Machine
 from loclab.model.access import DeclaredAccess
 
@@ -82,7 +82,7 @@ def single_pass(inputs: dict, out: Any, machine: Machine) -> Bound:
                     result=out)
 
     def run() -> Any:
-        states.data.memset_async(0, states.nbytes)
+        zeroed(states)
         launch()
         return _kept_prefix(out, count)
 

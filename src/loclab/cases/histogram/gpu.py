@@ -12,7 +12,7 @@ import numpy as np
 
 from loclab.cases.base import Bound
 from loclab.cases.histogram import OUT_OF_RANGE_SHARE
-from loclab.gpu.kernels import KernelAccesses, KernelSource, Launch, blocks, in_order
+from loclab.gpu.kernels import KernelAccesses, KernelSource, Launch, blocks, in_order, zeroed
 from loclab.hw import Machine
 from loclab.model.access import DeclaredAccess
 
@@ -145,10 +145,6 @@ KERNELS = KernelSource(Path(__file__).with_name("kernels.cu"), (
 ), ACCESSES)
 
 
-def _zeroed(hist: Any) -> None:
-    hist.data.memset_async(0, hist.nbytes)
-
-
 def _grid(machine: Machine, n: int, per_block: int = THREADS * ITEMS) -> int:
     """``per_block`` elements per block up to a few waves of blocks per SM (the grid-stride
     loops cover the rest)."""
@@ -172,8 +168,8 @@ def _atomic_pass(inputs: dict, out: Any, machine: Machine, lo: int, hi: int) -> 
 
 def atomic(inputs: dict, out: Any, machine: Machine) -> Bound:
     launch = _atomic_pass(inputs, out, machine, 0, out.size)
-    return Bound(in_order(launch, before=partial(_zeroed, out)), {"block": [THREADS], "items": ITEMS,
-                                                "grid": list(launch.grid)})
+    return Bound(in_order(launch, before=partial(zeroed, out)),
+                 {"block": [THREADS], "items": ITEMS, "grid": list(launch.grid)})
 
 
 def multipass(inputs: dict, out: Any, machine: Machine, fraction: float = L2_FRACTION) -> Bound:
@@ -181,7 +177,7 @@ def multipass(inputs: dict, out: Any, machine: Machine, fraction: float = L2_FRA
     chunk = chunk_bins(bins, machine, fraction)
     launches = [_atomic_pass(inputs, out, machine, lo, min(lo + chunk, bins))
                 for lo in range(0, bins, chunk)]
-    return Bound(in_order(*launches, before=partial(_zeroed, out)),
+    return Bound(in_order(*launches, before=partial(zeroed, out)),
                  {"chunk_bins": chunk, "l2_fraction": fraction, "passes": len(launches)})
 
 
@@ -241,7 +237,7 @@ def partitioned(inputs: dict, out: Any, machine: Machine,
               for k in range(parts)]
 
     def run() -> Any:
-        _zeroed(out)
+        zeroed(out)
         grouped.run()
         for launch in passes:
             launch()
@@ -267,7 +263,7 @@ def shared(inputs: dict, out: Any, machine: Machine) -> Bound:
                     block=(THREADS,), args=(inds, vals, out, np.int64(inds.size),
                                             np.uint32(bins)),
                     result=out, shared_mem=bins * 4)
-    return Bound(in_order(launch, before=partial(_zeroed, out)),
+    return Bound(in_order(launch, before=partial(zeroed, out)),
                  {"block": [THREADS], "grid": list(launch.grid), "shared_bytes": bins * 4})
 
 
@@ -362,7 +358,7 @@ def add_at(inputs: dict, out: Any, machine: Machine) -> Bound:
 
     def run() -> Any:
         kept = inds < bins
-        _zeroed(out)
+        zeroed(out)
         cupy.add.at(out, inds[kept], vals[kept])
         return out
 

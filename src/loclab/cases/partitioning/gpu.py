@@ -15,7 +15,7 @@ import numpy as np
 
 from loclab.cases.base import Bound
 from loclab.cases.partitioning import GPU_BLOCK, both_grid, check_inputs, plan_params, threads_of
-from loclab.gpu.kernels import KernelAccesses, KernelSource, Launch, blocks
+from loclab.gpu.kernels import KernelAccesses, KernelSource, Launch, blocks, zeroed
 from loclab.hw import Machine
 from loclab.model.access import DeclaredAccess
 
@@ -86,8 +86,7 @@ def _plan(inputs: dict, out: Any, machine: Machine, parts: int, owners: int) -> 
                     result=out)
 
     def run() -> Any:
-        out.data.memset_async(0, out.nbytes)  # EMPTY is 0
-        deferred.data.memset_async(0, deferred.nbytes)
+        zeroed(out, deferred)  # EMPTY is 0
         build()
         return finish()
 

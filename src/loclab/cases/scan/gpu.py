@@ -18,7 +18,7 @@ from loclab.cases.base import Bound, Config, Dims, Space
 from loclab.errors import LaunchError
 from loclab.gpu import cub
 from loclab.gpu.kernels import (KernelAccesses, KernelSource, Launch, blocks, in_order,
-                                source_for)
+                                source_for, zeroed)
 from loclab.gpu.limits import threads_fit
 from loclab.hw import Machine
 from loclab.model.access import DeclaredAccess
@@ -206,13 +206,9 @@ def decoupled_lookback(inputs: dict, out: Any, machine: Machine, **config: int) 
     name = lookback_kernel(t, exclusive, **config)
     launch = Launch(source_for(KERNELS, name), name, grid=(tiles,), block=(block,),
                     args=(a, out, np.int64(a.size), states), result=out)
-    return Bound(in_order(launch, before=partial(_cleared, states)),
+    return Bound(in_order(launch, before=partial(zeroed, states)),
                  {"block": [block], "items_per_thread": 4 * chunks, "tiles": tiles,
                        "delay_ns": config["delay_ns"]})
-
-
-def _cleared(array: Any) -> None:
-    array.data.memset_async(0, array.nbytes)
 
 
 def library(inputs: dict, out: Any, machine: Machine) -> Bound:

@@ -18,7 +18,7 @@ from loclab.cases.segmented_scan import (BLELLOCH_BLOCK, BLELLOCH_TILE, EMPTY_SH
                                          SINGLE_PASS_BLOCK, SINGLE_PASS_TILE,
                                          SINGLE_PASS_VECTORS, cumsum_formulation)
 from loclab.gpu import cub
-from loclab.gpu.kernels import KernelAccesses, KernelSource, Launch, blocks, in_order
+from loclab.gpu.kernels import KernelAccesses, KernelSource, Launch, blocks, in_order, zeroed
 from loclab.hw import Machine
 from loclab.model.access import DeclaredAccess
 
@@ -149,11 +149,7 @@ def single_pass(inputs: dict, out: Any, machine: Machine) -> Bound:
                     args=(values, flags, out, np.int64(n), np.int32(aligned), counter, states),
                     result=out)
 
-    def reset() -> None:
-        counter.data.memset_async(0, counter.nbytes)
-        states.data.memset_async(0, states.nbytes)
-
-    return Bound(in_order(launch, before=reset),
+    return Bound(in_order(launch, before=partial(zeroed, counter, states)),
                  {"block": [SINGLE_PASS_BLOCK], "tile": SINGLE_PASS_TILE, "tiles": tiles,
                   "vector": 4 if aligned else 1})
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from loclab.cases.base import Bound, Config, Dims, Space
-from loclab.gpu.kernels import KernelAccesses, KernelSource, Launch, blocks, source_for
+from loclab.gpu.kernels import KernelAccesses, KernelSource, Launch, blocks, source_for, zeroed
 from loclab.gpu.limits import SHARED_WITHOUT_OPT_IN, refuse, threads_fit
 from loclab.hw import Machine
 from loclab.model.access import DeclaredAccess
@@ -201,7 +201,7 @@ def segmented_scan(inputs: dict, out: Any, machine: Machine) -> Bound:
                   args=(*_csr(inputs), out, first_row, last_row, np.int32(nnz)), result=out)
 
     def run() -> Any:
-        out.data.memset_async(0, out.nbytes)
+        zeroed(out)
         search()
         return scan()
 
