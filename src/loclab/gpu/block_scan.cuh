@@ -27,14 +27,21 @@ __device__ __forceinline__ T warp_inclusive_scan(T value) {
     return value;
 }
 
+// The sum of `value` over each aligned group of G lanes (G a power of two, at most 32): a
+// butterfly, so every lane of the group ends with the group's sum. All 32 lanes must call it.
+template <int G, class T>
+__device__ __forceinline__ T group_sum(T value) {
+#pragma unroll
+    for (int offset = G / 2; offset > 0; offset /= 2) {
+        value += __shfl_xor_sync(FULL_WARP, value, offset, G);
+    }
+    return value;
+}
+
 // The sum of one value per lane, in every lane.
 template <class T>
 __device__ __forceinline__ T warp_sum(T value) {
-#pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2) {
-        value += __shfl_xor_sync(FULL_WARP, value, offset);
-    }
-    return value;
+    return group_sum<32>(value);
 }
 
 // Exclusive scan of one value per thread over a block of BLOCK threads (a multiple of 32, at

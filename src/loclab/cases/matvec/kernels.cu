@@ -8,20 +8,12 @@
 // streams from memory; `x` is used by every row and must come from cache. What separates the
 // kernels is whether a warp's loads are coalesced, and whether every thread has work.
 
-constexpr unsigned FULL_MASK = 0xffffffffu;
+#include "../../gpu/block_scan.cuh"
+
 constexpr int WARP = 32;
 constexpr int GROUPED_THREADS = 256;  // matvec_grouped's block size (gpu.py launches it so)
 
-// Sum of `v` over each aligned group of G lanes of a warp (G a power of two <= 32): a butterfly,
-// so every lane of the group ends with the group's sum. All 32 lanes must call it.
-template <int G>
-__device__ __forceinline__ float group_sum(float v) {
-#pragma unroll
-    for (int offset = G / 2; offset > 0; offset /= 2) {
-        v += __shfl_xor_sync(FULL_MASK, v, offset, G);
-    }
-    return v;
-}
+using loclab::group_sum;  // block_scan.cuh
 
 // Sums of N values over a block of THREADS threads (a multiple of 32): each warp reduces with
 // shuffles, warp 0 reduces the warps' sums; thread 0 ends with the N sums in `v`.

@@ -9,6 +9,8 @@
 // A range's pair says whether the range holds a head and sums it from its last head (the whole
 // range if none): exactly what a later range needs from it.
 
+#include "../../gpu/block_scan.cuh"
+
 typedef unsigned int u32;
 typedef unsigned long long u64;
 typedef long long i64;
@@ -39,11 +41,7 @@ __device__ __forceinline__ Seg warp_inclusive(Seg x) {
     return x;
 }
 
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-    for (int d = WARP / 2; d > 0; d >>= 1) v += __shfl_xor_sync(FULL_MASK, v, d);
-    return v;
-}
+using loclab::warp_sum;  // block_scan.cuh
 
 // ---------------------------------------------------------------------------------------------
 // gpu-flags-blelloch: the lecture's segmented up-sweep / down-sweep per tile in shared memory,

@@ -8,6 +8,8 @@
 // sector of x each time, from L2 while x fits there); what separates them is how rows of very
 // different lengths are mapped onto threads.
 
+#include "../../gpu/block_scan.cuh"
+
 constexpr unsigned FULL_MASK = 0xffffffffu;
 constexpr int WARP = 32;
 constexpr int GROUPED_THREADS = 256;  // spmv_grouped's block size (gpu.py launches it so)
@@ -42,16 +44,7 @@ spmv_row_per_thread(const float* __restrict__ data, const int* __restrict__ indi
     }
 }
 
-// Sum of `v` over each aligned group of G lanes (G a power of two <= 32): a butterfly, so
-// every lane of the group ends with the group's sum. All 32 lanes must call it.
-template <int G>
-__device__ __forceinline__ float group_sum(float v) {
-#pragma unroll
-    for (int offset = G / 2; offset > 0; offset /= 2) {
-        v += __shfl_xor_sync(FULL_MASK, v, offset, G);
-    }
-    return v;
-}
+using loclab::group_sum;  // block_scan.cuh
 
 // gpu-warp-per-row, vector CSR: a group of G lanes per row (G from the mean row length, 32 a
 // full warp), the lanes strided along the row (consecutive nonzeros: coalesced), then a

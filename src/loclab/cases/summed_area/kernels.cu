@@ -12,6 +12,8 @@
 // both scans run along rows) or put its threads on neighbouring columns while walking down
 // (coalesced: each load is a contiguous segment of a row).
 
+#include "../../gpu/block_scan.cuh"
+
 constexpr unsigned FULL_MASK = 0xffffffffu;
 constexpr int WARP = 32;
 
@@ -58,50 +60,11 @@ sat_columns_naive(unsigned* __restrict__ out, int rows, int cols) {
 
 // ---- block-wide scans ------------------------------------------------------------------------
 
-// Inclusive prefix sum of `v` over the lanes of a warp (Hillis-Steele with shuffles). All 32
-// lanes must call it.
-__device__ __forceinline__ unsigned warp_inclusive_scan(unsigned v) {
-    const int lane = threadIdx.x % WARP;
-#pragma unroll
-    for (int offset = 1; offset < WARP; offset *= 2) {
-        const unsigned up = __shfl_up_sync(FULL_MASK, v, offset);
-        if (lane >= offset) v += up;
-    }
-    return v;
-}
-
-// Sum of `v` over the lanes of a warp (butterfly: every lane gets it). All 32 lanes must call it.
-__device__ __forceinline__ unsigned warp_sum(unsigned v) {
-#pragma unroll
-    for (int offset = WARP / 2; offset > 0; offset /= 2) {
-        v += __shfl_xor_sync(FULL_MASK, v, offset);
-    }
-    return v;
-}
-
-// Exclusive prefix sum of `v` over a block of THREADS threads (warps scan with shuffles, warp 0
-// scans the warps' totals); `total` gets the block's sum. Every thread must call it; it
-// synchronises, and a later call may reuse `warp_totals` once every thread has passed another
-// barrier (the callers' loops have one).
-template <int THREADS>
-__device__ __forceinline__ unsigned block_exclusive_scan(unsigned v, unsigned& total) {
-    static_assert(THREADS % WARP == 0 && THREADS <= WARP * WARP, "THREADS: warps, at most 32");
-    constexpr int WARPS = THREADS / WARP;
-    __shared__ unsigned warp_totals[WARPS + 1];
-    const int lane = threadIdx.x % WARP, warp = threadIdx.x / WARP;
-    const unsigned inclusive = warp_inclusive_scan(v);
-    if (lane == WARP - 1) warp_totals[warp] = inclusive;
-    __syncthreads();
-    if (warp == 0) {
-        const unsigned t = lane < WARPS ? warp_totals[lane] : 0u;
-        const unsigned scanned = warp_inclusive_scan(t);
-        if (lane < WARPS) warp_totals[lane] = scanned - t;  // exclusive: the warps before
-        if (lane == WARPS - 1) warp_totals[WARPS] = scanned;
-    }
-    __syncthreads();
-    total = warp_totals[WARPS];
-    return warp_totals[warp] + inclusive - v;
-}
+// Warp and block scans: block_scan.cuh (loclab::block_exclusive_scan leaves the warp totals
+// in the caller's shared memory; the callers' loops pass a barrier before the next use).
+using loclab::block_exclusive_scan;
+using loclab::warp_inclusive_scan;
+using loclab::warp_sum;
 
 // Index of element i of a chunk in the shared tile: one word of padding every 32 words, so that
 // thread t reading its ITEMS consecutive elements (t * ITEMS + k) hits 32 different banks.
@@ -124,6 +87,7 @@ template <typename T, int THREADS, int ITEMS>
 __device__ __forceinline__ void scan_rows(const T* in, unsigned* out, int rows, int cols) {
     constexpr int CHUNK = THREADS * ITEMS;
     __shared__ unsigned tile[CHUNK + CHUNK / WARP];
+    __shared__ unsigned warp_totals[THREADS / WARP];
     const int t = threadIdx.x;
     for (int row = blockIdx.x; row < rows; row += gridDim.x) {
         const T* src = in + (size_t)row * cols;
@@ -146,7 +110,8 @@ __device__ __forceinline__ void scan_rows(const T* in, unsigned* out, int rows, 
                 v[k] = sum;
             }
             unsigned total;
-            const unsigned offset = carry + block_exclusive_scan<THREADS>(sum, total);
+            const unsigned offset =
+                carry + block_exclusive_scan<unsigned, THREADS>(sum, total, warp_totals);
 #pragma unroll
             for (int k = 0; k < ITEMS; ++k) tile[padded(t * ITEMS + k)] = offset + v[k];
             __syncthreads();
