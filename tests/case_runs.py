@@ -4,7 +4,7 @@ tests that check more: on their own inputs, with setup keywords, run after run."
 
 import numpy as np
 
-from loclab.bench.backend import CpuBackend, GpuBackend, output_problem
+from loclab.bench.backend import CpuBackend, GpuBackend, Staging, output_problem
 from loclab.bench.validate import compare, poison
 
 
@@ -40,9 +40,10 @@ def run_on_gpu(case, variant, dims, machine, seed=0, inputs=None, runs=1, **conf
     backend = GpuBackend()
     if inputs is None:
         inputs = case.make_inputs(dims, np.random.default_rng(seed))
-    staged = {name: backend.stage(array) for name, array in inputs.items()}
+    staging = Staging(backend, inputs)
+    staged = staging.inputs_for(variant)  # in device memory, or in host memory (placement)
     shape, dtype = case.output(dims)
-    out = backend.empty(shape, dtype)
+    out = staging.output_for(variant, shape, dtype)
     poison(out)
     bound = variant.setup(staged, out, machine, **config)
     for again in range(runs):
@@ -50,7 +51,7 @@ def run_on_gpu(case, variant, dims, machine, seed=0, inputs=None, runs=1, **conf
             poison(out)
         result = bound.run()
         backend.synchronize()
-        assert output_problem(result, staged, backend.xp) is None
+        assert output_problem(result, staged) is None
         check = compare(backend.to_host(result), case.golden(inputs), case.tolerance_for(inputs))
         if not check.valid:
             break

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from loclab.bench.interconnect import add_ideals
 from loclab.bench.metrics import add_comparisons, derive_references, rates
 from loclab.bench.results import build_document
-from loclab.cases import case_names, get_case
+from loclab.bench.runner import empty_row
+from loclab.cases import case_names, family_of, get_case
 from loclab.cases.partitioning import gpu_threads
 from loclab.hw import Machine
 from loclab.hw.cpu import CpuInfo
@@ -23,6 +25,7 @@ MACHINE = Machine(cpu=XEON, gpu=H200, gpu_unavailable=None)
 CPU_THREADS = [1, 2, 4, 8, 16]
 KEYS = {"keys": 2**22, "slots": 2**23}
 SKIP = None  # a variant that does not apply at that size
+LINK_SWEEP = [*(4 * 2**10 * 16**k for k in range(5)), 2**30]  # 4 KiB ... 256 MiB, 1 GiB
 
 # Median ms of each variant at each of its case's sizes on its device, in run order.
 MEDIAN_MS: dict[str, dict[str, list[float | None]]] = {
@@ -92,6 +95,55 @@ MEDIAN_MS: dict[str, dict[str, list[float | None]]] = {
              "scipy": [3.93, 5.58], "gpu-row-per-thread": [0.841, 14.69],
              "gpu-warp-per-row": [0.603, 3.864], "gpu-segmented-scan": [0.635, 0.616],
              "gpu-merge-path": [0.652, 0.635], "cusparse": [0.645, 0.671]},
+    # The transfers family on an H100's PCIe 5.0 x16 link (RESULTS.md, issue 17); the CPU
+    # row an estimate for a one-node host (first touch does not apply), not a measurement.
+    "host-device": {"h2d-pageable": [0.005187, 0.0139, 0.08785, 1.518, 41.19, 176.0],
+                    "h2d-pinned": [0.008294, 0.007984, 0.02347, 0.3277, 5.097, 20.36],
+                    "d2h-pageable": [0.01439, 0.02278, 0.151, 1.453, 27.11, 136.9],
+                    "d2h-pinned": [0.007549, 0.007819, 0.02127, 0.3133, 5.015, 19.57],
+                    "round-trip-pinned": [0.01646, 0.01579, 0.05194, 0.629, 10.14, 39.15],
+                    "both-ways-pinned": [0.03165, 0.08377, 0.07985, 0.4329, 6.249, 23.91]},
+    "overlap": {"cpu-serial-init": [412], "cpu-first-touch": [SKIP],
+                "serial": [10.15, 12.56, 20.38, 51.83],
+                "serial-pageable": [76.53, 77.95, 68.12, 93.95],
+                "streams-k": [5.955, 6.21, 10.89, 42.42]},
+    "gemm-chain": {"device-centric": [12.58, 297.2], "data-flow": [8.251, 159.9]},
+    "kernel-chain": {"device-centric": [840.2], "data-flow": [60.54], "fused": [49.02]},
+}
+# The phases (ms) of the rows made of steps at each of their sizes, measured with their medians.
+PHASES_MS = {
+    ("overlap", "cpu-serial-init"): [
+        {"copy in": 288.0, "compute": 82.4, "copy out": 41.2},
+    ],
+    ("overlap", "serial"): [
+        {"copy in": 5.14, "compute": 0.321, "copy out": 4.93},
+        {"copy in": 4.97, "compute": 2.79, "copy out": 4.93},
+        {"copy in": 4.88, "compute": 10.6, "copy out": 4.92},
+        {"copy in": 4.94, "compute": 42.1, "copy out": 4.95},
+    ],
+    ("overlap", "serial-pageable"): [
+        {"copy in": 43.5, "compute": 0.346, "copy out": 35.4},
+        {"copy in": 46.3, "compute": 2.81, "copy out": 32.3},
+        {"copy in": 31.7, "compute": 10.6, "copy out": 18.6},
+        {"copy in": 31.5, "compute": 42.1, "copy out": 19.3},
+    ],
+    ("gemm-chain", "device-centric"): [
+        {"copy in": 8.78, "compute": 0.893, "copy out": 3.06},
+        {"copy in": 129.0, "compute": 43.1, "copy out": 99.1},
+    ],
+    ("gemm-chain", "data-flow"): [
+        {"copy in": 5.84, "compute": 0.786, "copy out": 1.52},
+        {"copy in": 97.0, "compute": 42.8, "copy out": 19.9},
+    ],
+    ("kernel-chain", "device-centric"): [
+        {"copy in": 278.0, "compute": 2.73, "copy out": 648.0},
+    ],
+    ("kernel-chain", "data-flow"): [
+        {"copy in": 33.2, "compute": 2.15, "copy out": 23.1},
+    ],
+    ("kernel-chain", "fused"): [
+        {"copy in": 29.3, "compute": 0.337, "copy out": 18.6},
+    ],
 }
 
 
@@ -135,6 +187,11 @@ SIZES: dict[str, tuple[list[dict[str, int]], list[dict[str, int]]]] = {
                    [{"n": 2**28, "values": v, "order": 0} for v in (0, 1)]),
     "spmv": ([{"rows": 2**18, "cols": 2**18, "nnz": 2**22, "kind": k} for k in (0, 1)],
              [{"rows": 2**22, "cols": 2**22, "nnz": 2**26, "kind": k} for k in (0, 1)]),
+    "host-device": ([], [{"bytes": size} for size in LINK_SWEEP]),
+    "overlap": ([{"n": 2**28, "rounds": 1}],
+                [{"n": 2**26, "rounds": r} for r in (1, 512, 2048, 8192)]),
+    "gemm-chain": ([], [{"n": n, "matrices": 3} for n in (2048, 8192)]),
+    "kernel-chain": ([], [{"n": 2**26, "kernels": 8}]),
 }
 
 
@@ -159,26 +216,19 @@ def _timed(row: dict[str, Any], median_ms: float, spread: float) -> None:
     rates(row)
 
 
-def _row(case: str, variant: Any, dims: dict[str, int], median_ms: float | None) -> dict:
-    """One result row as the runner writes it (``runner._empty_row``, then the timing)."""
-    spec = get_case(case)
-    work = spec.work(dims)
-    roof = spec.roof_of_unit(variant.device, MACHINE)
-    row = {"case": case, "variant": variant.name, "device": variant.device,
-           "role": variant.role, "description": variant.description, "size": dict(dims),
-           "params": {}, "median_s": None, "min_s": None, "max_s": None, "iqr_s": None,
-           "q1_s": None, "q3_s": None, "runs": 0, "batch": 0,
-           "timer": "cuda-events" if variant.device == "gpu" else "perf_counter",
-           "bytes": work.bytes, "flops": work.flops, "gbps": None, "gflops": None,
-           "unit": spec.unit, "items": work.items, "items_per_s": None,
-           "unit_roof": {"per_s": roof.per_s, "what": roof.what} if roof else None,
-           "valid": False, "max_rel_err": None, "error": None, "skipped": None, "tuned": None}
+def _row(case: str, variant: Any, dims: dict[str, int], median_ms: float | None,
+         index: int = 0) -> dict:
+    """One result row as the runner writes it (``runner.empty_row``, then the timing)."""
+    row = empty_row(get_case(case), variant, dims,
+                    "cuda-events" if variant.device == "gpu" else "perf_counter", MACHINE)
     if "threads" in dims:
         row["params"] = {"hashes_per_key": _hashes_per_key(variant.name, dims["threads"])}
     if median_ms is None:
         row["skipped"] = "does not apply at this size"
     else:
         _timed(row, median_ms, 0.004 if variant.device == "gpu" else 0.03)
+        row["phases"] = {phase: ms * 1e-3 for phase, ms in
+                         PHASES_MS.get((case, variant.name), [{}] * (index + 1))[index].items()}
     return row
 
 
@@ -202,12 +252,13 @@ def full_run(failing: tuple[tuple[str, str], ...] = (),
             variants = get_case(case).variants_on(device)
             for index, dims in enumerate(SIZES[case][device == "gpu"]):
                 for variant in variants:
-                    row = _row(case, variant, dims, MEDIAN_MS[case][variant.name][index])
+                    row = _row(case, variant, dims, MEDIAN_MS[case][variant.name][index], index)
                     if index == 0 and (case, variant.name) in failing + crashed:
                         _break(row, (case, variant.name) in crashed)
                     rows.append(row)
     references = derive_references(rows, MACHINE)
     add_comparisons(rows, references)
+    add_ideals(rows, references)
     machine = MACHINE.to_json()
     machine["cpu"]["numba_threads"] = 16
     return build_document(
@@ -217,4 +268,5 @@ def full_run(failing: tuple[tuple[str, str], ...] = (),
                       "description": get_case(name).description,
                       "limit": get_case(name).limit, "sweep": get_case(name).sweep,
                       "sweep_param": get_case(name).sweep_param,
-                      "sweep_rate": get_case(name).sweep_rate} for name in case_names()})
+                      "sweep_rate": get_case(name).sweep_rate,
+                      "family": family_of(name)} for name in case_names()})

@@ -228,7 +228,9 @@ def roofline_numbers(fig):
 
 def test_every_timed_row_is_numbered_on_the_roofline_and_listed_in_its_key(broken):
     fig = roofline_figure(broken)
-    timed = [row for row in broken["results"] if row["median_s"]]
+    timed = [row for row in broken["results"] if row["median_s"]
+             and not row["to_device_bytes"] + row["to_host_bytes"]]  # the link bounds those
+    assert len(timed) < len([row for row in broken["results"] if row["median_s"]])
     keys = [text.get_text() for subfig in fig.subfigs for legend in subfig.legends
             for text in legend.get_texts()]
     assert len(keys) == len(timed)
@@ -269,7 +271,10 @@ def test_write_charts_writes_each_chart_it_lists(run, tmp_path):
                      "nearest-neighbour.png", "coalescing.png", "matvec.png", "histogram.png",
                      "histogram-bins.png", "mmm.png", "bmmm.png", "scan.png", "scan-n.png",
                      "compaction.png", "segmented-scan.png", "segmented-scan-segment.png",
-                     "summed-area.png", "radix-sort.png", "spmv.png", "roofline.png"]
+                     "summed-area.png", "radix-sort.png", "spmv.png", "host-device.png",
+                     "host-device-bytes.png", "overlap.png", "overlap-rounds.png",
+                     "overlap-phases.png", "gemm-chain.png", "gemm-chain-phases.png",
+                     "kernel-chain.png", "kernel-chain-phases.png", "roofline.png"]
     for name in names:
         assert (tmp_path / name).read_bytes()[:4] == b"\x89PNG"
 
@@ -295,3 +300,21 @@ def test_a_device_where_nothing_was_timed_still_charts():
 def test_importing_the_charts_does_not_import_matplotlib():
     code = "import sys, loclab.report.charts; assert 'matplotlib' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_where_the_time_goes_stacks_each_rows_phases_against_the_bounds(run):
+    from loclab.report.charts import phases_figure
+
+    assert phases_figure(run, "mmm") is None  # no row of it runs in phases
+    fig = phases_figure(run, "gemm-chain")
+    rows = [r for r in run["results"] if r["case"] == "gemm-chain"]
+    panels = [ax for ax in fig.axes if ax.get_yticklabels()]
+    assert len(panels) == len({r["size"]["n"] for r in rows})
+    for ax, n in zip(panels, (2048, 8192)):
+        shown = [r for r in rows if r["size"]["n"] == n]
+        assert [t.get_text() for t in ax.get_yticklabels()] == [r["variant"] for r in shown]
+        widths = sum(patch.get_width() for patch in ax.patches)
+        assert widths == pytest.approx(sum(sum(r["phases"].values()) for r in shown) * 1e3)
+        lines = [line.get_xdata()[0] for line in ax.get_lines()]
+        assert lines == pytest.approx([shown[0]["ideal_s"] * 1e3,
+                                       shown[0]["no_overlap_s"] * 1e3])

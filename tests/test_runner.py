@@ -181,18 +181,18 @@ def test_failed_staging_fails_every_variant_of_that_case_and_nothing_else(machin
 
     stage = CpuBackend.stage
 
-    def refuse_small_vectors(self, array):
+    def refuse_small_vectors(self, array, memory="pageable"):
         if array.ndim == 1:
             raise MemoryError("no room")
-        return stage(self, array)
+        return stage(self, array, memory)
 
     monkeypatch.setattr(CpuBackend, "stage", refuse_small_vectors)
     calls = []
     document = execute(toy_plan(toy_case(GOOD, LIBRARY), machine),
                        progress=lambda *call: calls.append(call))
     rows = rows_by_variant(document)
-    assert all(row["error"] == "staging inputs failed: MemoryError: no room"
-               for row in rows.values())
+    assert all(row["error"] == "staging the inputs in pageable memory failed: MemoryError: "
+                               "no room" for row in rows.values())
     assert all(r["valid"] for r in document["results"] if r["case"] == "copy")
     assert [done for done, _, _ in between_variants(calls)] == [0, 1, 2, 3, 4]
 

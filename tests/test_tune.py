@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loclab.bench.backend import CpuBackend
+from loclab.bench.backend import CpuBackend, Staging
 from loclab.bench.measure import inputs_and_golden
 from loclab.bench.timing import Budget
 from loclab.bench.tuning import search as search_module
@@ -93,10 +93,9 @@ class World:
         case = self.case()
         dims = {"n": 5}
         inputs, golden = inputs_and_golden(case, dims)
-        backend = FakeClockBackend()
-        staged = {name: backend.stage(array) for name, array in inputs.items()}
-        return tune_variant(case, case.variants[0], dims, staged, golden, backend, machine,
-                            strategy, timing=TIMING, **options)
+        staging = Staging(FakeClockBackend(), inputs)
+        return tune_variant(case, case.variants[0], dims, staging, golden, machine, strategy,
+                            timing=TIMING, **options)
 
 
 @st.composite

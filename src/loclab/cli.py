@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 
 from loclab import __version__
 from loclab.bench.tuning import STRATEGY_NAMES
-from loclab.cases import case_names
+from loclab.cases import CASE_FAMILIES, case_choices, case_names
 from loclab.cases.base import DEVICE_CHOICES, SIZE_PRESETS
 from loclab.cli_args import c_options, dims, param, positive_float, positive_int
 from loclab.cli_model import add_model_commands
@@ -39,9 +39,12 @@ def build_parser() -> argparse.ArgumentParser:
                               description="Run every case study's variants on the CPU and "
                               "GPU, validate each against its golden version, and report "
                               "rates against the copy bandwidth measured in the same run.")
-    run.add_argument("--case", action="append", choices=case_names(), metavar="CASE",
+    families = "; ".join(f"{name} for {', '.join(cases)}"
+                         for name, cases in CASE_FAMILIES.items())
+    run.add_argument("--case", action="append", choices=case_choices(), metavar="CASE",
                      help=f"case study to run, repeatable (default: all of "
-                          f"{', '.join(case_names())}); copy, the roof, always runs")
+                          f"{', '.join(case_names())}; {families}); copy, the roof, always "
+                          f"runs, and host-device, the link's, before a case rated against it")
     run.add_argument("--device", choices=DEVICE_CHOICES, default="all",
                      help="where to run (default: all found)")
     run.add_argument("--size", choices=SIZE_PRESETS, default="default",
@@ -98,8 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     tune.set_defaults(handler=_tune)
 
     devices = commands.add_parser("devices", help="show the detected CPU and GPU",
-                                  description="Show the CPU and GPU loclab detects, and the "
-                                  "copy bandwidth it measures on each.")
+                                  description="Show the CPU and GPU loclab detects, the copy "
+                                  "bandwidth it measures on each, and on a GPU the bandwidth "
+                                  "of the link between host and device.")
     devices.add_argument("--json", action="store_true", help="print JSON")
     devices.add_argument("--no-measure", action="store_true",
                          help="detect only; skip the copy-bandwidth measurement")
@@ -297,7 +301,7 @@ def _tune(args: argparse.Namespace) -> int:
 
 def _devices(args: argparse.Namespace) -> int:
     from loclab.bench.devices import devices
-    from loclab.report.text import machine_lines, number, peak_text
+    from loclab.report.text import binary_size, link_text, machine_lines, number, peak_text
 
     info = devices(measure=not args.no_measure, threads=args.threads)
     if args.json:
@@ -315,6 +319,12 @@ def _devices(args: argparse.Namespace) -> int:
                     else f"FAILED: {copy['error']}")
         lines.append((f"{copy['device'].upper()} copy",
                       f"{copy['variant']}: {measured} (bytes read + written, measured)"))
+    link = link_text(info["references"] or {})
+    if link:
+        copied = binary_size(info["links"][0]["size"]["bytes"]) if info["links"] else "?"
+        lines.append(("GPU link", f"{link} (copies of {copied}, measured)"))
+    for failed in (row for row in info["links"] if not row["valid"]):
+        lines.append(("GPU link", f"{failed['variant']}: FAILED: {failed['error']}"))
     console = _console()
     for label, text in lines:
         console.print(Text.assemble((f"{label:<11} ", "bold"), text))

@@ -7,7 +7,7 @@ each runs (the time model adds up their bytes)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -23,17 +23,22 @@ class RunCounter:
 
 
 def counting_runs(variant: Variant) -> tuple[Variant, RunCounter]:
-    """``variant`` whose bound runs are counted: launches a run = launches / runs."""
+    """``variant`` whose bound runs are counted, whole or step by step (a run timed phase by
+    phase starts at its first step): launches a run = launches / runs."""
     counter = RunCounter()
+
+    def counted(run: Callable[[], Any]) -> Callable[[], Any]:
+        def call() -> Any:
+            counter.runs += 1
+            return run()
+
+        return call
 
     def setup(*args: Any, **kwargs: Any) -> Any:
         bound = variant.setup(*args, **kwargs)
-
-        def run() -> Any:
-            counter.runs += 1
-            return bound.run()
-
-        return replace(bound, run=run)
+        steps = tuple(replace(step, run=counted(step.run)) if index == 0 else step
+                      for index, step in enumerate(bound.steps))
+        return replace(bound, run=counted(bound.run), steps=steps)
 
     return replace(variant, setup=setup), counter
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from loclab.bench.backend import output_problem
+from loclab.bench.backend import Staging, output_problem
+from loclab.bench.phases import time_phases
 from loclab.bench.stats import Summary, summarize
 from loclab.bench.timing import Budget, measure
 from loclab.bench.validate import Check, compare, poison
@@ -49,6 +50,7 @@ class Attempt:
 
     ``check`` is None when something raised before the output was compared; ``error`` is what
     raised (a compile or launch error, anything), ``summary`` None when it was not timed.
+    ``phases``: seconds per phase of a run made of steps (``Bound.steps``), else empty.
     """
 
     params: dict[str, Any] = field(default_factory=dict)
@@ -56,38 +58,43 @@ class Attempt:
     error: str | None = None
     summary: Summary | None = None
     batch: int = 0
+    phases: dict[str, float] = field(default_factory=dict)
 
     @property
     def valid(self) -> bool:
         return self.error is None and self.check is not None and self.check.valid
 
 
-def attempt(case: Case, variant: Variant, dims: Dims, staged: dict[str, Any], golden: Golden,
-            backend: Any, machine: Machine, budget: Budget, config: Config | None = None,
+def attempt(case: Case, variant: Variant, dims: Dims, staging: Staging, golden: Golden,
+            machine: Machine, budget: Budget, config: Config | None = None,
             time_invalid: bool = True) -> Attempt:
-    """Set up ``variant`` with ``config`` (its setup's keywords), run it once into a poisoned
-    output, compare with golden, then time it. Never raises.
+    """Set up ``variant`` with ``config`` (its setup's keywords) on its inputs, staged where it
+    reads them, run it once into a poisoned output, compare with golden, then time it (and
+    each phase of a run made of steps). Never raises.
 
     ``time_invalid``: time an output that differs from golden too (``loclab run`` shows how
     fast a wrong variant is); the tuner does not spend time on configurations it cannot keep.
     """
     params: dict[str, Any] = {}
     check = None
+    backend = staging.backend
     try:
+        staged = staging.inputs_for(variant)
         shape, dtype = case.output(dims)
-        out = backend.empty(shape, dtype)
+        out = staging.output_for(variant, shape, dtype)
         bound = variant.setup(staged, out, machine, **(config or {}))
         params = bound.params
         poison(out)
         result = bound.run()
         backend.synchronize()
-        problem = output_problem(result, staged, backend.xp)
+        problem = output_problem(result, staged)
         check = (compare(backend.to_host(result), golden.output, golden.tolerance)
                  if problem is None else Check(False, None, problem))
         if not check.valid and not time_invalid:
             return Attempt(params, check)
         samples, batch = measure(bound.run, backend.clock, budget, warmed_up=True)
+        phases = time_phases(bound.steps, backend.clock) if bound.steps else {}
         backend.synchronize()
     except Exception as err:  # recorded; the caller goes on with the next variant or config
         return Attempt(params, check, describe(err))
-    return Attempt(params, check, None, summarize(samples), batch)
+    return Attempt(params, check, None, summarize(samples), batch, phases)

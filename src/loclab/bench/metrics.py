@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from loclab.bench.interconnect import link_references
 from loclab.cases import ROOF_CASE
 from loclab.cases.base import dims_text
 from loclab.hw import Machine
@@ -36,8 +37,10 @@ def peak_clock(machine: Machine, measured_mhz: float | None) -> CpuClock:
 
 def derive_references(rows: Iterable[Row], machine: Machine,
                       cpu_clock: CpuClock | None = None) -> dict[str, Any]:
-    """The best valid copy on each device is its memory roof; peaks come from the hardware,
-    the CPU's at ``cpu_clock`` (default: the detected clock)."""
+    """The best valid copy on each device is its memory roof; the best host-device copies
+    are the link's (``loclab.bench.interconnect``); peaks come from the hardware, the CPU's at
+    ``cpu_clock`` (default: the detected clock)."""
+    rows = list(rows)
     copy = {"cpu": None, "gpu": None}
     for row in rows:
         if row["case"] == ROOF_CASE and row["valid"] and row["gbps"]:
@@ -52,6 +55,7 @@ def derive_references(rows: Iterable[Row], machine: Machine,
         "cpu_peak_clock_source": clock.source,
         "gpu_peak_gflops_fp32": gpu.peak_gflops_fp32 if gpu else None,
         "gpu_theoretical_gbps": gpu.theoretical_gbps if gpu else None,
+        **link_references(rows),
     }
 
 
@@ -62,6 +66,8 @@ def rates(row: Row) -> None:
     row["gbps"] = row["bytes"] / median / 1e9 if median else None
     row["gflops"] = row["flops"] / median / 1e9 if median else None
     row["items_per_s"] = row["items"] / median if median and row.get("items") else None
+    crossing = row.get("to_device_bytes", 0) + row.get("to_host_bytes", 0)
+    row["link_gbps"] = crossing / median / 1e9 if median and crossing else None
 
 
 def _percent(value: float | None, roof: float | None) -> float | None:
@@ -84,9 +90,12 @@ def add_comparisons(rows: list[Row], references: dict[str, float | None]) -> Non
     """Fraction of copy bandwidth, of peak and of the unit's roof, speedup over naive, ratio to
     the library row."""
     by_role: dict[tuple[str, str, str, str], Row] = {}
+    by_name: dict[tuple[str, str, str, str], Row] = {}
     for row in rows:
         if row["role"] in ("naive", "library") and row["valid"]:
             by_role.setdefault((*_group(row), row["role"]), row)
+        if row["valid"]:
+            by_name[(*_group(row), row["variant"])] = row
     for row in rows:
         device = row["device"]
         copy = references[f"{device}_copy_gbps"]
@@ -98,7 +107,9 @@ def add_comparisons(rows: list[Row], references: dict[str, float | None]) -> Non
         row["pct_of_peak"] = _percent(row.get("gflops"), peak) if compute_bound else None
         roof = row.get("unit_roof")
         row["pct_of_unit_roof"] = _percent(row.get("items_per_s"), roof and roof["per_s"])
-        naive = by_role.get((*_group(row), "naive"))
+        baseline = row.get("baseline")
+        naive = by_role.get((*_group(row), "naive")) if not baseline else by_name.get(
+            (*_group(row), baseline))
         library = by_role.get((*_group(row), "library"))
         row["speedup_vs_naive"] = _ratio(naive, row)
         row["vs_library"] = _ratio(library, row)

@@ -2,7 +2,8 @@
 run's roofs are known: the traffic of a GPU row from its kernels' declared accesses, of a row
 whose variant declares a traffic model (the CPU loops) from that model, and otherwise the
 compulsory traffic (each of the golden algorithm's arrays moved once: a library's internals
-are not modelled), which the row says."""
+are not modelled), which the row says; a row whose data crosses the link between host and
+device is held to the link's roofs measured in the same run too."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 from loclab.bench.metrics import Row
 from loclab.cases import ROOF_CASE, get_case
 from loclab.hw import Machine
-from loclab.model.time import Traffic, predict, sector_traffic
+from loclab.model.time import Traffic, link_seconds, predict, sector_traffic
 
 COMPULSORY = "compulsory: each array moved once (this variant's accesses are not modelled)"
 
@@ -59,9 +60,11 @@ def add_predictions(rows: list[Row], references: dict[str, Any], machine: Machin
         if id(row) not in traffic:
             continue
         device = row["device"]
+        link = link_seconds(row.get("to_device_bytes", 0), row.get("to_host_bytes", 0),
+                            references.get("gpu_h2d_gbps"), references.get("gpu_d2h_gbps"))
         prediction = predict(traffic[id(row)], row["flops"],
                              references[f"{device}_model_copy_gbps"],
-                             references.get(f"{device}_peak_gflops_fp32"))
+                             references.get(f"{device}_peak_gflops_fp32"), link)
         if prediction is None:
             continue
         row.update(prediction.to_json(),

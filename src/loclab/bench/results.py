@@ -98,9 +98,12 @@ ROW_CHECKS = {
     **{key: _number_or_none for key in ("median_s", "min_s", "max_s", "iqr_s", "q1_s",
                                         "q3_s", "bytes", "flops", "gbps", "gflops",
                                         "pct_of_copy", "pct_of_peak", "speedup_vs_naive",
-                                        "vs_library", "items_per_s", "runs")},
+                                        "vs_library", "items_per_s", "runs", "link_gbps",
+                                        "ideal_s", "no_overlap_s", "pct_of_ideal")},
+    "phases": lambda v: isinstance(v, dict) and all(_number_or_none(x) for x in v.values()),
 }
 ROW_CHECK_NAMES = {**{key: "a number or null" for key in ROW_CHECKS},
+                   "phases": "an object of seconds by phase",
                    "case": "a name", "variant": "a name", "role": "a name",
                    "device": "'cpu' or 'gpu'", "size": "an object of whole numbers",
                    "valid": "true or false"}

@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from loclab.bench.backend import make_backend
+from loclab.bench.backend import Staging, make_backend
+from loclab.bench.interconnect import add_ideals, link_bytes
 from loclab.bench.measure import Attempt, Golden, attempt, describe, inputs_and_golden
 from loclab.bench.metrics import Row, add_comparisons, derive_references, peak_clock, rates
 from loclab.bench.predictions import add_predictions
@@ -25,7 +26,8 @@ from loclab.bench.timing import BUDGETS, Budget
 from loclab.bench.tuning.cache import Entry, TuningCache, device_name
 from loclab.bench.tuning.cache import load as load_tuning_cache
 from loclab.bench.tuning.space import text as config_text
-from loclab.cases import ROOF_CASE, case_names, get_case
+from loclab.cases import (LINK_ROOF_CASE, ROOF_CASE, case_choices, case_names,
+                          expand_families, family_of, get_case)
 from loclab.cases.base import DEVICE_CHOICES, SIZE_PRESETS, Case, Variant, dims_text
 from loclab.errors import GpuUnavailableError, UsageError
 from loclab.gpu import gpu_unavailable_reason
@@ -53,11 +55,19 @@ def choose(kind: str, value: str, choices: Sequence[str]) -> str:
     return value
 
 
-def resolve_cases(names: Sequence[str] | None) -> list[Case]:
-    """The requested cases, the roof (copy) first whether asked for or not."""
-    wanted = [choose("case", name, case_names()) for name in (names or case_names())]
-    ordered = [ROOF_CASE] + [name for name in dict.fromkeys(wanted) if name != ROOF_CASE]
-    return [get_case(name) for name in ordered]
+def resolve_cases(names: Sequence[str] | None, devices: Sequence[str] = ("cpu",),
+                  link_roof: bool = False) -> list[Case]:
+    """The requested cases (a family stands for its cases), the roofs first whether asked for
+    or not: copy always; on a GPU, the link between host and device (host-device) before
+    any case rated against it, or with ``link_roof``."""
+    wanted = expand_families([choose("case", name, case_choices())
+                              for name in (names or case_names())])
+    cases = [get_case(name) for name in wanted]
+    roofs = [ROOF_CASE]
+    if "gpu" in devices and (link_roof or any(case.limit == "interconnect" for case in cases)):
+        roofs.append(LINK_ROOF_CASE)
+    return [get_case(name) for name in roofs] + [case for case in cases
+                                                 if case.name not in roofs]
 
 
 def resolve_devices(device: str) -> list[str]:
@@ -98,10 +108,14 @@ def check_memory(case: Case, device: str, dims: dict[str, int], size: str) -> No
                              f"{free / 2**30:.1f} GiB is free")
 
 
-def _empty_row(case: Case, variant: Variant, dims: dict[str, int], timer: str,
-               machine: Machine) -> Row:
+def empty_row(case: Case, variant: Variant, dims: dict[str, int], timer: str,
+              machine: Machine) -> Row:
+    """The row of ``variant`` at ``dims`` before it is run: what the case and the variant say
+    of it (work, roofs, where its data lives, the bytes it moves over the link)."""
     work = case.work(dims)
     roof = case.roof_of_unit(variant.device, machine)
+    placement = variant.placement if variant.device == "gpu" else None
+    to_device, to_host = link_bytes(variant, work)
     return {"case": case.name, "variant": variant.name, "device": variant.device,
             "role": variant.role, "description": variant.description, "size": dict(dims),
             "params": {}, "median_s": None, "min_s": None, "max_s": None, "iqr_s": None,
@@ -111,11 +125,15 @@ def _empty_row(case: Case, variant: Variant, dims: dict[str, int], timer: str,
             "items_per_s": None,
             "unit_roof": {"per_s": roof.per_s, "what": roof.what} if roof else None,
             "valid": False, "max_rel_err": None, "error": None, "skipped": None,
-            "tuned": None, "kernels": []}
+            "tuned": None, "kernels": [],
+            "memory": ({"inputs": placement.inputs, "output": placement.output} if placement
+                       else {"inputs": "host", "output": "host"}),
+            "to_device_bytes": to_device, "to_host_bytes": to_host, "link_gbps": None,
+            "baseline": variant.baseline, "phases": {}}
 
 
-def measure_variant(case: Case, variant: Variant, dims: dict[str, int], staged: dict[str, Any],
-                    golden: Golden, backend: Any, machine: Machine, budget: Budget,
+def measure_variant(case: Case, variant: Variant, dims: dict[str, int], staging: Staging,
+                    golden: Golden, machine: Machine, budget: Budget,
                     tuned: Entry | None = None) -> Row:
     """Validate (poisoned output, golden comparison), then time one variant. Never raises.
 
@@ -124,7 +142,7 @@ def measure_variant(case: Case, variant: Variant, dims: dict[str, int], staged: 
     set the variant up with; if it no longer validates the row says so and fails, rather than
     falling back on another configuration.
     """
-    row = _empty_row(case, variant, dims, backend.clock.name, machine)
+    row = empty_row(case, variant, dims, staging.backend.clock.name, machine)
     config = tuned["params"] if tuned else None
     if tuned:
         row["tuned"] = {"params": config, "date": tuned.get("date")}
@@ -146,12 +164,11 @@ def measure_variant(case: Case, variant: Variant, dims: dict[str, int], staged: 
 
         counted, counter = counting_runs(variant)
         with recording_launches() as launches:
-            _record(row, attempt(case, counted, dims, staged, golden, backend, machine,
-                                 budget, config))
+            _record(row, attempt(case, counted, dims, staging, golden, machine, budget,
+                                 config))
         row["kernels"] = kernel_rows(launches, machine.gpu, dims, counter.runs)
     else:
-        _record(row, attempt(case, variant, dims, staged, golden, backend, machine, budget,
-                             config))
+        _record(row, attempt(case, variant, dims, staging, golden, machine, budget, config))
     if tuned and not row["valid"]:
         row["error"] = (f"the tuned configuration {config_text(config)} (tuning cache, "
                         f"{tuned.get('date')}) failed: {row['error']}")
@@ -159,8 +176,10 @@ def measure_variant(case: Case, variant: Variant, dims: dict[str, int], staged: 
 
 
 def _record(row: Row, result: Attempt) -> None:
-    """What one attempt gave, on its row: the check, what raised, the timings and rates."""
+    """What one attempt gave, on its row: the check, what raised, the timings and rates, the
+    time of each phase."""
     row["params"] = result.params
+    row["phases"] = result.phases
     if result.check:
         check = result.check
         row.update(valid=check.valid, max_rel_err=check.max_rel_err, error=check.problem)
@@ -235,11 +254,17 @@ def requested_sizes(dims: SizeRequest | None) -> list[Mapping[str, int]] | None:
 
 def case_sizes(case: Case, device: str, size: str, machine: Machine,
                dims: list[Mapping[str, int]] | None, asked: bool) -> list[dict[str, int]]:
-    """The sizes ``case`` runs at on ``device``: the preset's, or the user's, each checked.
+    """The sizes ``case`` runs at on ``device``: the preset's, or the user's, each checked;
+    none where it has no variant.
 
     The roof (copy) runs at the user's size when it has the same dimensions (the fairest
-    roof for a matrix case), else at the default preset's, unless it was asked for itself.
+    roof for a matrix case), else at the default preset's, unless it was asked for itself; a
+    case with a ``roof_dims`` (host-device) runs only there when it was not asked for.
     """
+    if not case.variants_on(device):
+        return []
+    if case.roof_dims is not None and not asked:
+        return [dict(case.roof_dims)]
     if dims is None:
         return case.dims(size, device, machine)
     if case.name == ROOF_CASE and not asked and set(dims[0]) != set(case.dimensions):
@@ -249,36 +274,53 @@ def case_sizes(case: Case, device: str, size: str, machine: Machine,
 
 def plan(cases: Sequence[str] | None = None, device: str = "all", size: str = "default",
          threads: int | None = None, budget: Budget | None = None, tuned: bool = True,
-         tuning_cache: Path | None = None, dims: SizeRequest | None = None) -> Plan:
+         tuning_cache: Path | None = None, dims: SizeRequest | None = None,
+         link_roof: bool = False) -> Plan:
     """Check a request (raising UsageError with one line on bad input) before anything runs.
 
     ``tuned``: set tunable variants up with the configuration ``loclab tune`` stored for this
     device and size in ``tuning_cache`` (default: ``loclab.bench.tuning.cache.default_path``;
     a file named that does not exist is an error). ``dims``: run at this size (or these
     sizes) instead of the preset's: every case named in ``cases`` must take these dimensions;
-    the preset ``size`` then only sets the timing budget.
+    the preset ``size`` then only sets the timing budget. ``link_roof``: measure the link
+    between host and device on a GPU (``loclab devices``) even if no case asked needs it.
     """
     choose("size", size, SIZE_PRESETS)
     sizes = requested_sizes(dims)
     if sizes is not None and not cases:
         raise UsageError("--dims needs --case: each case has its own dimensions "
                          "(mmm: m, n, k; transpose: rows, cols)")
-    selected = resolve_cases(cases)
     devices = resolve_devices(device)
+    selected = resolve_cases(cases, devices, link_roof)
     if threads is not None and "cpu" not in devices:
         raise UsageError("--threads sets CPU threads, but --device gpu runs nothing on the CPU")
     if tuned and tuning_cache is not None and not tuning_cache.is_file():
         raise UsageError(f"--tuning-cache {tuning_cache}: no such file")
     machine = detect_machine(with_gpu=device != "cpu")  # "all" records why there is no GPU
     numba_threads = configure_threads(threads) if "cpu" in devices else None
-    asked = set(cases or ())
+    asked = set(expand_families(list(cases)) if cases else case_names())
     work = [(case, dev, one) for case in selected for dev in devices
             for one in case_sizes(case, dev, size, machine, sizes, case.name in asked)]
+    _check_runnable(cases or [], work, devices, machine)
     for case, dev, one in work:
         check_memory(case, dev, one, size if sizes is None else CUSTOM_SIZE)
     return Plan(size=size if sizes is None else CUSTOM_SIZE, devices=devices, machine=machine,
                 numba_threads=numba_threads, budget=budget or BUDGETS[size], work=work,
                 tuning=load_tuning_cache(tuning_cache) if tuned else None)
+
+
+def _check_runnable(names: Sequence[str], work: list[tuple[Case, str, dict[str, int]]],
+                    devices: list[str], machine: Machine) -> None:
+    """Refuse a ``--case`` (or family) none of whose variants runs on the devices at hand."""
+    running = {case.name for case, _, _ in work}
+    for name in names:
+        if not running & set(expand_families([name])):
+            where = " or ".join(d.upper() for d in devices)
+            missing = (f" (no GPU: {machine.gpu_unavailable})"
+                       if machine.gpu is None and machine.gpu_unavailable not in
+                       (None, "not requested") else "")
+            raise UsageError(f"--case {name}: nothing runs on the {where}: its variants need "
+                             f"the other device{missing}")
 
 
 class _Tracker:
@@ -338,6 +380,7 @@ def execute(request: Plan, progress: Progress | None = None,
 
     references = derive_references(rows, request.machine, clock)
     add_comparisons(rows, references)
+    add_ideals(rows, references)
     add_predictions(rows, references, request.machine)
     machine_json = request.machine.to_json()
     machine_json["cpu"]["numba_threads"] = request.numba_threads
@@ -347,7 +390,8 @@ def execute(request: Plan, progress: Progress | None = None,
                                              "limit": case.limit,
                                              "sweep": case.sweep,
                                              "sweep_param": case.sweep_param,
-                                             "sweep_rate": case.sweep_rate}
+                                             "sweep_rate": case.sweep_rate,
+                                             "family": family_of(case.name)}
                                  for case, _, _ in request.work},
                           rows=rows, size=request.size, devices=request.devices)
 
@@ -374,29 +418,24 @@ def _failed_rows(case: Case, dims: dict[str, int], backend: Any, machine: Machin
     rows = []
     for variant in case.variants_on(backend.device):
         tracker.starting(f"{case.name} {variant.name}")
-        rows.append(tracker.finished({**_empty_row(case, variant, dims, backend.clock.name,
-                                                   machine), "error": error}))
+        rows.append(tracker.finished({**empty_row(case, variant, dims, backend.clock.name,
+                                                  machine), "error": error}))
     return rows
 
 
 def _run_on_device(case: Case, dims: dict[str, int], inputs: dict[str, np.ndarray],
                    golden: Golden, backend: Any, machine: Machine, budget: Budget,
                    tracker: _Tracker, tuned: dict[str, Entry]) -> list[Row]:
+    """Every variant of ``case`` on the backend's device, on inputs staged where each reads
+    them (a variant whose staging fails, out of memory, fails alone)."""
+    staging = Staging(backend, inputs)
+    rows = []
+    for variant in case.variants_on(backend.device):
+        tracker.starting(f"{case.name} {variant.name}")
+        rows.append(tracker.finished(measure_variant(
+            case, variant, dims, staging, golden, machine, budget, tuned.get(variant.name))))
     try:
-        staged = {name: backend.stage(array) for name, array in inputs.items()}
-    except Exception as err:  # e.g. out of device memory: every variant here fails alike
-        rows = _failed_rows(case, dims, backend, machine, tracker,
-                            f"staging inputs failed: {describe(err)}")
-    else:
-        rows = []
-        for variant in case.variants_on(backend.device):
-            tracker.starting(f"{case.name} {variant.name}")
-            rows.append(tracker.finished(measure_variant(
-                case, variant, dims, staged, golden, backend, machine, budget,
-                tuned.get(variant.name))))
-        del staged
-    try:
-        backend.release()
+        staging.release()
     except Exception:  # after a sticky CUDA error; every row already says what went wrong
         pass
     return rows

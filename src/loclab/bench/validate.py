@@ -50,6 +50,8 @@ def compare(result: Any, golden: np.ndarray, tolerance: float | np.ndarray) -> C
         return Check(False, None, f"output shape {result.shape}, expected {golden.shape}")
     if result.dtype != golden.dtype:
         return Check(False, None, f"output dtype {result.dtype}, expected {golden.dtype}")
+    if np.ndim(tolerance) == 0 and tolerance == 0 and np.array_equal(result, golden):
+        return Check(True, 0.0)  # exact, at memory speed (a gigabyte copy checks in 0.1 s)
     elementwise = np.ndim(tolerance) > 0
     got = np.ascontiguousarray(result).reshape(-1)
     want = np.ascontiguousarray(golden).reshape(-1)

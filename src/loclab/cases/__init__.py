@@ -1,7 +1,9 @@
 """The case studies, by name. Listing names imports nothing heavy.
 
 Each case is a subpackage whose ``CASE`` is a :class:`loclab.cases.base.Case`.
-``copy`` is the roof: the harness always runs it first.
+``copy`` is the roof: the harness always runs it first. ``host-device`` is the roof of the
+cases rated against the link between host and device: it runs (at its ``roof_dims``) before
+them. A family names several cases a user asks for together (``--case transfers``).
 """
 
 from __future__ import annotations
@@ -26,12 +28,36 @@ CASE_MODULES = {
     "summed-area": "loclab.cases.summed_area",
     "radix-sort": "loclab.cases.radix_sort",
     "spmv": "loclab.cases.spmv",
+    "host-device": "loclab.cases.host_device",
+    "overlap": "loclab.cases.overlap",
+    "gemm-chain": "loclab.cases.gemm_chain",
+    "kernel-chain": "loclab.cases.kernel_chain",
 }
 ROOF_CASE = "copy"
+LINK_ROOF_CASE = "host-device"
+# Locality between host and device: the link's roof, overlapping copies with compute, and
+# data that stays on the device between calls.
+CASE_FAMILIES = {"transfers": ("host-device", "overlap", "gemm-chain", "kernel-chain")}
 
 
 def case_names() -> list[str]:
     return list(CASE_MODULES)
+
+
+def case_choices() -> list[str]:
+    """What ``--case`` accepts: every case, and every family of cases."""
+    return case_names() + list(CASE_FAMILIES)
+
+
+def family_of(name: str) -> str | None:
+    """The family case ``name`` belongs to, or None."""
+    return next((family for family, cases in CASE_FAMILIES.items() if name in cases), None)
+
+
+def expand_families(names: list[str]) -> list[str]:
+    """``names`` with each family replaced by its cases, in order, each case once."""
+    return list(dict.fromkeys(case for name in names
+                              for case in CASE_FAMILIES.get(name, (name,))))
 
 
 def get_case(name: str) -> Case:

@@ -22,8 +22,15 @@ if TYPE_CHECKING:
 Device = Literal["cpu", "gpu"]
 Role = Literal["golden", "naive", "optimized", "library"]
 # What bounds a case's best variant, and so the rate reports show first (loclab.report.metric):
-# the golden bytes against the copy roof, the flops against the fp32 peak, or ``Case.unit``.
-Limit = Literal["memory", "compute", "unit"]
+# the golden bytes against the copy roof, the flops against the fp32 peak, ``Case.unit``, or
+# the link between host and device (bytes that start or end in host memory, against the ideal
+# time of moving them over the measured link while the device computes).
+Limit = Literal["memory", "compute", "unit", "interconnect"]
+# Where a GPU variant's inputs and output live: device memory, or host memory that is
+# page-locked (pinned: the copy engines read it directly, asynchronously) or ordinary
+# (pageable: the driver copies it through a pinned staging buffer of its own).
+Memory = Literal["device", "pinned", "pageable"]
+HOST_MEMORY = ("pinned", "pageable")
 SIZE_PRESETS = ("small", "default", "large")
 DEVICE_CHOICES = ("cpu", "gpu", "all")
 Dims = Mapping[str, int]
@@ -48,6 +55,11 @@ class Work:
     bytes: int
     flops: int
     items: int = 0
+    # For a case whose data starts and ends in host memory: the bytes of its inputs and of
+    # its output, which a GPU variant must move to the device and back where its placement
+    # puts them on the host (``loclab.bench.interconnect``).
+    to_device: int = 0
+    to_host: int = 0
 
 
 @dataclass(frozen=True)
@@ -60,16 +72,60 @@ class UnitRoof:
     what: str
 
 
+# The phases a run made of steps names (any name may be used; these three are what the
+# transfers family's rows show and what the ideal time reads its compute from).
+COPY_IN, COMPUTE, COPY_OUT = "copy in", "compute", "copy out"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One part of a run done in sequence with the others, named by its ``phase`` ("copy in",
+    "compute", "copy out"): a row then shows where its time goes."""
+
+    phase: str
+    run: Callable[[], Any]
+
+
 @dataclass(frozen=True)
 class Bound:
     """A variant ready to run on staged inputs.
 
     ``run()`` executes the variant once and returns its output array (the preallocated,
-    poisoned buffer it wrote, or a fresh array for a library call that allocates).
+    poisoned buffer it wrote, or a fresh array for a library call that allocates). A run made
+    of ``steps`` in sequence (``stepped``) is also timed step by step, each phase apart.
     """
 
     run: Callable[[], Any]
     params: dict[str, Any] = field(default_factory=dict)
+    steps: tuple[Step, ...] = ()
+
+
+def stepped(steps: Sequence[Step], result: Any, params: dict[str, Any] | None = None) -> Bound:
+    """A Bound whose run is ``steps`` in order, returning ``result``."""
+    steps = tuple(steps)
+
+    def run() -> Any:
+        for step in steps:
+            step.run()
+        return result
+
+    return Bound(run, params or {}, steps)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a GPU variant's inputs are staged and its output allocated. Device memory unless
+    the variant's lesson is the link between host and device: then its data starts or ends in
+    host memory, and the bytes crossing the link are counted (``loclab.bench.interconnect``)."""
+
+    inputs: Memory = "device"
+    output: Memory = "device"
+
+
+ON_DEVICE = Placement()
+# Data that starts and ends on the host: as NumPy allocates it, or page-locked.
+PAGEABLE_HOST = Placement(inputs="pageable", output="pageable")
+PINNED_HOST = Placement(inputs="pinned", output="pinned")
 
 
 # setup(staged inputs, preallocated output, machine, **tuned parameters) -> Bound
@@ -117,6 +173,11 @@ class Variant:
     # -> loclab.model.time.Traffic, for the time model; GPU kernels declare their accesses
     # instead (KernelAccesses), so this is for the CPU loops.
     traffic: Callable[..., Any] | None = None
+    # Where a GPU variant's inputs and output live (CPU variants: host memory, always).
+    placement: Placement = ON_DEVICE
+    # The variant its speedup is measured against, where that is not the case's naive one
+    # (host-device: each pinned copy against the pageable copy of its own direction).
+    baseline: str | None = None
 
     def skip_reason(self, dims: Dims, machine: Machine) -> str | None:
         """Why this variant does not run at ``dims`` (the row says so), or None."""
@@ -162,10 +223,16 @@ class Case:
     # scan's ``exclusive``: (0, 1); the kind of input, the percentage of elements kept);
     # every other dimension runs from 1 to MAX_DIMENSION.
     ranges: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    # The one size a roof case runs at when another case needs its roof but it was not asked
+    # for itself (host-device: 256 MiB, where the link's bandwidth has levelled off).
+    roof_dims: Dims | None = None
 
     def dims(self, preset: str, device: Device, machine: Machine) -> list[dict[str, int]]:
-        """Every size the preset names on this device and machine, in run order."""
-        rule = self.sizes[preset][device]
+        """Every size the preset names on this device and machine, in run order (none on a
+        device the case has no variants for)."""
+        rule = self.sizes[preset].get(device)
+        if rule is None:
+            return []
         sizes = rule(machine) if callable(rule) else rule
         return [dict(sizes)] if isinstance(sizes, Mapping) else [dict(s) for s in sizes]
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import functools
+import os
+
+from loclab.errors import LaunchError
 
 
 @functools.cache
@@ -19,3 +22,10 @@ def gpu_unavailable_reason() -> str | None:
     except Exception as err:  # CUDARuntimeError: no driver, no device
         return f"CuPy found no usable CUDA device ({err})"
     return None if count > 0 else "CuPy found no CUDA device"
+
+
+def require_fp32_matmul() -> None:
+    """cupy.matmul calls cuBLAS SGEMM in fp32 unless CUPY_TF32=1 asks for TF32 (10-bit
+    mantissas): refuse that, so that a product row is fp32 against an fp32 golden bound."""
+    if os.environ.get("CUPY_TF32", "0") != "0":
+        raise LaunchError("CUPY_TF32 is set: cuBLAS would use TF32, not fp32; unset it")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 SYSFS_CPU = Path("/sys/devices/system/cpu")
+SYSFS_NODES = Path("/sys/devices/system/node")
 PROC_CPUINFO = Path("/proc/cpuinfo")
 PROC_MEMINFO = Path("/proc/meminfo")
 
@@ -44,6 +45,7 @@ class CpuInfo:
     flops_per_cycle: int | None
     memory_bytes: int | None
     clock_source: str = "/proc/cpuinfo"  # where clock_mhz comes from
+    numa_nodes: int = 1  # NUMA nodes with CPUs this process may run on
 
     @property
     def peak_gflops_fp32(self) -> float | None:
@@ -154,6 +156,29 @@ def read_max_clock_mhz() -> float | None:
         return None
 
 
+def parse_cpu_list(text: str) -> set[int]:
+    """'0-3,8,10-11' (sysfs's CPU and node lists) -> {0, 1, 2, 3, 8, 10, 11}."""
+    found: set[int] = set()
+    for part in text.strip().split(","):
+        if part:
+            first, _, last = part.partition("-")
+            found.update(range(int(first), int(last or first) + 1))
+    return found
+
+
+def count_numa_nodes(cpus: set[int], nodes: Path = SYSFS_NODES) -> int:
+    """NUMA nodes that hold any of ``cpus`` (a node of memory alone places no thread's
+    pages); 1 where sysfs does not say."""
+    count = 0
+    for node in nodes.glob("node[0-9]*"):
+        try:
+            if parse_cpu_list((node / "cpulist").read_text()) & cpus:
+                count += 1
+        except (OSError, ValueError):
+            continue
+    return max(count, 1)
+
+
 def read_meminfo(key: str, meminfo: Path = PROC_MEMINFO) -> int | None:
     """One /proc/meminfo field in bytes (``MemTotal``, ``MemAvailable``), None where unknown."""
     try:
@@ -174,7 +199,9 @@ def detect_cpu() -> CpuInfo:
     isa, per_cycle = next(((name, flops) for flag, name, flops in FLOPS_PER_CYCLE
                            if flag in info["flags"]), (None, None))
     caches, source = detect_caches()
-    logical = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cpus = (os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity")
+            else set(range(os.cpu_count() or 1)))
+    logical = len(cpus)
     physical = info["physical_cores"]
     maximum = read_max_clock_mhz()
     return CpuInfo(
@@ -190,6 +217,7 @@ def detect_cpu() -> CpuInfo:
         isa=isa,
         flops_per_cycle=per_cycle,
         memory_bytes=read_meminfo("MemTotal"),
+        numa_nodes=count_numa_nodes(set(cpus)),
     )
 
 

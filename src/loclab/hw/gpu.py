@@ -5,13 +5,56 @@ No GPU is a normal state: ``detect_gpu`` then returns ``(None, reason)`` and not
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from loclab.gpu import gpu_unavailable_reason
 
 # fp32 lanes (CUDA cores) per SM by compute capability major.minor; later parts default to 128.
 FP32_LANES_PER_SM = {(6, 0): 64, (7, 0): 64, (7, 2): 64, (7, 5): 64, (8, 0): 64}
+SYSFS_PCI = Path("/sys/bus/pci/devices")
+# PCIe generation by transfer rate (GT/s a lane), and the share of the bits that carry data:
+# 8b/10b up to 5 GT/s, 128b/130b from 8 GT/s, FLIT mode (242 of 256 bytes) at 64 GT/s.
+PCIE_GENERATIONS = {2.5: (1, 0.8), 5.0: (2, 0.8), 8.0: (3, 128 / 130), 16.0: (4, 128 / 130),
+                    32.0: (5, 128 / 130), 64.0: (6, 242 / 256)}
+
+
+@dataclass(frozen=True)
+class PcieLink:
+    """The PCIe link between host and GPU, as the bus reports it (a VM may not)."""
+
+    generation: int
+    lanes: int
+    gigatransfers: float
+    encoding: float
+
+    @property
+    def gbps(self) -> float:
+        """Data bandwidth each way, before the protocol's packet overhead: what the link's
+        rate allows in theory (copies reach 80 to 90% of it)."""
+        return self.gigatransfers * self.lanes * self.encoding / 8
+
+    def text(self) -> str:
+        return f"PCIe {self.generation}.0 x{self.lanes}"
+
+
+def read_pcie_link(bus_id: str, devices: Path = SYSFS_PCI) -> PcieLink | None:
+    """The link of the PCI device ``bus_id`` ('0000:01:00.0') from sysfs, None where it is
+    not there or not readable (a virtual machine's bus, an NVLink-C2C part)."""
+    folder = devices / bus_id.lower()
+    try:
+        speed = (folder / "current_link_speed").read_text()
+        lanes = int((folder / "current_link_width").read_text())
+    except (OSError, ValueError):
+        return None
+    match = re.match(r"\s*([\d.]+)\s*GT/s", speed)
+    known = PCIE_GENERATIONS.get(float(match.group(1))) if match else None
+    if not known or lanes <= 0:
+        return None
+    generation, encoding = known
+    return PcieLink(generation, lanes, float(match.group(1)), encoding)
 
 
 @dataclass(frozen=True)
@@ -31,6 +74,7 @@ class GpuInfo:
     memory_clock_mhz: float
     memory_bus_bits: int
     fp32_lanes_per_sm: int
+    pcie: PcieLink | None = None
 
     @property
     def theoretical_gbps(self) -> float:
@@ -44,7 +88,9 @@ class GpuInfo:
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "theoretical_gbps": self.theoretical_gbps,
-                "peak_gflops_fp32": self.peak_gflops_fp32}
+                "peak_gflops_fp32": self.peak_gflops_fp32,
+                "link": self.pcie.text() if self.pcie else None,
+                "link_theoretical_gbps": self.pcie.gbps if self.pcie else None}
 
 
 def detect_gpu(device: int = 0) -> tuple[GpuInfo | None, str | None]:
@@ -74,4 +120,5 @@ def detect_gpu(device: int = 0) -> tuple[GpuInfo | None, str | None]:
         memory_clock_mhz=attrs["MemoryClockRate"] / 1000.0,
         memory_bus_bits=attrs["GlobalMemoryBusWidth"],
         fp32_lanes_per_sm=FP32_LANES_PER_SM.get((major, minor), 128),
+        pcie=read_pcie_link(cupy.cuda.runtime.deviceGetPCIBusId(device)),
     ), None

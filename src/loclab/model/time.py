@@ -1,9 +1,12 @@
 """Time: what a variant should take if it ran at its device's limits, from the bytes the
 models say it moves and the flops its golden algorithm does.
 
-    predicted time = max(traffic / measured copy bandwidth, flops / peak)
+    predicted time = max(traffic / measured copy bandwidth, flops / peak, link)
 
-This is the lectures' memory-bound time model and the roofline's two roofs in one line. The
+This is the lectures' memory-bound time model and the roofline's two roofs in one line; for a
+row whose data starts or ends in host memory, ``link`` is the farthest memory's term: bytes to
+the device over the measured host-to-device bandwidth, or back over device-to-host, whichever
+is longer (the two directions overlap at best). The
 traffic is the models' (sectors per warp request for GPU kernels, cache misses for CPU loops),
 not the golden bytes, so a kernel that moves eight times the bytes it needs is predicted eight
 times slower than a copy of them. The copy bandwidth counts bytes read plus bytes written, as
@@ -18,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-Bound = Literal["memory", "compute"]
+Bound = Literal["memory", "compute", "link"]
 
 
 @dataclass(frozen=True)
@@ -42,15 +45,28 @@ class Prediction:
 
 
 def predict(traffic: Traffic, flops: float, copy_gbps: float | None,
-            peak_gflops: float | None) -> Prediction | None:
-    """The time at the device's two roofs; None where neither roof is known."""
+            peak_gflops: float | None, link_s: float = 0.0) -> Prediction | None:
+    """The time at the device's two roofs and, where the data crosses it, the link's
+    (``link_s``); None where no roof is known."""
     memory = traffic.bytes / (copy_gbps * 1e9) if copy_gbps else None
     compute = flops / (peak_gflops * 1e9) if peak_gflops and flops else 0.0
-    if memory is None and not compute:
+    if memory is None and not compute and not link_s:
         return None
+    if link_s and link_s >= max(memory or 0.0, compute):
+        return Prediction(link_s, "link", traffic, flops)
     if memory is not None and memory >= compute:
         return Prediction(memory, "memory", traffic, flops)
     return Prediction(compute, "compute", traffic, flops)
+
+
+def link_seconds(to_device: float, to_host: float, h2d_gbps: float | None,
+                 d2h_gbps: float | None) -> float:
+    """The link's term: the longer of the two directions at their measured bandwidths (0
+    where a direction with bytes has no measured bandwidth: then nothing is predicted of
+    it)."""
+    inbound = to_device / (h2d_gbps * 1e9) if to_device and h2d_gbps else 0.0
+    outbound = to_host / (d2h_gbps * 1e9) if to_host and d2h_gbps else 0.0
+    return max(inbound, outbound)
 
 
 def sector_traffic(kernels: list[dict[str, Any]], cache_bytes: int) -> Traffic | None:

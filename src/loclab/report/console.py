@@ -16,6 +16,7 @@ from rich.text import Text
 
 from loclab.cases.base import dims_text
 from loclab.report.kernels import disagreements, kernel_note, kernel_table
+from loclab.report.phases import phase_note, phase_table
 from loclab.report.text import (Table, by_case, by_section, case_heading, case_table, failures,
                                  gpu_note, number, reuse_lines, roof_line, skips)
 
@@ -84,9 +85,15 @@ def print_results(document: dict[str, Any], console: Console) -> None:
                                      console.width))
                 for line in disagreements(section):
                     console.print(Text(line, style="yellow"))
+            phases = phase_table(section)
+            if phases:
+                console.print(_table(f"{device.upper()}, {size}: where the time goes (ms)", phases,
+                                     console.width))
     console.print(Text(roof_line(document)))
     if any(row.get("kernels") for row in document["results"]):
         console.print(Text(f"kernels: {kernel_note()}", style="dim"))
+    if any(phase_table([row]) for row in document["results"]):
+        console.print(Text(f"where the time goes: {phase_note()}", style="dim"))
     note = gpu_note(document)
     if note:
         console.print(Text(note, style="yellow"))

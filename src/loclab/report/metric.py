@@ -3,8 +3,10 @@
 A case declares its limit (``Case.limit``, written to ``cases[NAME]["limit"]`` of a results
 document): ``memory`` (rated in GB/s of the golden algorithm's bytes against the copy measured
 on the same device), ``compute`` (GFlop/s against the fp32 peak and the library row) or
-``unit`` (the case's own unit per second, pairs or keys, against that unit's roof). Tables and
-charts show that metric first and leave out the rates that mean nothing for it (GB/s of a
+``unit`` (the case's own unit per second, pairs or keys, against that unit's roof) or
+``interconnect`` (GB/s of the bytes to and from host memory, as a fraction of the ideal time:
+the link's measured roofs and the compute overlapped, ``loclab.bench.interconnect``). Tables
+and charts show that metric first and leave out the rates that mean nothing for it (GB/s of a
 matrix product, % of copy of a hash table build).
 
 A results file written before cases declared a limit still renders: the limit is derived from
@@ -16,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-LIMITS = ("memory", "compute", "unit")
+LIMITS = ("memory", "compute", "unit", "interconnect")
 
 
 @dataclass(frozen=True)
@@ -57,4 +59,6 @@ def case_metric(document: dict[str, Any], case: str) -> Metric:
         limit = "memory"  # a unit declared but no row says which: fall back on bytes
     if limit == "compute":
         return Metric("compute", "gflops", "pct_of_peak", "GFlop/s", "% peak")
+    if limit == "interconnect":
+        return Metric("interconnect", "gbps", "pct_of_ideal", "GB/s", "% ideal")
     return Metric("memory", "gbps", "pct_of_copy", "GB/s", "% copy")

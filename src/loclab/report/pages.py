@@ -8,6 +8,7 @@ from typing import Any
 
 from loclab.outputs import REPORT_MARK
 from loclab.report.kernels import kernel_note, kernel_table
+from loclab.report.phases import phase_note, phase_table
 from loclab.report.text import (Table, by_case, case_heading, case_table, failures,
                                  machine_lines, reuse_lines, roof_line, skips)
 
@@ -30,11 +31,14 @@ def _title(document: dict[str, Any]) -> str:
             f"{', '.join(document['devices'])}, {document['created']}")
 
 
-def _case_sections(document: dict[str, Any]) -> list[tuple[str, str, Table, Table | None]]:
-    """(case, heading, table, kernels) per case: its lesson and rate, its rows in its metric,
-    and the kernels of its GPU rows (None where none ran)."""
+def _case_sections(document: dict[str, Any]
+                   ) -> list[tuple[str, str, Table, Table | None, Table | None]]:
+    """(case, heading, table, kernels, phases) per case: its lesson and rate, its rows in its
+    metric, the kernels of its GPU rows and where its rows' time goes (None where there is
+    nothing to show)."""
     return [(case, case_heading(document, case), case_table(document, case, rows),
-             kernel_table(rows)) for case, rows in by_case(document).items()]
+             kernel_table(rows), phase_table(rows, place=True))
+            for case, rows in by_case(document).items()]
 
 
 def html_table(table: Table) -> str:
@@ -55,7 +59,9 @@ def write_html(document: dict[str, Any], charts: list[tuple[str, str]], path: Pa
     tables = "".join(f"<h2>{esc(case)}</h2><p>{esc(heading)}.</p>{html_table(table)}"
                      + (f"<p>GPU kernels: {esc(kernel_note())}.</p>{html_table(kernels)}"
                         if kernels else "")
-                     for case, heading, table, kernels in _case_sections(document))
+                     + (f"<p>Where the time goes: {esc(phase_note())}.</p>{html_table(phases)}"
+                        if phases else "")
+                     for case, heading, table, kernels, phases in _case_sections(document))
     failed = "".join(f"<li>{esc(line)}</li>" for line in failures(document))
     skipped = "".join(f"<li>{esc(line)}</li>" for line in skips(document))
     reuse = "".join(f"<li>{esc(line)}</li>" for line in reuse_lines(document))
@@ -91,10 +97,12 @@ def write_markdown(document: dict[str, Any], charts: list[tuple[str, str]], path
     lines = [f"# {_title(document)}", ""]
     lines += [f"- **{label}**: {text}" for label, text in machine_lines(document["machine"])]
     lines += ["", roof_line(document) + "."]
-    for case, heading, table, kernels in _case_sections(document):
+    for case, heading, table, kernels, phases in _case_sections(document):
         lines += ["", f"## {case}", "", f"{heading}.", ""] + markdown_table(table)
         if kernels:
             lines += ["", f"GPU kernels: {kernel_note()}.", ""] + markdown_table(kernels)
+        if phases:
+            lines += ["", f"Where the time goes: {phase_note()}.", ""] + markdown_table(phases)
     failed = failures(document)
     if failed:
         lines += ["", "## Failures", ""] + [f"- {line}" for line in failed]

@@ -150,6 +150,9 @@ def case_heading(document: dict[str, Any], case: str) -> str:
              if row["case"] == case and row.get("unit_roof")]
     against = {"memory": "GB/s of the golden bytes against the copy roof",
                "compute": "GFlop/s against the fp32 peak",
+               "interconnect": "GB/s of the bytes to and from host memory, against the ideal "
+                               "time max(bytes in / pinned H2D, bytes out / pinned D2H, "
+                               "compute)",
                "unit": f"{metric.unit} per second"
                        + (f" against the {roofs[0]}" if roofs else "")}[metric.limit]
     return (f"{lesson}; " if lesson else "") + f"rated in {against}"
@@ -166,10 +169,32 @@ def roof_line(document: dict[str, Any]) -> str:
         peak = peak_text(refs, device)
         if peak and device in document.get("devices", []):
             parts.append(f"{device.upper()} fp32 peak {peak}")
+    link = link_text(refs)
+    if link:
+        parts.append(f"GPU link {link}")
     for (case, device), roof in _unit_roofs(document).items():
         parts.append(f"{case} {device.upper()} {roof['what']}: "
                      f"{per_second(roof['per_s'], roof['unit'])}")
     return ("Roofs, measured in this run: " + "; ".join(parts)) if parts else "No roof measured."
+
+
+LINK_PARTS = (("gpu_h2d_gbps", "H2D"), ("gpu_d2h_gbps", "D2H"),
+              ("gpu_bidirectional_gbps", "both ways"))
+PAGEABLE_PARTS = (("gpu_h2d_pageable_gbps", "H2D"), ("gpu_d2h_pageable_gbps", "D2H"))
+
+
+def link_text(refs: dict[str, Any]) -> str | None:
+    """The link's measured bandwidths: 'pinned H2D 55.1, D2H 53.0, both ways 101 GB/s
+    (pageable: H2D 24.8, D2H 19.9)'; None where the run measured none."""
+    pinned = [f"{label} {number(refs[key])}" for key, label in LINK_PARTS if refs.get(key)]
+    pageable = [f"{label} {number(refs[key])}" for key, label in PAGEABLE_PARTS
+                if refs.get(key)]
+    if not pinned and not pageable:
+        return None
+    text = f"pinned {', '.join(pinned)} GB/s" if pinned else ""
+    if pageable:
+        text += f"{' ' if text else ''}(pageable: {', '.join(pageable)} GB/s)"
+    return text
 
 
 def peak_text(refs: dict[str, Any], device: str) -> str | None:
@@ -276,6 +301,8 @@ def machine_lines(machine: dict[str, Any]) -> list[tuple[str, str]]:
         cores += f" ({cpu['physical_cores']} cores)"
     if cpu.get("numba_threads"):
         cores += f", numba threads {cpu['numba_threads']}"
+    if (cpu.get("numa_nodes") or 1) > 1:
+        cores += f", {cpu['numa_nodes']} NUMA nodes"
     lines = [
         ("CPU", f"{cpu['model']}: {cores}"),
         ("caches", f"L1d {binary_size(cpu['l1d_bytes'])}, L2 {binary_size(cpu['l2_bytes'])}, "
@@ -303,4 +330,7 @@ def machine_lines(machine: dict[str, Any]) -> list[tuple[str, str]]:
         ("GPU peaks", f"memory {number(gpu['theoretical_gbps'])} GB/s, fp32 "
                       f"{number(gpu['peak_gflops_fp32'])} GFlop/s (theoretical)"),
     ]
+    if gpu.get("link"):
+        lines.append(("GPU link", f"{gpu['link']}: {number(gpu['link_theoretical_gbps'])} GB/s "
+                                  f"each way (theoretical)"))
     return lines

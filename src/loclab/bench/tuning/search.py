@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from loclab.bench.backend import Staging
 from loclab.bench.measure import Attempt, Golden, attempt
 from loclab.bench.timing import Budget
 from loclab.bench.tuning import STRATEGY_NAMES
@@ -208,17 +209,17 @@ def search(space: Space, measure: Callable[[Config], Attempt],
                   evaluated=evaluate.built)
 
 
-def tune_variant(case: Case, variant: Variant, dims: Dims, staged: dict[str, Any],
-                 golden: Golden, backend: Any, machine: Machine, strategy: str = "local",
+def tune_variant(case: Case, variant: Variant, dims: Dims, staging: Staging,
+                 golden: Golden, machine: Machine, strategy: str = "local",
                  limit: int | None = None, seconds: float | None = None, seed: int = 0,
                  timing: Budget = TUNE_TIMING,
                  on_trial: Callable[[Trial], None] | None = None) -> Search:
-    """Search ``variant``'s space at ``dims`` on staged inputs: each configuration checked
+    """Search ``variant``'s space at ``dims`` on ``staging``'s inputs: each configuration checked
     against the restriction, built, validated against ``golden`` and timed with ``timing``
     exactly as ``loclab run`` would (but a wrong one is not timed)."""
     space = variant.space(machine)
     return search(space,
-                  lambda config: attempt(case, variant, dims, staged, golden, backend, machine,
-                                         timing, config, time_invalid=False),
+                  lambda config: attempt(case, variant, dims, staging, golden, machine, timing,
+                                         config, time_invalid=False),
                   lambda config: space.restriction(config, dims, machine),
                   strategy, limit, seconds, seed, on_trial)

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from loclab.bench.backend import make_backend
+from loclab.bench.backend import Staging, make_backend
 from loclab.bench.measure import Golden, describe, inputs_and_golden
 from loclab.bench.runner import (CUSTOM_SIZE, Progress, SizeRequest, case_sizes,
                                  check_memory, choose, configure_threads, requested_sizes,
@@ -108,7 +108,7 @@ def plan_tuning(case: str, variants: Sequence[str] | None = None, device: str = 
 
 
 def _tune_variant(request: TunePlan, variant: Variant, device: str, dims: dict[str, int],
-                  staged: dict[str, Any], golden: Golden, backend: Any,
+                  staging: Staging, golden: Golden,
                   on_trial: Callable[[Trial], None]) -> dict[str, Any]:
     """Search one variant at one size, store its best; the record ``loclab tune`` prints."""
     case, machine = request.case, request.machine
@@ -125,9 +125,9 @@ def _tune_variant(request: TunePlan, variant: Variant, device: str, dims: dict[s
         record["skipped"] = variant.skip_reason(dims, machine)
         if record["skipped"]:
             return record
-        found = tune_variant(case, variant, dims, staged, golden, backend, machine,
-                             request.strategy, request.limit, request.seconds, request.seed,
-                             request.timing, on_trial)
+        found = tune_variant(case, variant, dims, staging, golden, machine, request.strategy,
+                             request.limit, request.seconds, request.seed, request.timing,
+                             on_trial)
     except Exception as err:  # a bug in the case's rules: this search fails, the rest go on
         record["error"] = describe(err)
         return record
@@ -162,22 +162,18 @@ def execute_tuning(request: TunePlan, progress: Progress | None = None) -> dict[
         except Exception as err:  # a bug in the case: nothing to tune against
             raise LoclabError(f"{request.case.name} at {dims_text(dims)}: inputs or golden "
                               f"output failed: {describe(err)}") from None
-        try:
-            staged = {name: backend.stage(array) for name, array in inputs.items()}
-        except Exception as err:  # e.g. out of device memory
-            raise LoclabError(f"{request.case.name} on the {device}: staging inputs failed: "
-                              f"{describe(err)}") from None
+        staging = Staging(backend, inputs)
         for variant in request.variants:
             if variant.device != device:
                 continue
             label = f"{variant.name} {dims_text(dims)}"
             report(len(records), request.search_count, label)
             records.append(_tune_variant(
-                request, variant, device, dims, staged, golden, backend,
+                request, variant, device, dims, staging, golden,
                 lambda trial, label=label: report(len(records), request.search_count,
                                                   f"{label}: {text(trial.config)}")))
-        del staged, inputs, golden
-        backend.release()
+        del inputs, golden
+        staging.release()
     report(len(records), request.search_count, "done")
     machine = request.machine.to_json()
     machine["cpu"]["numba_threads"] = request.numba_threads

@@ -8,14 +8,13 @@ nvcc check compiles without a GPU.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from loclab.cases.base import Bound, Config, Dims, Space
-from loclab.errors import LaunchError
+from loclab.gpu import require_fp32_matmul
 from loclab.gpu.kernels import KernelAccesses, KernelSource, Launch, blocks, source_for
 from loclab.gpu.limits import (MAX_REGISTERS_PER_THREAD, SHARED_WITHOUT_OPT_IN, refuse,
                                registers_fit, threads_fit)
@@ -275,8 +274,7 @@ def cublas(inputs: dict, out: Any, machine: Machine) -> Bound:
     so that the comparison is fp32 against fp32."""
     import cupy
 
-    if os.environ.get("CUPY_TF32", "0") != "0":
-        raise LaunchError("CUPY_TF32 is set: cuBLAS would use TF32, not fp32; unset it")
+    require_fp32_matmul()
     a, b = inputs["a"], inputs["b"]
 
     def run() -> Any:

@@ -3,7 +3,8 @@ chart is drawn: ``loclab --help`` and a run without ``--report`` never load it).
 
 Each case is charted in its own metric (``loclab.report.metric``; ``bars``): GB/s against the
 copy roof, GFlop/s against the fp32 peak and the library, or its unit per second against that
-unit's roof. A swept case also gets its time against the swept dimension (``sweep``). The
+unit's roof. A swept case also gets its time against the swept dimension (``sweep``), and a
+case whose rows compute in phases a chart of where their time goes (``phases``). The
 roofline (``roofline``) puts every timed row against its device's roofs, each point numbered
 and listed in a key, its numbers placed where they overlap nothing (``placement``). What the
 charts share (pyplot, fonts, colours, plain ticks) is in ``style``.
@@ -15,13 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from loclab.report.charts.bars import case_figure, case_title
+from loclab.report.charts.phases import phases_figure
 from loclab.report.charts.roofline import roofline_figure
 from loclab.report.charts.style import save, tick_text
 from loclab.report.charts.sweep import sweep_figure
 from loclab.report.charts.whiskers import whisker_times
 from loclab.report.metric import case_metric
 
-__all__ = ["case_figure", "case_title", "roofline_figure", "sweep_figure",
+__all__ = ["case_figure", "case_title", "phases_figure", "roofline_figure", "sweep_figure",
            "tick_text", "whisker_times", "write_charts"]
 
 
@@ -43,6 +45,12 @@ def write_charts(document: dict[str, Any], directory: Path) -> list[tuple[str, s
             shown = case_metric(document, case).rate_header if rate else "time"
             charts.append((f"{case}: {shown}" + (f" and {param[1]}" if param else "") +
                            f" against {dimension}", name))
+        figure = phases_figure(document, case)
+        if figure is not None:
+            name = f"{case}-phases.png"
+            save(figure, directory / name)
+            charts.append((f"{case}: where the time goes (copies, compute) against the ideal "
+                           "and no-overlap times", name))
     save(roofline_figure(document), directory / "roofline.png")
     charts.append(("Roofline: every timed row against its device's roofs (numbers: the key "
                    "below each device)", "roofline.png"))

@@ -26,7 +26,8 @@ ROLE_COLOURS = {"naive": "#d62728", "optimized": "#1f77b4", "library": "#7f7f7f"
 
 def axis_label(metric: Metric) -> str:
     """The bar axis's label: the metric's unit, and the work it counts."""
-    work = {"memory": "bytes", "compute": "flops"}.get(metric.limit, metric.unit)
+    work = {"memory": "bytes", "compute": "flops",
+            "interconnect": "bytes to and from host memory"}.get(metric.limit, metric.unit)
     return f"{metric.rate_header}: the golden algorithm's {work} / median time"
 
 

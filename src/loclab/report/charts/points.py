@@ -1,6 +1,7 @@
 """Which timed rows go where on the roofline, and by what number the key lists them: rows
 that do arithmetic at their flop/byte, rows that only move data (0 flop/byte, off any log
-axis) in a strip of their own beside it."""
+axis) in a strip of their own beside it; rows whose data crosses the link between host and
+device are left out (the device's roofs do not bound them)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ def roofline_points(document: dict[str, Any]) -> dict[str, tuple[list[Point], li
     count = 0
     for device in ("cpu", "gpu"):
         rows = [row for row in document["results"] if row["device"] == device
-                and row.get("median_s") and (row.get("gflops") or row.get("gbps"))]
+                and row.get("median_s") and (row.get("gflops") or row.get("gbps"))
+                and not _crosses_link(row)]
         if not rows:
             continue
         moving = Counter(row["case"] for row in rows if not _computes(row))
@@ -46,6 +48,12 @@ def roofline_points(document: dict[str, Any]) -> dict[str, tuple[list[Point], li
             strip.append(Point(count, row, place, row["gbps"]))
         found[device] = (strip, roofline)
     return found
+
+
+def _crosses_link(row: Row) -> bool:
+    """A row whose data starts or ends in host memory: the device's roofs do not bound it
+    (its own table rates it against the link's)."""
+    return bool(row.get("to_device_bytes") or row.get("to_host_bytes"))
 
 
 def _computes(row: Row) -> bool:

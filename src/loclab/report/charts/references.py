@@ -9,7 +9,7 @@ from typing import Any
 
 from loclab.report.charts.style import FONT, LABEL_BOX, Row
 from loclab.report.metric import Metric
-from loclab.report.text import number, peak_text, per_second
+from loclab.report.text import LINK_PARTS, number, peak_text, per_second
 
 REFERENCE_STYLES = {"roof": ("black", "--"), "library": ("#555555", ":")}
 
@@ -28,9 +28,14 @@ class Reference:
 def case_references(document: dict[str, Any], metric: Metric, device: str,
                     rows: list[Row]) -> list[Reference]:
     """The lines a panel of ``rows`` (one device and size) is drawn against: the copy roof of
-    a memory-bound case; the fp32 peak and the library rows of a compute-bound one; the unit's
+    a memory-bound case; the fp32 peak and the library rows of a compute-bound one; the link's
+    pinned roofs (to the device, back, both ways) of a case rated against the link; the unit's
     roof of a case rated in its own unit, where one is known."""
     refs = document["references"]
+    if metric.limit == "interconnect":
+        return [Reference(refs[key], f"pinned {label} {number(refs[key])} GB/s", "roof",
+                          f"the link's pinned {label} roof")
+                for key, label in LINK_PARTS if refs.get(key)]
     if metric.limit == "memory":
         copy = refs.get(f"{device}_copy_gbps")
         return ([Reference(copy, f"copy roof {number(copy)} GB/s", "roof", "the copy roof")]

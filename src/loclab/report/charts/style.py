@@ -64,6 +64,14 @@ def si_tick_text(value: float) -> str:
     return tick_text(value)
 
 
+def binary_tick_text(value: float) -> str:
+    """A tick of a size in bytes with a binary prefix: '4 KiB', '256 MiB', '1 GiB'."""
+    for prefix, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(value) >= scale:
+            return f"{tick_text(value / scale)} {prefix}"
+    return f"{tick_text(value)} B"
+
+
 def format_axis(axis: Any, text: Callable[[float], str] = tick_text,
                 at: Sequence[float] | None = None) -> None:
     """Plain tick labels on ``axis`` (an XAxis or YAxis whose scale and limits are set): at the

@@ -1,7 +1,9 @@
 """A swept case's median time against the swept dimension, a column per device, log-log:
-where each variant's locality gives out; or, where the sweep is of the problem's size (scan's
-n), the case's rate (GB/s), level where bandwidth bounds it. A case may add a panel below of
-what each variant pays for a size in theory (partitioning: hash computations per key)."""
+where each variant's locality gives out (with, for data that crosses the link between host and
+device, the ideal and no-overlap times between which a pipeline lies); or, where the sweep is
+of the problem's size (scan's n), the case's rate (GB/s), level where bandwidth bounds it. A
+case may add a panel below of what each variant pays for a size in theory (partitioning: hash
+computations per key)."""
 
 from __future__ import annotations
 
@@ -9,11 +11,14 @@ from typing import Any
 
 from loclab.report.charts.references import REFERENCE_STYLES, case_references
 from loclab.report.charts.style import (CASE_COLOURS, CASE_MARKERS, COLUMN_INCHES, DPI, FONT,
-                                        INVALID, SKIPPED, Figure, Row, format_axis, pyplot,
-                                        si_tick_text, tick_text)
+                                        INVALID, SKIPPED, Figure, Row, binary_tick_text,
+                                        format_axis, pyplot, si_tick_text, tick_text)
 from loclab.report.charts.titles import column_title
 from loclab.report.charts.whiskers import whisker_meaning, whisker_times
 from loclab.report.metric import Metric, case_metric
+
+
+BYTES = "bytes"  # a swept dimension that is a size in bytes (host-device)
 
 
 def _lines(rows: list[Row], dimension: str) -> list[list[Row]]:
@@ -61,6 +66,19 @@ def _time_panel(ax: Any, lines: list[list[Row]], dimension: str, colours: list[s
                   fontsize=FONT + 1)
 
 
+def _bound_lines(ax: Any, rows: list[Row], dimension: str) -> None:
+    """Where rows cross the link between host and device: at each size, the ideal time (the
+    copies and the compute overlapped) and the time with no overlap (their sum), the two
+    bounds a pipeline's time lies between."""
+    for key, label, style in (("ideal_s", "ideal: max(in, out, compute)", "--"),
+                              ("no_overlap_s", "no overlap: in + out + compute", ":")):
+        points = sorted({row["size"][dimension]: row[key] for row in rows
+                         if row.get(key)}.items())
+        if points:
+            ax.plot([x for x, _ in points], [y * 1e3 for _, y in points], style,
+                    color="black", linewidth=1.1, label=label)
+
+
 def _param_panel(ax: Any, lines: list[list[Row]], dimension: str, key: str, label: str,
                  colours: list[str]) -> None:
     """What each variant pays in theory for a size (``params[key]``) against ``dimension``."""
@@ -93,8 +111,11 @@ def _sweep_axes(ax: Any, dimension: str, values: list[int]) -> None:
                 transform=ax.transAxes, fontsize=FONT, color=SKIPPED)
     ax.autoscale_view()
     ax.set_xlim(min(values) / 1.25, max(values) * 1.25)
-    # Sizes in the millions (histogram bins) are too long to stand side by side in full.
-    format_axis(ax.xaxis, si_tick_text if max(values) >= 1e6 else tick_text, at=values)
+    # Sizes in the millions (histogram bins) are too long to stand side by side in full;
+    # sizes in bytes read best in binary units.
+    text = (binary_tick_text if dimension == BYTES else
+            si_tick_text if max(values) >= 1e6 else tick_text)
+    format_axis(ax.xaxis, text, at=values)
     format_axis(ax.yaxis)
     if ax.get_subplotspec().is_last_row():
         ax.set_xlabel(f"{dimension} (log scale)", fontsize=FONT + 1)
@@ -123,6 +144,8 @@ def sweep_figure(document: dict[str, Any], case: str, dimension: str,
         colours = [CASE_COLOURS[index % len(CASE_COLOURS)] for index in range(len(lines))]
         values = sorted({row["size"][dimension] for row in mine})
         _time_panel(axes[0][column], lines, dimension, colours, metric)
+        if not metric:
+            _bound_lines(axes[0][column], mine, dimension)
         roof = next((ref for ref in case_references(document, metric, device, mine)
                      if ref.kind == "roof"), None) if metric else None
         if roof:
