@@ -20,23 +20,19 @@ HOST_TO_DEVICE, DEVICE_TO_HOST = 1, 2
 
 
 def _copy(destination: int, source: int, nbytes: int, kind: int, stream: Any | None) -> None:
-    """cudaMemcpyAsync on ``stream`` (a DMA where the host side is pinned), else cudaMemcpy
-    (on the legacy default stream, which waits for the others and which they wait for)."""
+    """cudaMemcpyAsync on ``stream``, or on CuPy's current one (a DMA where the host side is
+    pinned; staged through the driver, the host waiting, where it is pageable)."""
     import cupy
 
-    if nbytes == 0:
-        return
-    if stream is None:
-        cupy.cuda.runtime.memcpy(destination, source, nbytes, kind)
-    else:
+    if nbytes:
+        stream = stream or cupy.cuda.get_current_stream()
         cupy.cuda.runtime.memcpyAsync(destination, source, nbytes, kind, stream.ptr)
 
 
 def to_device(destination: Any, source: np.ndarray, start: int = 0, stop: int | None = None,
               stream: Any | None = None, at: int = 0) -> None:
     """Elements ``start:stop`` of the flat host array ``source`` into the device array
-    ``destination`` from its element ``at``: on ``stream`` (asynchronous where ``source`` is
-    pinned), or synchronously without one."""
+    ``destination`` from its element ``at``, on ``stream`` (default: the current one)."""
     stop = source.size if stop is None else stop
     size = source.itemsize
     _copy(destination.data.ptr + at * size, source.ctypes.data + start * size,

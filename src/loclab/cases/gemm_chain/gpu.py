@@ -18,18 +18,12 @@ from loclab.gpu import require_fp32_matmul, transfers
 from loclab.hw import Machine
 
 
-def _current() -> Any:
-    import cupy
-
-    return cupy.cuda.get_current_stream()
-
-
 def _to_device(host: np.ndarray) -> Any:
     """A new device matrix holding ``host`` (a device-centric call's upload)."""
     import cupy
 
     matrix = cupy.empty(host.shape, host.dtype)
-    transfers.to_device(matrix, host, stream=_current())
+    transfers.to_device(matrix, host)
     return matrix
 
 
@@ -37,7 +31,7 @@ def _to_host(matrix: Any, host: np.ndarray | None = None) -> np.ndarray:
     """``matrix`` copied into ``host``, or into a new host matrix (a device-centric call's
     result: its pages are faulted in as the copy writes them)."""
     host = np.empty(matrix.shape, matrix.dtype) if host is None else host
-    transfers.to_host(host, matrix, stream=_current())
+    transfers.to_host(host, matrix)
     return host
 
 

@@ -35,12 +35,6 @@ def _kernels(source: Any, target: Any, first: int, last: int) -> Launch:
                         np.int32(last)), result=target)
 
 
-def _current() -> Any:
-    import cupy
-
-    return cupy.cuda.get_current_stream()
-
-
 def _buffers(x: np.ndarray) -> tuple[Any, Any]:
     import cupy
 
@@ -59,11 +53,11 @@ def device_centric(inputs: dict, out: np.ndarray, machine: Machine) -> Bound:
     held: list[np.ndarray] = []  # the last call's result, on the host
 
     def copy_in(first: bool) -> None:
-        transfers.to_device(source, x if first else held.pop(), stream=_current())
+        transfers.to_device(source, x if first else held.pop())
 
     def copy_out(last: bool) -> None:
         result = out if last else np.empty_like(out)
-        transfers.to_host(result, target, stream=_current())
+        transfers.to_host(result, target)
         if not last:
             held.append(result)
 
@@ -82,11 +76,9 @@ def data_flow(inputs: dict, out: np.ndarray, machine: Machine) -> Bound:
     buffers = _buffers(x)
     launches = [_kernels(buffers[(kernel - 1) % 2], buffers[kernel % 2], kernel, kernel)
                 for kernel in range(1, count + 1)]
-    return stepped([Step(COPY_IN, lambda: transfers.to_device(buffers[0], x,
-                                                                stream=_current())),
+    return stepped([Step(COPY_IN, lambda: transfers.to_device(buffers[0], x)),
                     *(Step(COMPUTE, launch) for launch in launches),
-                    Step(COPY_OUT, lambda: transfers.to_host(out, buffers[count % 2],
-                                                               stream=_current()))],
+                    Step(COPY_OUT, lambda: transfers.to_host(out, buffers[count % 2]))],
                    out, {"kernels": count, "round_trips": 1})
 
 
@@ -94,9 +86,7 @@ def fused(inputs: dict, out: np.ndarray, machine: Machine) -> Bound:
     """x in once, one launch of all k kernels, the result out once."""
     x, count = inputs["x"], _count(inputs)
     source, target = _buffers(x)
-    return stepped([Step(COPY_IN, lambda: transfers.to_device(source, x,
-                                                                stream=_current())),
+    return stepped([Step(COPY_IN, lambda: transfers.to_device(source, x)),
                     Step(COMPUTE, _kernels(source, target, 1, count)),
-                    Step(COPY_OUT, lambda: transfers.to_host(out, target,
-                                                               stream=_current()))],
+                    Step(COPY_OUT, lambda: transfers.to_host(out, target))],
                    out, {"kernels": count, "round_trips": 1, "launches": 1})

@@ -86,7 +86,6 @@ TEST_DIMS = tuple({"n": n, "rounds": r} for n, r in (
     (1, 1), (1000, 2), (65537, 7), (1_000_003, 1), (1_000_003, 64)))
 
 
-
 def numa_skip(dims: dict[str, int], machine: Machine) -> str | None:
     """First touch places pages only where there is more than one place."""
     if machine.cpu.numa_nodes < 2:

@@ -46,12 +46,6 @@ def _kernel(source: Any, target: Any, count: int, rounds: int) -> Launch:
                         np.float32(SHIFT), np.int32(rounds)), result=target)
 
 
-def _current() -> Any:
-    import cupy
-
-    return cupy.cuda.get_current_stream()
-
-
 def serial(inputs: dict, out: np.ndarray, machine: Machine) -> Bound:
     """The whole of x to the device, the kernel, the whole result back: on one stream, so
     nothing overlaps. Its phases (copy in, compute, copy out) are the three terms of the
@@ -61,11 +55,9 @@ def serial(inputs: dict, out: np.ndarray, machine: Machine) -> Bound:
     x = inputs["x"]
     on_device, result = cupy.empty(x.size, np.float32), cupy.empty(x.size, np.float32)
     kernel = _kernel(on_device, result, x.size, int(inputs["rounds"][0]))
-    return stepped([Step(COPY_IN, lambda: transfers.to_device(on_device, x,
-                                                                stream=_current())),
+    return stepped([Step(COPY_IN, lambda: transfers.to_device(on_device, x)),
                     Step(COMPUTE, kernel),
-                    Step(COPY_OUT, lambda: transfers.to_host(out, result,
-                                                               stream=_current()))],
+                    Step(COPY_OUT, lambda: transfers.to_host(out, result))],
                    out)
 
 
