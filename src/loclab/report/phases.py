@@ -41,5 +41,6 @@ def phase_table(rows: list[Row], place: bool = False) -> Table | None:
 
 def phase_note() -> str:
     return ("milliseconds; each phase timed on its own (the median of a few runs); ideal = "
-            "max(bytes in / pinned H2D, bytes out / pinned D2H, the fastest compute phase at "
-            "this size), no overlap = their sum")
+            "max(bytes in / pinned H2D, bytes out / pinned D2H, bytes in and out / the link "
+            "both ways at once, the fastest compute phase at this size), no overlap = in + out "
+            "+ compute")

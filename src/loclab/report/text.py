@@ -151,8 +151,8 @@ def case_heading(document: dict[str, Any], case: str) -> str:
     against = {"memory": "GB/s of the golden bytes against the copy roof",
                "compute": "GFlop/s against the fp32 peak",
                "interconnect": "GB/s of the bytes to and from host memory, against the ideal "
-                               "time max(bytes in / pinned H2D, bytes out / pinned D2H, "
-                               "compute)",
+                               "time: the copies at the link's measured bandwidths overlapped "
+                               "with the compute",
                "unit": f"{metric.unit} per second"
                        + (f" against the {roofs[0]}" if roofs else "")}[metric.limit]
     return (f"{lesson}; " if lesson else "") + f"rated in {against}"

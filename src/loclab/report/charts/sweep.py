@@ -70,7 +70,7 @@ def _bound_lines(ax: Any, rows: list[Row], dimension: str) -> None:
     """Where rows cross the link between host and device: at each size, the ideal time (the
     copies and the compute overlapped) and the time with no overlap (their sum), the two
     bounds a pipeline's time lies between."""
-    for key, label, style in (("ideal_s", "ideal: max(in, out, compute)", "--"),
+    for key, label, style in (("ideal_s", "ideal: copies and compute overlapped", "--"),
                               ("no_overlap_s", "no overlap: in + out + compute", ":")):
         points = sorted({row["size"][dimension]: row[key] for row in rows
                          if row.get(key)}.items())
