@@ -46,3 +46,18 @@ def test_blocked_tiles_follow_the_caches(machine):
     assert inner == square_tile(machine.cpu.l1d_bytes, 4)
     assert outer >= inner and outer % inner == 0
 
+
+
+def test_every_lazy_setup_space_and_skip_names_a_function_that_exists():
+    """A GPU variant's setup is only called on a GPU: its name is checked here, on any
+    machine (the modules import without CuPy)."""
+    import importlib
+
+    for name in case_names():
+        for variant in get_case(name).variants:
+            for rule in (variant.setup, variant.space, variant.skip, variant.traffic):
+                target = getattr(rule, "target", None)
+                if target:
+                    module, function = target
+                    assert callable(getattr(importlib.import_module(module), function, None)), (
+                        name, variant.name, target)

@@ -299,6 +299,7 @@ def lazy(module: str, name: str) -> Callable[..., Any]:
         return getattr(importlib.import_module(module), name)(*args, **kwargs)
 
     call.__qualname__ = f"lazy({module}.{name})"
+    call.target = (module, name)  # type: ignore[attr-defined]
     return call
 
 

@@ -130,7 +130,7 @@ CASE = Case(
         Variant("streams-k", "gpu", "optimized",
                 "chunks round-robin on k streams from pinned memory: a chunk's copy in, "
                 "another's kernel and another's copy out at once (k and the chunk tunable)",
-                lazy(GPU, "streams"), placement=PINNED_HOST, space=lazy(GPU, "space"),
+                lazy(GPU, "in_streams"), placement=PINNED_HOST, space=lazy(GPU, "space"),
                 baseline="serial"),
     ),
 )

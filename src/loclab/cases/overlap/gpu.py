@@ -61,8 +61,9 @@ def serial(inputs: dict, out: np.ndarray, machine: Machine) -> Bound:
                    out)
 
 
-def streams(inputs: dict, out: np.ndarray, machine: Machine, streams: int = DEFAULT["streams"],
-            chunk_kib: int = DEFAULT["chunk_kib"]) -> Bound:
+def in_streams(inputs: dict, out: np.ndarray, machine: Machine,
+               streams: int = DEFAULT["streams"], chunk_kib: int = DEFAULT["chunk_kib"]
+               ) -> Bound:
     """Chunk i goes to stream i mod k: its copy in, kernel and copy out queue there in order,
     into the stream's own pair of device buffers (a chunk waits only for the chunk k before
     it, which used them last). The copy engines and the SMs work on different streams' chunks
@@ -74,9 +75,8 @@ def streams(inputs: dict, out: np.ndarray, machine: Machine, streams: int = DEFA
     size = max(chunk_kib * KIB // x.itemsize, 1)
     pieces = transfers.chunks(x.size, size)
     queues = transfers.streams(min(streams, len(pieces)))
-    slots = [(cupy.empty(min(size, x.size), np.float32), cupy.empty(min(size, x.size),
-                                                                   np.float32))
-             for _ in queues]
+    width = min(size, x.size)
+    slots = [(cupy.empty(width, np.float32), cupy.empty(width, np.float32)) for _ in queues]
     plan = [(queues[i % len(queues)], *slots[i % len(queues)], start, stop,
              _kernel(*slots[i % len(queues)], stop - start, rounds))
             for i, (start, stop) in enumerate(pieces)]
