@@ -133,6 +133,19 @@ def test_a_reduction_is_parallel_and_emitted_for_numba() -> None:
 
 
 # -- code -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("loop, recipe", [
+    ("range(M - 1, -1, -1)", "parallel(i@2)"), ("range(M - 1, 0, -3)", "parallel(i@2)"),
+    ("range(M - 1, 0, -3)", "stripmine(i@2, 2); parallel(i@2)")])
+def test_a_parallel_loop_counting_down_runs_each_value_once_under_numba(loop, recipe) -> None:
+    """prange steps by one: a loop the user wrote counting down is run as a counter over
+    its values (``loclab optimize``'s generated nests found the count taken upwards: two
+    iterations too many, past the array)."""
+    source = f"def f(A, M):\n    for i in {loop}:\n        A[i] = A[i] + 1.0\n"
+    result = transform(source, recipe, emit="numba")
+    for size in (1, 2, 7, 10):
+        assert result.verify(M=size).ok, (size, result.source)
+
+
 def test_tiling_emits_the_slides_blocked_loops() -> None:
     result = transform(TRANSPOSE, "tile(i=32, j=32); parallel(ii)")
     assert body(result) == """def transpose(A, B, N, M):

@@ -20,6 +20,7 @@ from loclab.cases.base import DEVICE_CHOICES, SIZE_PRESETS
 from loclab.cli_args import c_options, dims, param, positive_float, positive_int
 from loclab.cli_model import add_model_commands
 from loclab.errors import LoclabError, UsageError
+from loclab.optimize import TARGETS as OPTIMIZE_TARGETS
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -151,6 +152,35 @@ def build_parser() -> argparse.ArgumentParser:
                            help="print the steps, the code and the verification as JSON")
     c_options(transform)
     transform.set_defaults(handler=_transform)
+
+    optimize = commands.add_parser(
+        "optimize", help="from a golden loop nest to verified, tuned parallel code",
+        description="Analyse a Python function's loop nests, decide a recipe (remedies, a "
+        "loop order with unit-stride innermost accesses, tiles from the cache model, the "
+        "parallel loop), apply it with legality checks, tune the tiles by measurement, "
+        "verify the result against the original and time both; every decision is "
+        "explained. The explanation goes to stderr, the code to stdout (or -o).")
+    optimize.add_argument("path", metavar="FILE::FUNCTION",
+                          help="a .py file; ::NAME picks the function (needed when the file "
+                               "holds several)")
+    optimize.add_argument("--target", choices=OPTIMIZE_TARGETS, default="cpu",
+                          help="what to optimize for (cpu: Numba prange)")
+    optimize.add_argument("--param", action="append", default=[], type=param,
+                          metavar="NAME=VALUE", help="a size to tune and time at, repeatable "
+                          "(default: sizes that run the original about 2^24 statements)")
+    optimize.add_argument("--no-tune", dest="tune", action="store_false",
+                          help="keep the first legal recipe and the cache model's tiles: "
+                               "measure only the result")
+    optimize.add_argument("--threads", type=positive_int, help="CPU threads (default: all)")
+    optimize.add_argument("--tuning-cache", type=Path, metavar="FILE",
+                          help="where tuned tiles are kept (default: $LOCLAB_TUNING_CACHE or "
+                               "~/.cache/loclab/tuning.json)")
+    optimize.add_argument("-o", "--output", type=Path, metavar="FILE",
+                          help="write the code to FILE (a new file, or one loclab wrote)")
+    optimize.add_argument("--json", action="store_true",
+                          help="print the decisions, the code, the verification and the "
+                               "timing as JSON")
+    optimize.set_defaults(handler=_optimize)
 
     compare = commands.add_parser(
         "compare", help="compare two results files, row by row",
@@ -375,6 +405,36 @@ def _transform(args: argparse.Namespace) -> int:
         else:
             print(f"loclab transform: wrote {args.output}", file=sys.stderr)
     return 0 if verification is None or verification.ok else 1
+
+
+def _optimize(args: argparse.Namespace) -> int:
+    from loclab.optimize import optimize_file
+    from loclab.optimize.explain import explain
+    from loclab.transform.output import check_output, write_output
+
+    path, _, function = args.path.partition("::")
+    if args.output is not None:
+        check_output(args.output, Path(path))
+    if args.tuning_cache is not None:
+        from loclab.bench.tuning.cache import check_is_cache
+
+        check_is_cache(args.tuning_cache)
+    result = optimize_file(path, function or None, target=args.target,
+                           params=dict(args.param), tune=args.tune, threads=args.threads,
+                           tuning_cache=args.tuning_cache,
+                           progress=lambda message: print(f"loclab optimize: {message}",
+                                                          file=sys.stderr, flush=True))
+    if args.output is not None:
+        write_output(args.output, result.source)
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2))
+        return 0
+    print(explain(result), file=sys.stderr)
+    if args.output is None:
+        print(result.source, end="")
+    else:
+        print(f"loclab optimize: wrote {args.output}", file=sys.stderr)
+    return 0
 
 
 def _compare(args: argparse.Namespace) -> int:

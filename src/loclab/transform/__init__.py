@@ -99,10 +99,12 @@ class Origin:
 
 def transform(func_or_source: Callable[..., Any] | str, recipe: str,
               function: str | None = None, *, emit: str | None = None,
-              filename: str | None = None, language: str = "python") -> Transformed:
-    """Apply a recipe to a live Python function or to the source text of one."""
+              filename: str | None = None, language: str = "python",
+              empty: bool = False) -> Transformed:
+    """Apply a recipe to a live Python function or to the source text of one; ``empty``
+    accepts a recipe of no steps (the function as written, emitted as ``emit``)."""
     origin = _origin(func_or_source, function, filename, language)
-    return _run(origin, recipe, emit, language)
+    return _run(origin, recipe, emit, language, empty)
 
 
 def transform_file(path: str | Path, function: str | None, recipe: str, *,
@@ -160,7 +162,8 @@ def _only_function(source: str, filename: str, language: str) -> str:
     return names[0]
 
 
-def _run(origin: Origin, recipe: str, emit: str | None, language: str) -> Transformed:
+def _run(origin: Origin, recipe: str, emit: str | None, language: str,
+         empty: bool = False) -> Transformed:
     from loclab.deps.remedies import Remedies
     from loclab.transform.emit import emit_code
     from loclab.transform.legality import Dependences
@@ -172,7 +175,7 @@ def _run(origin: Origin, recipe: str, emit: str | None, language: str) -> Transf
     if emit not in EMITTERS[language]:
         choices = " or ".join(EMITTERS[language])
         raise UsageError(f"--emit {emit}: a {language} function is emitted as {choices}")
-    steps = parse_recipe(recipe)
+    steps = parse_recipe(recipe) if recipe.strip() or not empty else []
     known = registry()
     for step in steps:
         if step.name not in known:
@@ -192,7 +195,8 @@ def _run(origin: Origin, recipe: str, emit: str | None, language: str) -> Transf
         program = applied.program
         results.append(StepResult(str(step), True, applied.reason))
     recipe_text = "; ".join(r.step for r in results)
-    source = header(emit, f"{Path(origin.filename).name}::{origin.function}", recipe_text) \
+    source = header(emit, f"{Path(origin.filename).name}::{origin.function}",
+                    recipe_text or "no step (as written)") \
         + "\n" + emit_code(program, emit)
     return Transformed(program.nest.name, language, emit, source, results, program, origin,
                        list(program.notes))

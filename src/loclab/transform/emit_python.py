@@ -276,12 +276,14 @@ class _Atomic(ast.NodeTransformer):
 
 
 def _tiles(item: For) -> str:
-    """How many values a loop from start to stop by step takes."""
-    span = item.stop - item.start if isinstance(item.stop, Poly) and isinstance(
-        item.start, Poly) else None
+    """How many values a loop from start to stop by step takes (a loop counting down, as
+    the user wrote it, from start down to stop: the span and the step turned around)."""
+    high, low = (item.stop, item.start) if item.step > 0 else (item.start, item.stop)
+    step = abs(item.step)
+    span = high - low if isinstance(high, Poly) and isinstance(low, Poly) else None
     if span is None:
-        return f"({value(item.stop)} - ({value(item.start)}) + {item.step - 1}) // {item.step}"
-    return poly((span + Poly.const(item.step - 1)).floordiv(item.step))
+        return f"({value(high)} - ({value(low)}) + {step - 1}) // {step}"
+    return poly((span + Poly.const(step - 1)).floordiv(step))
 
 
 class _Unsigned(ast.NodeTransformer):

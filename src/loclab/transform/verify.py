@@ -113,9 +113,15 @@ def verify(result: "Transformed", sizes: dict[str, int]) -> Verification:
         return verify_c(result, sizes)
     program = result.program
     chosen = choose_sizes(program, sizes)
-    inputs = make_inputs(program, chosen)
-    original = compile_original(result)
-    transformed = compile_transformed(result)
+    return compare_runs(compile_original(result), compile_transformed(result), program,
+                        make_inputs(program, chosen), chosen)
+
+
+def compare_runs(original: Callable[..., Any], transformed: Callable[..., Any], program: Any,
+                 inputs: dict[str, Any], sizes: dict[str, int]) -> Verification:
+    """Run both functions on their own copies of ``inputs`` and compare every array argument
+    and the return value (a reordered reduction within its tolerance)."""
+    chosen = dict(sizes)
     expected_args = _copies(inputs)
     actual_args = _copies(inputs)
     expected = _call(original, program, expected_args, "the original")
@@ -129,12 +135,16 @@ def verify(result: "Transformed", sizes: dict[str, int]) -> Verification:
     return Verification(chosen, tuple(compared))
 
 
+def argument_names(program: Any) -> list[str]:
+    """The function's parameters, in order (how its inputs, a dict by name, are passed)."""
+    return [a.arg for a in program.syntax.function.args.args]
+
+
 def _call(function: Callable[..., Any], program: Any, args: dict[str, Any],
           who: str) -> Any:
-    names = [a.arg for a in program.syntax.function.args.args]
     try:
         with printing_to_stderr():
-            return function(*[args[n] for n in names])
+            return function(*[args[n] for n in argument_names(program)])
     except Exception as err:
         raise VerificationError(f"{who} failed at these sizes: {type(err).__name__}: "
                                 f"{err}") from None
@@ -208,12 +218,12 @@ def choose_sizes(program: Any, given: dict[str, int],
         candidate = dict(given)
         for k, name in enumerate(free):
             candidate[name] = DEFAULT_SIZES[min(start + k, len(DEFAULT_SIZES) - 1)]
-        if not free or (_instances(program, candidate) <= MAX_INSTANCES and fits(candidate)):
+        if not free or (instances(program, candidate) <= MAX_INSTANCES and fits(candidate)):
             return {p: candidate[p] for p in parameters}
     return {p: candidate[p] for p in parameters}
 
 
-def _instances(program: Any, sizes: dict[str, int]) -> int:
+def instances(program: Any, sizes: dict[str, int]) -> int:
     """How many statement instances a run has at most: per statement, the volume of the box
     around its iteration domain (counting the points one by one is slower than the run)."""
     import islpy as isl

@@ -1,0 +1,267 @@
+"""``loclab optimize``: from a golden sequential loop nest to verified, tuned parallel code, on
+its own, each decision explained the way the lectures make it.
+
+``optimize_file("examples/recipes.py", "transpose")`` analyses the function's dependences
+(``loclab.deps``), plans every top-level nest (``planner``: remedies, a loop order with
+unit-stride innermost accesses, tiles from the cache model, the parallel loop), keeps the
+first plan of each nest the transformer proves legal (``build``), tunes the tiles by
+measurement (``search``: ``loclab tune``'s search and cache), verifies the result against the
+original run as plain Python at sizes that cover a whole tile and more (``loclab transform
+--verify``), checks it again at the tuning size against the original compiled with Numba,
+and times both there (``measure``). Code that fails either check is a bug in loclab: it is
+reported as one (VerificationError, exit 1), never returned.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from loclab.errors import UsageError
+
+TARGETS = ("cpu",)
+VERIFY_MARGIN = 5  # verification sizes: the largest tile and a partial tile more
+
+
+@dataclass(frozen=True)
+class NestResult:
+    """What was decided for one top-level nest."""
+
+    line: int
+    loops: tuple[str, ...]
+    level: str  # tiled, reordered, as written, sequential
+    steps: tuple[tuple[str, str], ...]  # (step, reason), in recipe order
+    sequential: tuple[str, ...]
+    refused: tuple[tuple[str, str], ...]  # (level, why the transformer refused it)
+    tile: dict[str, Any] | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"line": self.line, "loops": list(self.loops), "level": self.level,
+                "steps": [{"step": s, "reason": r} for s, r in self.steps],
+                "sequential": list(self.sequential),
+                "refused": [{"level": lv, "reason": r} for lv, r in self.refused],
+                "tile": self.tile}
+
+
+@dataclass(eq=False)
+class Optimized:
+    """The optimized function: its recipe step by step, its code, and the proof."""
+
+    function: str
+    file: str
+    target: str
+    nests: list[NestResult]
+    recipe: str
+    source: str
+    verification: Any  # loclab.transform.verify.Verification (plain Python original)
+    check: Any  # loclab.bench.validate.Check at the tuning sizes (original under Numba)
+    timing: Any  # loclab.optimize.measure.Timing
+    tuning: Any  # loclab.optimize.search.Tuned or None
+    candidates: list[Any]  # loclab.optimize.search.Candidate: the recipes measured
+    kept: int | None  # which of them was kept (None: none was measured)
+    notes: list[str] = field(default_factory=list)
+    transformed: Any = field(default=None, repr=False)
+
+    @property
+    def parallel(self) -> bool:
+        return any(nest.level != "sequential" for nest in self.nests)
+
+    def compile(self) -> Callable[..., Any]:
+        """The optimized function, ready to call (Numba compiles it on the first call)."""
+        return self.transformed.compile()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"function": self.function, "file": self.file, "target": self.target,
+                "parallel": self.parallel, "nests": [n.to_json() for n in self.nests],
+                "recipe": self.recipe, "source": self.source,
+                "verification": self.verification.to_json(),
+                "check": {"valid": self.check.valid, "max_error": self.check.max_rel_err},
+                "timing": self.timing.to_json(),
+                "tuning": self.tuning.to_json() if self.tuning else None,
+                "candidates": [{**c.to_json(), "kept": k == self.kept}
+                               for k, c in enumerate(self.candidates)],
+                "notes": list(self.notes)}
+
+
+def optimize_file(path: str | Path, function: str | None = None, **options: Any) -> Optimized:
+    """``optimize`` the function ``function`` of a Python file (``None``: its only one)."""
+    path = Path(path)
+    if path.is_dir():
+        raise UsageError(f"{path}: is a directory; give a .py file")
+    if path.suffix != ".py":
+        raise UsageError(f"{path}: loclab optimize reads Python loop nests (.py)")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise UsageError(f"{path}: cannot read: {err}") from None
+    return optimize(text, function, filename=str(path), **options)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A function read, its plans made: every top-level nest's plans (most ambitious first),
+    the sizes it is tuned and timed at, and the function as written (emitted for Numba)."""
+
+    code: Any  # loclab.optimize.build.Source
+    as_written: Any  # loclab.transform.Transformed with no step
+    sizes: dict[str, int]
+    plans: list[list[Any]]  # loclab.optimize.planner.NestPlan, per nest
+
+
+def plan(source: str, function: str | None = None, *, filename: str = "<source>",
+         params: Mapping[str, int] | None = None, element_bytes: int = 8) -> Planned:
+    """Analyse ``function`` and plan each of its top-level loop nests (``planner``) for the
+    caches of this CPU, at ``params`` (the rest of the sizes chosen as ``timing_sizes``
+    says)."""
+    from loclab.deps import analyze
+    from loclab.deps.model import Model
+    from loclab.hw import detect_cpu
+    from loclab.optimize.build import Source
+    from loclab.optimize.measure import timing_sizes
+    from loclab.optimize.planner import Context, loop_extents, plan_nest, top_loops
+
+    code = Source(source, function or _only_function(source, filename), filename)
+    analysis = analyze(source, code.function, filename=filename)
+    if not top_loops(analysis):
+        raise UsageError(f"{filename}::{code.function}: no loop to optimize")
+    as_written = code.transform([])
+    sizes = timing_sizes(as_written.program, dict(params or {}))
+    cpu = detect_cpu()
+    context = Context(analysis, Model(analysis.nest, analysis.params),
+                      loop_extents(analysis, sizes), element_bytes, cpu.l1d_bytes,
+                      cpu.l2_bytes)
+    return Planned(code, as_written, sizes, [plan_nest(context, top)
+                                             for top in top_loops(analysis)])
+
+
+def optimize(source: str, function: str | None = None, *, filename: str = "<source>",
+             target: str = "cpu", params: Mapping[str, int] | None = None,
+             tune: bool = True, threads: int | None = None, tuning_cache: Path | None = None,
+             element_bytes: int = 8, timing: Any = None,
+             progress: Callable[[str], None] | None = None) -> Optimized:
+    """Optimize ``function`` of the Python source text ``source`` for ``target``.
+
+    ``params`` fixes sizes the code is tuned and timed at (the rest grow until the original
+    runs about 2^24 statement instances); ``tune=False`` keeps the first legal recipe and the
+    cache model's tiles (no measurement but the final one); ``element_bytes`` is the size of
+    the arrays' elements the tile model assumes (8: the float64 inputs it is verified and
+    timed on); ``timing`` the budget of the final timing (a ``loclab.bench.timing.Budget``;
+    default: ``loclab run``'s)."""
+    from loclab.bench.runner import configure_threads
+    from loclab.optimize import measure
+    from loclab.optimize.build import choose
+
+    say = progress or (lambda message: None)
+    if target not in TARGETS:
+        raise UsageError(f"--target {target}: choose from {', '.join(TARGETS)}")
+    planned = plan(source, function, filename=filename, params=params,
+                   element_bytes=element_bytes)
+    code, sizes = planned.code, planned.sizes
+    used_threads = configure_threads(threads)
+    inputs = measure.make_inputs(planned.as_written.program, sizes)
+    original = measure.compile_original(planned.as_written)
+    candidates: list[Any] = []
+    kept = tuned = None
+    if tune:
+        from loclab.optimize.search import fastest_recipe
+
+        say("measuring the acceptable recipes")
+        kept, candidates = fastest_recipe(code, planned.plans, original, inputs, sizes)
+        chosen = candidates[kept].chosen
+    else:
+        chosen, _ = choose(code, planned.plans)
+    bands = [c.plan for c in chosen if c.plan.band is not None]
+    if tune and bands:
+        from loclab.bench.tuning.cache import device_name
+        from loclab.hw import detect_machine
+        from loclab.optimize.search import tune_tiles
+
+        say("tuning the tiles by measurement")
+        tuned = tune_tiles(code, [c.plan for c in chosen], original, inputs, sizes,
+                           device_name("cpu", detect_machine(with_gpu=False), used_threads),
+                           tuning_cache)
+    tiles = {plan.band.key: plan.band.choice.tile for plan in bands}
+    tiles.update(tuned.tiles if tuned else {})
+    final, result = choose(code, [[c.plan] for c in chosen], tiles)
+    chosen = [replace(new, refused=old.refused) for new, old in zip(final, chosen)]
+    say("verifying against the original")
+    verification = _verify(result, tiles)
+    optimized = result.compile()
+    verdict = measure.check(original, optimized, result.program, inputs, sizes)
+    if not verification.ok or not verdict.valid:
+        from loclab.transform.verify import VerificationError
+
+        raise VerificationError(f"loclab optimize built code that differs from the original "
+                                f"(a bug in loclab: please report it): "
+                                f"{verification if not verification.ok else verdict.problem}")
+    say("timing the original and the optimized function")
+    times = measure.compare_times(original, optimized, result.program, inputs, sizes,
+                                  used_threads, timing)
+    return Optimized(code.function, filename, target,
+                     [_nest_result(c, tiles, tuned is not None) for c in chosen],
+                     "; ".join(step for c in chosen for step in c.steps), result.source,
+                     verification, verdict, times, tuned, candidates, kept,
+                     list(result.notes), result)
+
+
+def _only_function(source: str, filename: str) -> str:
+    from loclab.nest.python import python_functions
+
+    names = [name for name, _ in python_functions(source, filename)]
+    if len(names) != 1:
+        raise UsageError(f"{filename}: name the function to optimize (functions: "
+                         f"{', '.join(names) or 'none'})")
+    return names[0]
+
+
+def _verify(result: Any, tiles: Mapping[str, int]) -> Any:
+    """The transformed function against the original run as Python, at sizes past the
+    largest tile (a whole tile and a partial one), or the transformer's small defaults."""
+    if not tiles:
+        return result.verify()
+    largest = max(tiles.values()) + VERIFY_MARGIN
+    return result.verify(**{p: largest for p in result.program.nest.parameters})
+
+
+def _nest_result(chosen: Any, tiles: Mapping[str, int], tuned: bool) -> NestResult:
+    from loclab.optimize.planner import label
+
+    plan = chosen.plan
+    reasons = [(d.step, d.reason) for d in plan.before if d.step]
+    tile = None
+    if plan.band is not None:
+        band = plan.band
+        size = tiles[band.key]
+        tile = {"band": [label(loop) for loop in band.loops], "model": band.choice.tile,
+                "model_reason": band.choice.reason(), "reuse": band.reuse.text(),
+                "tuned": size if tuned else None}
+        reasons.append((band.step(size), f"reuse: {band.reuse.text()}; tile "
+                                         f"{band.choice.tile} from the cache model ("
+                                         f"{band.choice.reason()})" + (
+                                             f", {size} by measurement" if tuned else "")))
+    reasons += [(d.step, d.reason) for d in plan.after if d.step]
+    parallel_steps = [s for s in chosen.steps if s.startswith("parallel(")]
+    reasons += [(step, why) for step, (_, why) in zip(parallel_steps, plan.parallel)]
+    loops = tuple(loop.var for loop in plan.top.statements()[0].loops) \
+        if plan.top.statements() else (plan.top.var,)
+    return NestResult(plan.top.line, loops, plan.level, tuple(reasons), plan.sequential,
+                      tuple((p.level, why) for p, why in chosen.refused), tile)
+
+
+class _CallableModule(types.ModuleType):
+    """``loclab.optimize(...)`` calls :func:`optimize`, as ``loclab.transform(...)`` calls
+    its verb."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Optimized:
+        return optimize(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
+
+__all__ = ["NestResult", "Optimized", "Planned", "optimize", "optimize_file", "plan"]

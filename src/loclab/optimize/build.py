@@ -1,0 +1,97 @@
+"""Plans into a recipe the transformer accepts: nest by nest, the first plan every step of
+which is proved legal (and which the Numba emitter can write) is kept; a refused step is
+recorded with the transformer's reason and the next, less ambitious plan is tried.
+
+The tile loop a ``parallel`` step names is only known once the band is tiled (``ii``, or
+``iii`` where ``ii`` is taken), so a tiled plan is applied up to its tile step first and the
+name read off the new loop tree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from loclab.errors import UsageError
+from loclab.optimize.planner import NestPlan, label
+
+
+@dataclass(frozen=True)
+class Source:
+    """The function being optimized, as the transformer reads it."""
+
+    text: str
+    function: str
+    filename: str
+
+    def transform(self, steps: Sequence[str], emit: str = "numba") -> Any:
+        """``loclab.transform`` of the function with ``steps`` (an empty recipe is the
+        function as written, emitted as ``emit``)."""
+        from loclab.transform import transform
+
+        return transform(self.text, "; ".join(steps), self.function, emit=emit,
+                         filename=self.filename, empty=True)
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """The plan kept for one nest, the steps it contributed, and the plans refused before it
+    (with the transformer's reason)."""
+
+    plan: NestPlan
+    steps: tuple[str, ...]
+    refused: tuple[tuple[NestPlan, str], ...]
+
+
+def refusal(err: Exception) -> str:
+    """A transformer's refusal in one line (IllegalStep, StorageError, UsageError)."""
+    return str(err).splitlines()[0]
+
+
+def _refusals() -> tuple[type[Exception], ...]:
+    from loclab.transform.steps import IllegalStep
+    from loclab.transform.storage import StorageError
+
+    return (IllegalStep, StorageError, UsageError)
+
+
+def plan_steps(source: Source, done: Sequence[str], plan: NestPlan,
+               tiles: Mapping[str, int]) -> list[str]:
+    """The steps of ``plan`` after the steps ``done`` for the nests before it; ``tiles``
+    gives the tile size of each band (by its key; the model's by default). Raises what the
+    transformer raises for a step it refuses."""
+    steps = [d.step for d in plan.before if d.step]
+    tile_loops: dict[tuple[str, int], str] = {}
+    if plan.band is not None:
+        steps.append(plan.band.step(tiles.get(plan.band.key, plan.band.choice.tile)))
+        program = source.transform([*done, *steps], emit="python").program
+        tile_loops = {(node.origin.var, node.origin.line): node.label
+                      for node in program.loops() if node.tile}
+    steps += [d.step for d in plan.after if d.step]
+    steps += [f"parallel({tile_loops.get((loop.var, loop.line), label(loop))})"
+              for loop, _ in plan.parallel]
+    return steps
+
+
+def choose(source: Source, plans: Sequence[Sequence[NestPlan]],
+           tiles: Mapping[str, int] | None = None) -> tuple[list[Chosen], Any]:
+    """For each nest (in order), the first of its plans the transformer accepts after the
+    nests before it; and the transformed function (emitted for Numba). The last plan of each
+    nest (sequential) has no step, so some plan is always kept."""
+    tiles = tiles or {}
+    done: list[str] = []
+    chosen: list[Chosen] = []
+    for candidates in plans:
+        refused: list[tuple[NestPlan, str]] = []
+        for plan in candidates:
+            try:
+                steps = plan_steps(source, done, plan, tiles)
+                source.transform([*done, *steps])
+            except _refusals() as err:
+                refused.append((plan, refusal(err)))
+                continue
+            done += steps
+            chosen.append(Chosen(plan, tuple(steps), tuple(refused)))
+            break
+    return chosen, source.transform(done)

@@ -1,0 +1,99 @@
+"""``loclab optimize`` in words: each nest's recipe step by step with its reason, what was
+measured to choose (recipes, tiles), and the proof (verification, timing)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loclab.model.text import wrap
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1e3:.3g} ms"
+
+
+def _sizes(sizes: dict[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sizes.items()) or "no sizes"
+
+
+def _step_lines(step: str, reason: str) -> list[str]:
+    return wrap(f"  {step}: {reason}")
+
+
+def nest_lines(nest: Any) -> list[str]:
+    """One nest: its loops, the level kept, each step and why, what stays sequential and
+    why, the more ambitious plans the transformer refused."""
+    lines = [f"nest at line {nest.line} ({', '.join(nest.loops)}): {nest.level}"]
+    for step, reason in nest.steps:
+        lines += _step_lines(step, reason)
+    if nest.level == "sequential" and not nest.steps:
+        for why in nest.sequential:
+            lines += wrap(f"  {why}")
+    for level, why in nest.refused:
+        lines += wrap(f"  refused ({level}): {why}")
+    return lines
+
+
+def candidate_lines(result: Any) -> list[str]:
+    """The acceptable recipes as measured, the kept one marked."""
+    if len(result.candidates) < 2:
+        return []
+    parts = []
+    for index, candidate in enumerate(result.candidates):
+        name = candidate.recipe or "as written"
+        kept = " (kept)" if index == result.kept else ""
+        attempt = candidate.attempt
+        timing = _ms(attempt.summary.median) if attempt.valid else \
+            f"failed: {attempt.error or attempt.check.problem}"
+        parts.append(f"{name}: {timing}{kept}")
+    return wrap("recipes measured (median, the cache model's tiles): " + "; ".join(parts))
+
+
+def tuning_lines(result: Any) -> list[str]:
+    tuned = result.tuning
+    if tuned is None:
+        return []
+    if tuned.search is None:
+        return [f"tiles from the tuning cache ({tuned.cached}): "
+                f"{', '.join(f'{k}={v}' for k, v in tuned.tiles.items())}"]
+    shown = sorted((t for t in tuned.search.trials if t.valid), key=lambda t: t.median_s)
+    parts = [", ".join(f"{k}={v}" for k, v in t.config.items()) + f" {_ms(t.median_s)}"
+             for t in shown]
+    failed = [t for t in tuned.search.trials if not t.valid]
+    text = "tiles measured (median): " + "; ".join(parts)
+    if failed:
+        text += f"; {len(failed)} failed ({failed[0].reason})"
+    return wrap(text)
+
+
+def proof_lines(result: Any) -> list[str]:
+    timing = result.timing
+    lines = wrap(f"verified against the original run as Python: {result.verification}")
+    lines += wrap(f"checked at {_sizes(timing.sizes)} against the original compiled with "
+                  f"Numba: {'equal' if result.check.max_rel_err == 0 else 'agrees'}")
+    if timing.original is None:
+        lines += wrap(f"optimized {_ms(timing.optimized.median)} ({timing.threads} threads); "
+                      f"the original does not run under Numba as written: "
+                      f"{timing.original_error}")
+    elif not result.recipe:
+        lines.append(f"original (Numba, as written) {_ms(timing.original.median)}; returned "
+                     f"as written")
+    else:
+        lines.append(f"original (Numba, as written) {_ms(timing.original.median)}; optimized "
+                     f"{_ms(timing.optimized.median)}: {timing.speedup:.3g}x "
+                     f"({timing.threads} threads)")
+    return lines
+
+
+def explain(result: Any) -> str:
+    """The whole account, one line per fact, wrapped for a terminal."""
+    timing = result.timing
+    lines = [f"loclab optimize: {result.file}::{result.function} for the "
+             f"{result.target.upper()}, tuned at {_sizes(timing.sizes)}"]
+    for nest in result.nests:
+        lines += nest_lines(nest)
+    if not result.parallel:
+        lines.append("nothing runs in parallel: the function is returned as written")
+    lines += candidate_lines(result) + tuning_lines(result) + proof_lines(result)
+    lines += [f"note: {note}" for note in result.notes]
+    return "\n".join(lines)

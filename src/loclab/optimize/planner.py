@@ -1,0 +1,308 @@
+"""From a nest's dependence analysis to recipes: what the lectures teach a student to decide by
+hand, loop nest by loop nest, each decision with its reason.
+
+For every top-level loop of the function the planner proposes plans from the most ambitious
+to the least, and the builder (``loclab.optimize.build``) keeps the first one every step of
+which the transformer proves legal:
+
+1. ``tiled``: the perfect band at the top put in the legal order whose innermost accesses are
+   unit-stride (and whose outermost loop is parallel), tiled where a tile keeps reused or
+   strided data in cache (tile size from the cache model, ``loclab.optimize.tiles``), its
+   outermost parallel loop (its tile loop) run in parallel;
+2. ``reordered``: the same order, untiled;
+3. ``as written``: the outermost loop of each path that is parallel, or becomes parallel
+   through privatization, expansion, a reduction or atomic updates (a generalized reduction),
+   run in parallel;
+4. ``sequential``: nothing is parallel; the reasons are the dependences that block each loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from loclab.deps.analysis import Analysis, LoopReport
+from loclab.deps.interchange import Interchange, perfect_bands
+from loclab.deps.model import Model
+from loclab.deps.remedies import Remedy
+from loclab.nest.expr import Poly
+from loclab.nest.ir import Loop, Statement
+from loclab.optimize.locality import (ArrayAccess, Reuse, array_accesses, band_reuse,
+                                      order_score)
+from loclab.optimize.tiles import TileChoice, choose_tile
+
+LEVELS = ("tiled", "reordered", "as written", "sequential")
+# Remedies the transformer applies with a step before ``parallel``; reductions and atomic
+# updates are ``parallel``'s own; a scan is not a DOALL loop at all.
+STEP_REMEDIES = {"privatize", "expand", "copy"}
+UNPARALLEL = {"scan"}
+
+
+def label(loop: Loop) -> str:
+    """How a recipe names an original loop: unambiguous in any function."""
+    return f"{loop.var}@{loop.line}"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One step of a plan (None: a decision that needs no step) and why."""
+
+    step: str | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class TiledBand:
+    """A band to tile, its loops in their new order, and what the model chose."""
+
+    loops: tuple[Loop, ...]
+    choice: TileChoice
+    reuse: Reuse
+
+    @property
+    def key(self) -> str:
+        """The band's name among the tuned parameters: its outermost original loop."""
+        return label(self.loops[0])
+
+    def step(self, tile: int) -> str:
+        return "tile(" + ", ".join(f"{label(loop)}={tile}" for loop in self.loops) + ")"
+
+
+@dataclass(frozen=True)
+class NestPlan:
+    """One way to optimize one top-level loop nest.
+
+    The recipe is ``before`` (privatize, expand, permute), the band's tile step, ``after``
+    (copies, which must follow every loop move), then ``parallel`` on each loop of
+    ``parallel`` (on its tile loop where the band is tiled)."""
+
+    top: Loop
+    level: str
+    before: tuple[Decision, ...] = ()
+    band: TiledBand | None = None
+    after: tuple[Decision, ...] = ()
+    parallel: tuple[tuple[Loop, str], ...] = ()  # (loop, why it may run in parallel)
+    sequential: tuple[str, ...] = ()  # why the other loops stay sequential
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        """What makes two plans the same recipe."""
+        return (tuple(d.step for d in self.before), self.band and self.band.loops,
+                tuple(d.step for d in self.after), tuple(loop for loop, _ in self.parallel))
+
+
+@dataclass
+class Context:
+    """What the planner reads for every nest of the function."""
+
+    analysis: Analysis
+    model: Model
+    extents: Mapping[str, int]  # each loop's iterations at the sizes the code is tuned at
+    element_bytes: int
+    l1_bytes: int
+    l2_bytes: int
+    reports: dict[int, LoopReport] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.reports = {id(report.loop): report for report in self.analysis.loops}
+
+    def report(self, loop: Loop) -> LoopReport:
+        return self.reports[id(loop)]
+
+
+def loop_extents(analysis: Analysis, sizes: Mapping[str, int]) -> dict[str, int]:
+    """Each loop variable's iteration count at ``sizes`` (the largest size where a bound is
+    not a constant there: a triangular loop, a data-dependent one)."""
+    values = {name: Poly.const(value) for name, value in sizes.items()}
+    largest = max(sizes.values(), default=1)
+    extents: dict[str, int] = {}
+    for loop in analysis.nest.loops:
+        start = loop.start.substitute(values).constant_value() if loop.start else None
+        stop = loop.stop.substitute(values).constant_value() if loop.stop else None
+        count = (-(-(stop - start) // abs(loop.step)) if start is not None
+                 and stop is not None else largest)
+        extents[loop.var] = max(extents.get(loop.var, 0), max(count, 1))
+    return extents
+
+
+def top_loops(analysis: Analysis) -> list[Loop]:
+    return [node for node in analysis.nest.body if isinstance(node, Loop)]
+
+
+def _statements(loop: Loop) -> list[Statement]:
+    return loop.statements()
+
+
+def _remedy_step(remedy: Remedy, loop: Loop) -> str | None:
+    if remedy.kind == "privatize":
+        return f"privatize({remedy.variable})"
+    if remedy.kind == "expand":
+        return f"expand({remedy.variable}, {label(loop)})"
+    if remedy.kind == "copy":
+        return f"copy({remedy.variable}, {label(loop)})"
+    return None
+
+
+def _carried_text(report: LoopReport, variable: str) -> str:
+    """The dependences ``report``'s loop carries on one variable: 'D1 WAW, D3 RAW on c'."""
+    found = [d for d in report.carried if d.array == variable]
+    shown = ", ".join(f"{d.id} {d.kind}" for d in found[:3])
+    more = f" and {len(found) - 3} more" if len(found) > 3 else ""
+    return f"{shown}{more} on {variable}" if found else f"its dependences on {variable}"
+
+
+def parallel_reason(report: LoopReport) -> str:
+    """Why a loop may run in parallel, in the slides' words."""
+    if report.parallel:
+        return f"{report.var} carries no dependence: parallel as written"
+    parts = []
+    for remedy in report.remedies:
+        if remedy.kind in {"privatize", "expand"}:
+            parts.append(f"{remedy.label()} removes {_carried_text(report, remedy.variable)}")
+        elif remedy.kind == "reduction":
+            parts.append(f"{remedy.label()}: each thread sums its share, the shares are "
+                         "combined at the end")
+        elif remedy.kind == "generalized reduction":
+            parts.append(f"{remedy.label()}")
+        elif remedy.kind == "copy":
+            parts.append(f"{remedy.label()} removes {_carried_text(report, remedy.variable)}")
+    return f"{report.var} is parallel once " + "; ".join(parts)
+
+
+def blocked_reason(report: LoopReport) -> str:
+    """Why a loop stays sequential: the dependence it carries that nothing removes."""
+    blocking = report.unresolved or report.carried
+    if not blocking:
+        return f"{report.var}: sequential"
+    first = blocking[0]
+    scan = next((r for r in report.remedies if r.kind == "scan"), None)
+    why = (f"{scan.label()}: not a DOALL loop" if scan else
+           f"it carries {first.id} {first.kind} on {first.array} "
+           f"[{','.join(first.direction)}], which no remedy removes")
+    return f"{report.var} stays sequential: {why}"
+
+
+def sequential_reason(report: LoopReport) -> str:
+    """Why a loop runs sequentially in the plan that keeps every loop sequential."""
+    if _parallelizable(report):
+        return (f"{parallel_reason(report)}; kept sequential: no parallel recipe held "
+                "(refused by the transformer, or slower when measured)")
+    return blocked_reason(report)
+
+
+def _parallelizable(report: LoopReport) -> bool:
+    return report.parallel or (not report.unresolved and report.remedies and not any(
+        r.kind in UNPARALLEL for r in report.remedies))
+
+
+def parallel_paths(context: Context, loop: Loop
+                   ) -> tuple[list[tuple[Loop, tuple[Decision, ...], tuple[Decision, ...], str]],
+                              list[str]]:
+    """The outermost parallelizable loop of each path from ``loop`` down: (loop, steps before
+    loop moves, steps after them, why), and why the loops above them stay sequential."""
+    report = context.report(loop)
+    if _parallelizable(report):
+        before, after = [], []
+        for remedy in report.remedies:
+            step = _remedy_step(remedy, loop)
+            if step is None:
+                continue
+            decision = Decision(step, f"{remedy.label()}: needed to run {loop.var} in "
+                                      f"parallel")
+            (after if remedy.kind == "copy" else before).append(decision)
+        return [(loop, tuple(before), tuple(after), parallel_reason(report))], []
+    found: list[tuple[Loop, tuple[Decision, ...], tuple[Decision, ...], str]] = []
+    blocked = [blocked_reason(report)]
+    for child in loop.body:
+        if isinstance(child, Loop):
+            inner, reasons = parallel_paths(context, child)
+            found += inner
+            blocked += reasons
+    return found, blocked
+
+
+def _band_at(analysis: Analysis, top: Loop) -> tuple[Loop, ...]:
+    return next((band for band in perfect_bands(analysis.nest) if band[0] is top), (top,))
+
+
+def _options(analysis: Analysis, band: tuple[Loop, ...]) -> list[Interchange]:
+    return [o for o in analysis.interchange_options
+            if o.band == band and o.legal_once_privatized]
+
+
+def _order_plan(context: Context, top: Loop, option: Interchange, accesses: list[ArrayAccess],
+                tile: bool) -> NestPlan | None:
+    """The band in ``option``'s order, its outermost parallel loop run in parallel (tiled
+    when ``tile`` and a tile would keep data in cache); None where no band loop is
+    parallel in that order (the as-written plans look below the band)."""
+    parallel = [loop for loop in option.order if loop in option.parallel
+                or loop in option.parallel_after_privatizing]
+    if not parallel:
+        return None
+    target = parallel[0]
+    needed = tuple(option.legal_after) + (
+        tuple(option.privatizing) if target not in option.parallel else ())
+    before = [Decision(f"privatize({r.variable})",
+                       f"{r.label()}: a copy per band iteration, so that the band may be "
+                       f"reordered and {target.var} run in parallel")
+              for r in dict.fromkeys(needed) if r.kind == "privatize"]
+    if option.order != option.band:
+        score = order_score(accesses, option.band, option.order)
+        inner = option.order[-1].var
+        units = sorted({a.text for a in accesses if a.statement.loops[-1] in option.band
+                        and _unit(a, inner)})
+        before.append(Decision(
+            "permute(" + ", ".join(label(loop) for loop in option.order) + ")",
+            f"innermost {inner}: {', '.join(units) or 'no access'} unit-stride (locality "
+            f"score {score} against {order_score(accesses, option.band, option.band)} as "
+            f"written); legal: every dependence keeps its source first"))
+    band = None
+    reuse = band_reuse(accesses, option.band, option.order)
+    if tile and len(option.order) >= 2 and reuse:
+        choice = choose_tile(accesses, option.order, context.extents, context.element_bytes,
+                             context.l1_bytes, context.l2_bytes)
+        band = TiledBand(option.order, choice, reuse)
+    sequential = tuple(f"{loop.var} stays sequential in this order: it carries a dependence "
+                       f"the others do not" for loop in option.order
+                       if loop not in option.parallel
+                       and loop not in option.parallel_after_privatizing)
+    why = (f"{target.var} carries no dependence in this order" if target in option.parallel
+           else f"{target.var} is parallel once "
+                f"{', '.join(r.label() for r in option.privatizing)}")
+    return NestPlan(top, "tiled" if band else "reordered", tuple(before), band, (),
+                    ((target, why),), sequential)
+
+
+def _unit(access: ArrayAccess, var: str) -> bool:
+    from loclab.optimize.locality import stride
+
+    return stride(access.subscripts, var) == "unit"
+
+
+def plan_nest(context: Context, top: Loop) -> list[NestPlan]:
+    """The plans for the nest at ``top``, most ambitious first, each recipe once."""
+    plans: list[NestPlan] = []
+    band = _band_at(context.analysis, top)
+    accesses = array_accesses(context.model, _statements(top))
+    if len(band) >= 2:
+        options = sorted(_options(context.analysis, band), key=lambda o: (
+            o.order[0] not in o.parallel + o.parallel_after_privatizing,
+            -order_score(accesses, band, o.order), o.order != band))
+        for option in options[:1]:
+            for tile in (True, False):
+                plan = _order_plan(context, top, option, accesses, tile)
+                if plan is not None:
+                    plans.append(plan)
+    paths, blocked = parallel_paths(context, top)
+    if paths:
+        plans.append(NestPlan(top, "as written",
+                              tuple(d for _, before, _, _ in paths for d in before), None,
+                              tuple(d for _, _, after, _ in paths for d in after),
+                              tuple((loop, why) for loop, _, _, why in paths), tuple(blocked)))
+    plans.append(NestPlan(top, "sequential", sequential=tuple(
+        sequential_reason(context.report(loop)) for loop in context.analysis.nest.loops
+        if loop is top or top in loop.enclosing)))
+    unique: dict[tuple[object, ...], NestPlan] = {}
+    for plan in plans:
+        unique.setdefault(plan.key, plan)
+    return list(unique.values())

@@ -1,0 +1,136 @@
+"""Choices made by measurement: which plan, then which tiles.
+
+The planner's plans are ordered by ambition, not by speed: tiling or atomic updates can lose
+on a machine (two cores updating one histogram through atomics run slower than one). So the
+acceptable recipes, from the most ambitious plan of every nest down to the function as
+written, are each built, compiled, checked against the original and timed, and the fastest is
+kept (``fastest_recipe``). Then its tiles: the cache model's tile of each band is the default
+configuration; the local search of ``loclab tune`` steps one band's tile one size up or down
+the list while that is faster (``tune_tiles``). A configuration whose output differs is never
+kept. The best tiles are stored in the tuning cache under this CPU,
+``optimize/FILE::FUNCTION`` and the sizes, where the next ``loclab optimize`` of the same
+function at the same sizes finds them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from loclab.bench.measure import Attempt, describe
+from loclab.bench.timing import Budget
+from loclab.bench.tuning import cache
+from loclab.bench.tuning.search import TUNE_TIMING, Search, Trial, search
+from loclab.cases.base import Config, Space
+from loclab.optimize.build import Chosen, Source, choose
+from loclab.optimize.measure import check, time_function
+from loclab.optimize.planner import NestPlan, TiledBand
+from loclab.optimize.tiles import TILE_SIZES
+
+CACHE_CASE = "optimize"
+MOST_CONFIGURATIONS = 12  # builds a search may make (each compiles: about a second)
+
+
+@dataclass(frozen=True)
+class Tuned:
+    """The tile of each band (by key) the search or the cache chose, and how."""
+
+    tiles: dict[str, int]
+    search: Search | None  # None where the cache answered
+    cached: str | None  # the date of the cached entry used, if one was
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tiles": dict(self.tiles), "cached": self.cached,
+                "trials": [t.to_json() for t in self.search.trials] if self.search else [],
+                "speedup_over_model": self.search.speedup if self.search else None}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One acceptable recipe of the whole function, and how it measured."""
+
+    chosen: list[Chosen]
+    recipe: str
+    attempt: Attempt
+
+    def to_json(self) -> dict[str, Any]:
+        summary, check = self.attempt.summary, self.attempt.check
+        return {"recipe": self.recipe, "levels": [c.plan.level for c in self.chosen],
+                "median_s": summary.median if summary else None,
+                "valid": self.attempt.valid,
+                "error": self.attempt.error or (check.problem if check else None)}
+
+
+def measured(build: Callable[[], Any], original: Callable[..., Any],
+             inputs: Mapping[str, Any], sizes: Mapping[str, int], params: dict[str, Any],
+             timing: Budget = TUNE_TIMING) -> Attempt:
+    """Build a transformed function, compile it, check it against the original on the same
+    inputs and, where it agrees, time it; whatever fails is this attempt's error."""
+    try:
+        result = build()
+        function = result.compile()
+        verdict = check(original, function, result.program, inputs, sizes)
+        if not verdict.valid:
+            return Attempt(params, verdict)
+        summary, batch = time_function(function, result.program, inputs, timing)
+    except Exception as err:  # a build or a compile that fails: this attempt only
+        return Attempt(params, None, describe(err))
+    return Attempt(params, verdict, None, summary, batch)
+
+
+def fastest_recipe(source: Source, plans: Sequence[Sequence[NestPlan]],
+                   original: Callable[..., Any], inputs: Mapping[str, Any],
+                   sizes: Mapping[str, int]) -> tuple[int, list[Candidate]]:
+    """Every acceptable recipe, from each nest's most ambitious plan (tier 0) to its last
+    (sequential), each measured: the index of the fastest valid one, and all of them."""
+    candidates: list[Candidate] = []
+    seen: set[str] = set()
+    for tier in range(max(len(p) for p in plans)):
+        chosen, _ = choose(source, [p[tier:] or p[-1:] for p in plans])
+        recipe = "; ".join(step for c in chosen for step in c.steps)
+        if recipe in seen:
+            continue
+        seen.add(recipe)
+        attempt = measured(lambda: choose(source, [[c.plan] for c in chosen])[1], original,
+                           inputs, sizes, {"tier": tier})
+        candidates.append(Candidate(chosen, recipe, attempt))
+    valid = [k for k, c in enumerate(candidates) if c.attempt.valid]
+    if not valid:
+        return len(candidates) - 1, candidates
+    return min(valid, key=lambda k: candidates[k].attempt.summary.median), candidates
+
+
+def space(bands: Sequence[TiledBand]) -> Space:
+    """Every band's tile from the list of sizes, the model's choice the default."""
+    return Space(values={band.key: TILE_SIZES for band in bands},
+                 default={band.key: band.choice.tile for band in bands})
+
+
+def tune_tiles(source: Source, plans: Sequence[NestPlan], original: Callable[..., Any],
+               inputs: Mapping[str, Any], sizes: Mapping[str, int], device: str,
+               cache_path: Path | None, timing: Budget = TUNE_TIMING,
+               on_trial: Callable[[Trial], None] | None = None) -> Tuned:
+    """The tiles of ``plans``' bands: from the cache where it has this function at these
+    sizes on this device, else searched and stored."""
+    bands = [plan.band for plan in plans if plan.band is not None]
+    variant = f"{Path(source.filename).name}::{source.function}"
+    path = cache_path or cache.default_path()
+    entry = cache.load(path).lookup(device, CACHE_CASE, variant, sizes)
+    if entry and set(entry["params"]) == {band.key for band in bands}:
+        return Tuned(dict(entry["params"]), None, entry.get("date"))
+
+    def attempt(config: Config) -> Attempt:
+        return measured(lambda: choose(source, [[plan] for plan in plans], config)[1],
+                        original, inputs, sizes, dict(config), timing)
+
+    found = search(space(bands), attempt, lambda config: None, "local",
+                   MOST_CONFIGURATIONS, on_trial=on_trial)
+    if found.best is None:
+        return Tuned(space(bands).default, found, None)
+    cache.check_is_cache(path)
+    cache.store(path, device, CACHE_CASE, variant,
+                cache.make_entry(sizes, found.best.config, found.best.median_s, "local",
+                                 found.evaluated))
+    return Tuned(dict(found.best.config), found, None)

@@ -1,0 +1,94 @@
+"""Tile sizes from the cache model: the largest tile whose data fits the cache it aims at.
+
+The lectures' rule for blocked matrix multiplication (three T x T tiles in a cache of S bytes:
+3 T^2 x elem <= S) generalized to any band: one tile of the band (T iterations of each of its
+loops, every loop below the band over its whole range, every loop above it fixed) touches, per
+array access, the elements its subscripts reach; their sum times the element size must fit
+half the cache (the other half for the lines the tile's neighbours and the prefetchers bring,
+and for set conflicts). The L1 is aimed at first; where even a tile of 16 would not fit it (a
+reduction loop below the band streams its whole range), the L2. Measurement then tunes the
+size (``loclab.optimize.search``): the model gives the start, not the answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from loclab.nest.expr import Poly
+from loclab.nest.ir import Loop
+from loclab.optimize.locality import ArrayAccess, coefficient
+from loclab.model.cache import format_bytes
+
+TILE_SIZES = (8, 16, 32, 64, 128, 256, 512)
+SMALLEST_L1_TILE = 16  # below this the L1 is too small for the band: aim at the L2
+
+
+@dataclass(frozen=True)
+class TileChoice:
+    """The tile the model chose for a band, and why."""
+
+    tile: int
+    cache: str  # "L1" or "L2"
+    cache_bytes: int
+    footprint_bytes: int
+
+    def reason(self) -> str:
+        return (f"a tile's data ({format_bytes(self.footprint_bytes)}) fits half the "
+                f"{format_bytes(self.cache_bytes)} {self.cache}")
+
+
+def _span(subscript: Poly, extents: Mapping[str, int]) -> int | None:
+    """How many values a subscript takes when each loop variable runs over its extent
+    (None where it is not affine in them)."""
+    span = 1
+    for var, extent in extents.items():
+        factor = coefficient(subscript, var)
+        if factor is None:
+            return None
+        span += abs(factor) * (extent - 1)
+    return span
+
+
+def footprint(accesses: list[ArrayAccess], band: tuple[Loop, ...], tile: int,
+              extents: Mapping[str, int]) -> int:
+    """Elements one tile of ``band`` touches: each distinct access's box of subscripts, with
+    the band's loops over ``tile`` iterations and the loops below over ``extents``; loops
+    above the band hold still. An access the model cannot bound counts one element a
+    band iteration."""
+    total = 0
+    seen: set[tuple[str, str]] = set()
+    for a in accesses:
+        key = (a.access.variable.key, a.text)
+        if key in seen:
+            continue
+        seen.add(key)
+        loops = a.statement.loops
+        below = loops[loops.index(band[-1]) + 1:] if band[-1] in loops else ()
+        ranges = {loop.var: tile for loop in band}
+        ranges.update({loop.var: max(extents.get(loop.var, 1), 1) for loop in below})
+        spans = [_span(sub, ranges) for sub in a.subscripts or ()] if a.subscripts else [None]
+        if any(span is None for span in spans):
+            total += tile ** len(band)
+            continue
+        elements = 1
+        for span in spans:
+            elements *= span
+        total += elements
+    return total
+
+
+def choose_tile(accesses: list[ArrayAccess], band: tuple[Loop, ...],
+                extents: Mapping[str, int], element_bytes: int, l1_bytes: int,
+                l2_bytes: int) -> TileChoice:
+    """The largest tile of ``TILE_SIZES`` whose data fits half the L1, else half the L2."""
+    for cache, capacity in (("L1", l1_bytes), ("L2", l2_bytes)):
+        fitting = [t for t in TILE_SIZES
+                   if footprint(accesses, band, t, extents) * element_bytes <= capacity // 2]
+        if fitting and (fitting[-1] >= SMALLEST_L1_TILE or cache == "L2"):
+            tile = fitting[-1]
+            return TileChoice(tile, cache, capacity,
+                              footprint(accesses, band, tile, extents) * element_bytes)
+    tile = TILE_SIZES[0]
+    return TileChoice(tile, "L2", l2_bytes,
+                      footprint(accesses, band, tile, extents) * element_bytes)
