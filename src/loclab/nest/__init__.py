@@ -91,17 +91,22 @@ def load_file(path: str | Path, function: str | None = None, *,
     """Every function of a .py or .c file (or the one named ``function``), as
     :func:`load_source` reads them (``skipped`` as there)."""
     path = Path(path)
+    source = read_source(path)
+    language = "c" if path.suffix in C_SUFFIXES else "python"
+    return load_source(source, language=language, filename=str(path), function=function,
+                       include_dirs=include_dirs, defines=defines, skipped=skipped)
+
+
+def read_source(path: Path) -> str:
+    """A source file's text, or a one-line UsageError saying why it cannot be read."""
     if path.is_dir():
         raise UsageError(f"{path}: is a directory; give a .py or .c file")
     if not path.is_file():
         raise UsageError(f"{path}: no such file")
     try:
-        source = path.read_text()
+        return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise UsageError(f"{path}: cannot read: {err}") from None
-    language = "c" if path.suffix in C_SUFFIXES else "python"
-    return load_source(source, language=language, filename=str(path), function=function,
-                       include_dirs=include_dirs, defines=defines, skipped=skipped)
 
 
 def load_function(func: Callable[..., Any]) -> Nest:

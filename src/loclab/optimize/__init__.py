@@ -89,18 +89,12 @@ class Optimized:
 
 def optimize_file(path: str | Path, function: str | None = None, **options: Any) -> Optimized:
     """``optimize`` the function ``function`` of a Python file (``None``: its only one)."""
+    from loclab.nest import read_source
+
     path = Path(path)
-    if path.is_dir():
-        raise UsageError(f"{path}: is a directory; give a .py file")
     if path.suffix != ".py":
         raise UsageError(f"{path}: loclab optimize reads Python loop nests (.py)")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise UsageError(f"{path}: cannot read: {err}") from None
-    return optimize(text, function, filename=str(path), **options)
+    return optimize(read_source(path), function, filename=str(path), **options)
 
 
 @dataclass(frozen=True)

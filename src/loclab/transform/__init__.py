@@ -112,17 +112,10 @@ def transform_file(path: str | Path, function: str | None, recipe: str, *,
                    defines: Mapping[str, str] | None = None) -> Transformed:
     """Apply a recipe to the function ``function`` of a .py or .c file (``None``: its only
     function); C is preprocessed with ``include_dirs`` and ``defines`` (``-I``, ``-D``)."""
-    from loclab.nest import C_SUFFIXES
+    from loclab.nest import C_SUFFIXES, read_source
 
     path = Path(path)
-    if path.is_dir():
-        raise UsageError(f"{path}: is a directory; give a .py or .c file")
-    try:
-        source = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise UsageError(f"{path}: cannot read: {err}") from None
+    source = read_source(path)
     language = "c" if path.suffix in C_SUFFIXES else "python"
     if language == "python" and (list(include_dirs) or defines):
         raise UsageError(f"{path}: -I and -D apply to C files only")
