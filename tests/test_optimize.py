@@ -226,6 +226,43 @@ def test_tuned_tiles_are_checked_stored_and_found_again(tmp_path, monkeypatch):
     assert again.search is None and again.tiles == first.tiles and again.cached
 
 
+def test_an_original_numba_refuses_is_optimized_and_verified_as_python(monkeypatch, tmp_path):
+    from loclab.optimize import measure
+
+    def refuse(result):
+        raise TypeError("Numba cannot type this")
+
+    monkeypatch.setattr(measure, "compile_original", refuse)
+    result = optimize_file(RECIPES, "transpose", params={"rows": 40, "cols": 50},
+                           tuning_cache=tmp_path / "t.json", timing=QUICK)
+    assert result.verification.ok and result.timing.original is None
+    assert "Numba cannot type this" in result.timing.original_error
+    assert result.candidates == [] and result.tuning is None  # nothing to measure against
+    assert any("does not run under Numba" in note for note in result.notes)
+
+
+def test_a_recipe_that_fails_verification_is_reported_as_a_bug_and_not_kept(monkeypatch):
+    import loclab.optimize as optimize
+
+    verify = optimize._verify
+    calls = []
+
+    def first_fails(result, tiles):
+        calls.append(result)
+        verification = verify(result, tiles)
+        if len(calls) == 1:
+            return type(verification)(verification.sizes, tuple(
+                type(c)(c.name, c.shape, c.exact, 1.0, 0.0, False)
+                for c in verification.compared))
+        return verification
+
+    monkeypatch.setattr(optimize, "_verify", first_fails)
+    result = optimize_file(RECIPES, "transpose", params={"rows": 40, "cols": 50},
+                           tune=False, timing=QUICK)
+    assert result.nests[0].level != "tiled" and result.verification.ok
+    assert any(note.startswith("BUG in loclab:") and "tile(" in note for note in result.notes)
+
+
 # --- the command line -----------------------------------------------------------------------
 
 def test_the_cli_explains_writes_the_code_and_prints_json(tmp_path, capsys):

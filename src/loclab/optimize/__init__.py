@@ -159,10 +159,14 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
     code, sizes = planned.code, planned.sizes
     used_threads = configure_threads(threads)
     inputs = measure.make_inputs(planned.as_written.program, sizes)
-    original = measure.compile_original(planned.as_written)
+    original, original_error = measure.runnable_original(planned.as_written, inputs)
+    notes: list[str] = []
+    if original is None:
+        notes.append(f"the original does not run under Numba as written ({original_error}): "
+                     "nothing measured to choose; verified against it as Python only")
     candidates: list[Any] = []
     kept = tuned = None
-    if tune:
+    if tune and original is not None:
         from loclab.optimize.search import fastest_recipe
 
         say("measuring the acceptable recipes")
@@ -171,7 +175,7 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
     else:
         chosen, _ = choose(code, planned.plans)
     bands = [c.plan for c in chosen if c.plan.band is not None]
-    if tune and bands:
+    if tune and bands and original is not None:
         from loclab.bench.tuning.cache import device_name
         from loclab.hw import detect_machine
         from loclab.optimize.search import tune_tiles
@@ -182,26 +186,17 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
                            tuning_cache)
     tiles = {plan.band.key: plan.band.choice.tile for plan in bands}
     tiles.update(tuned.tiles if tuned else {})
-    final, result = choose(code, [[c.plan] for c in chosen], tiles)
-    chosen = [replace(new, refused=old.refused) for new, old in zip(final, chosen)]
     say("verifying against the original")
-    verification = _verify(result, tiles)
-    optimized = result.compile()
-    verdict = measure.check(original, optimized, result.program, inputs, sizes)
-    if not verification.ok or not verdict.valid:
-        from loclab.transform.verify import VerificationError
-
-        raise VerificationError(f"loclab optimize built code that differs from the original "
-                                f"(a bug in loclab: please report it): "
-                                f"{verification if not verification.ok else verdict.problem}")
+    chosen, result, verification, verdict, optimized = _proved(
+        code, planned.plans, chosen, tiles, original, inputs, sizes, notes)
     say("timing the original and the optimized function")
     times = measure.compare_times(original, optimized, result.program, inputs, sizes,
-                                  used_threads, timing)
+                                  used_threads, timing, original_error)
     return Optimized(code.function, filename, target,
                      [_nest_result(c, tiles, tuned is not None) for c in chosen],
                      "; ".join(step for c in chosen for step in c.steps), result.source,
                      verification, verdict, times, tuned, candidates, kept,
-                     list(result.notes), result)
+                     notes + list(result.notes), result)
 
 
 def _only_function(source: str, filename: str) -> str:
@@ -212,6 +207,56 @@ def _only_function(source: str, filename: str) -> str:
         raise UsageError(f"{filename}: name the function to optimize (functions: "
                          f"{', '.join(names) or 'none'})")
     return names[0]
+
+
+def _proved(code: Any, plans: list[list[Any]], chosen: list[Any], tiles: Mapping[str, int],
+            original: Callable[..., Any] | None, inputs: Mapping[str, Any],
+            sizes: Mapping[str, int], notes: list[str]) -> tuple[Any, ...]:
+    """The kept recipe, verified (against the original as Python, past the largest tile)
+    and checked (against it under Numba at the tuning sizes); where it fails, which is a bug
+    in loclab, the failure is noted as one and the next less ambitious recipe is proved
+    instead, down to the function as written. (chosen, result, verification, check,
+    compiled function)."""
+    from loclab.bench.validate import Check
+    from loclab.optimize import measure
+    from loclab.optimize.build import choose
+
+    tiers = [chosen] + [choose(code, [p[tier:] or p[-1:] for p in plans])[0]
+                        for tier in range(max(len(p) for p in plans))]
+    tried: set[tuple[str, ...]] = set()
+    for attempt in tiers:
+        final, result = choose(code, [[c.plan] for c in attempt], tiles)
+        recipe = tuple(step.step for step in result.steps)
+        if recipe in tried:
+            continue
+        tried.add(recipe)
+        try:
+            verification = _verify(result, tiles)
+            optimized = result.compile()
+            verdict = (measure.check(original, optimized, result.program, inputs, sizes)
+                       if original is not None else Check(True, None, None))
+        except Exception as err:  # the code failed to compile or to run: a bug too
+            if not result.steps:
+                raise
+            notes.append(f"BUG in loclab: {result.source.splitlines()[0][2:]} failed: "
+                         f"{type(err).__name__}: {str(err).splitlines()[0]}; not kept")
+            continue
+        if verification.ok and verdict.valid:
+            return ([replace(new, refused=old.refused) for new, old in zip(final, attempt)],
+                    result, verification, verdict, optimized)
+        if not result.steps:
+            raise _bug(verification if not verification.ok else verdict.problem)
+        notes.append(f"BUG in loclab: {result.source.splitlines()[0][2:]} computed something "
+                     f"else ({verification if not verification.ok else verdict.problem}); "
+                     "not kept")
+    raise _bug("no recipe held, not even the function as written")
+
+
+def _bug(what: Any) -> Exception:
+    from loclab.transform.verify import VerificationError
+
+    return VerificationError(f"loclab optimize built code that differs from the original "
+                             f"(a bug in loclab: please report it): {what}")
 
 
 def _verify(result: Any, tiles: Mapping[str, int]) -> Any:

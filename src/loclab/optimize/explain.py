@@ -69,8 +69,9 @@ def tuning_lines(result: Any) -> list[str]:
 def proof_lines(result: Any) -> list[str]:
     timing = result.timing
     lines = wrap(f"verified against the original run as Python: {result.verification}")
-    lines += wrap(f"checked at {_sizes(timing.sizes)} against the original compiled with "
-                  f"Numba: {'equal' if result.check.max_rel_err == 0 else 'agrees'}")
+    if timing.original is not None:
+        lines += wrap(f"checked at {_sizes(timing.sizes)} against the original compiled "
+                      f"with Numba: {'equal' if result.check.max_rel_err == 0 else 'agrees'}")
     if timing.original is None:
         lines += wrap(f"optimized {_ms(timing.optimized.median)} ({timing.threads} threads); "
                       f"the original does not run under Numba as written: "

@@ -43,6 +43,18 @@ def timing_sizes(program: Any, given: Mapping[str, int]) -> dict[str, int]:
     return {p: sizes[p] for p in parameters}
 
 
+def runnable_original(result: Any, inputs: Mapping[str, Any]
+                      ) -> tuple[Callable[..., Any] | None, str | None]:
+    """The original compiled with Numba as written and run once on ``inputs`` (compiling
+    it); or None and why, where Numba refuses it or it fails at these sizes."""
+    try:
+        function = compile_original(result)
+        function(*arguments(result.program, inputs))
+    except Exception as err:  # the user's code under Numba: any failure is reported
+        return None, f"{type(err).__name__}: {str(err).splitlines()[0]}"
+    return function, None
+
+
 def compile_original(result: Any) -> Callable[..., Any]:
     """The original function compiled with Numba exactly as written (a UsageError saying why
     where Numba refuses it)."""
@@ -90,20 +102,18 @@ def time_function(function: Callable[..., Any], program: Any, inputs: Mapping[st
     return summarize(samples), batch
 
 
-def compare_times(original: Callable[..., Any], optimized: Callable[..., Any], program: Any,
-                  inputs: Mapping[str, Any], sizes: Mapping[str, int], threads: int,
-                  budget: Budget | None = None) -> "Timing":
-    """Both functions timed at the same sizes (``loclab run``'s default budget each)."""
+def compare_times(original: Callable[..., Any] | None, optimized: Callable[..., Any],
+                  program: Any, inputs: Mapping[str, Any], sizes: Mapping[str, int],
+                  threads: int, budget: Budget | None = None,
+                  original_error: str | None = None) -> "Timing":
+    """Both functions timed at the same sizes (``loclab run``'s default budget each); the
+    optimized one alone where the original does not run under Numba (``original_error``)."""
     from loclab.bench.timing import BUDGETS
 
     budget = budget or BUDGETS["default"]
     fast, _ = time_function(optimized, program, inputs, budget)
-    try:
-        slow, _ = time_function(original, program, inputs, budget)
-        error = None
-    except Exception as err:  # Numba refuses the original as written: timed alone
-        slow, error = None, f"{type(err).__name__}: {str(err).splitlines()[0]}"
-    return Timing(dict(sizes), threads, fast, slow, error)
+    slow = time_function(original, program, inputs, budget)[0] if original else None
+    return Timing(dict(sizes), threads, fast, slow, original_error)
 
 
 @dataclass(frozen=True)
