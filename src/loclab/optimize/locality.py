@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from loclab.deps.model import Model
-from loclab.nest.expr import Poly, Symbol
+from loclab.nest.expr import Poly, Symbol, atom_symbols
 from loclab.nest.ir import Access, Loop, Statement
 
 Stride = Literal["unit", "invariant", "strided", "unknown"]
@@ -34,16 +34,10 @@ def coefficient(poly: Poly, var: str) -> int | None:
             if monomial != (Symbol(var),):
                 return None
             found = value
-        elif any(var in _atom_symbols(atom) for atom in monomial
+        elif any(var in atom_symbols(atom) for atom in monomial
                  if not isinstance(atom, Symbol)):
             return None
     return found
-
-
-def _atom_symbols(atom: object) -> set[str]:
-    from loclab.nest.expr import atom_symbols
-
-    return atom_symbols(atom)  # type: ignore[arg-type]
 
 
 def stride(subscripts: tuple[Poly | None, ...] | None, var: str) -> Stride:

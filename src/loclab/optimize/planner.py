@@ -26,9 +26,9 @@ from loclab.deps.interchange import Interchange, perfect_bands
 from loclab.deps.model import Model
 from loclab.deps.remedies import Remedy
 from loclab.nest.expr import Poly
-from loclab.nest.ir import Loop, Statement
+from loclab.nest.ir import Loop
 from loclab.optimize.locality import (ArrayAccess, Reuse, array_accesses, band_reuse,
-                                      order_score)
+                                      order_score, stride)
 from loclab.optimize.tiles import TileChoice, choose_tile
 
 LEVELS = ("tiled", "reordered", "as written", "sequential")
@@ -127,10 +127,6 @@ def loop_extents(analysis: Analysis, sizes: Mapping[str, int]) -> dict[str, int]
 
 def top_loops(analysis: Analysis) -> list[Loop]:
     return [node for node in analysis.nest.body if isinstance(node, Loop)]
-
-
-def _statements(loop: Loop) -> list[Statement]:
-    return loop.statements()
 
 
 def _remedy_step(remedy: Remedy, loop: Loop) -> str | None:
@@ -274,8 +270,6 @@ def _order_plan(context: Context, top: Loop, option: Interchange, accesses: list
 
 
 def _unit(access: ArrayAccess, var: str) -> bool:
-    from loclab.optimize.locality import stride
-
     return stride(access.subscripts, var) == "unit"
 
 
@@ -283,7 +277,7 @@ def plan_nest(context: Context, top: Loop) -> list[NestPlan]:
     """The plans for the nest at ``top``, most ambitious first, each recipe once."""
     plans: list[NestPlan] = []
     band = _band_at(context.analysis, top)
-    accesses = array_accesses(context.model, _statements(top))
+    accesses = array_accesses(context.model, top.statements())
     if len(band) >= 2:
         options = sorted(_options(context.analysis, band), key=lambda o: (
             o.order[0] not in o.parallel + o.parallel_after_privatizing,
