@@ -14,6 +14,7 @@ reported as one (VerificationError, exit 1), never returned.
 
 from __future__ import annotations
 
+import itertools
 import sys
 import types
 from collections.abc import Callable, Mapping
@@ -219,12 +220,10 @@ def _proved(code: Any, plans: list[list[Any]], chosen: list[Any], tiles: Mapping
     compiled function)."""
     from loclab.bench.validate import Check
     from loclab.optimize import measure
-    from loclab.optimize.build import choose
+    from loclab.optimize.build import choose, tiers
 
-    tiers = [chosen] + [choose(code, [p[tier:] or p[-1:] for p in plans])[0]
-                        for tier in range(max(len(p) for p in plans))]
     tried: set[tuple[str, ...]] = set()
-    for attempt in tiers:
+    for attempt in itertools.chain([chosen], (kept for kept, _ in tiers(code, plans))):
         final, result = choose(code, [[c.plan] for c in attempt], tiles)
         recipe = tuple(step.step for step in result.steps)
         if recipe in tried:

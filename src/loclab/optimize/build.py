@@ -9,7 +9,7 @@ name read off the new loop tree.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,3 +95,12 @@ def choose(source: Source, plans: Sequence[Sequence[NestPlan]],
             chosen.append(Chosen(plan, tuple(steps), tuple(refused)))
             break
     return chosen, source.transform(done)
+
+
+def tiers(source: Source, plans: Sequence[Sequence[NestPlan]]
+          ) -> Iterator[tuple[list[Chosen], Any]]:
+    """The whole function at each tier of ambition, built on demand: tier t starts each
+    nest's choice at its t-th plan (its last, sequential, once it has no more); each tier's
+    kept plans and transformed function."""
+    for tier in range(max(len(p) for p in plans)):
+        yield choose(source, [p[tier:] or p[-1:] for p in plans])

@@ -24,7 +24,7 @@ from loclab.bench.timing import Budget
 from loclab.bench.tuning import cache
 from loclab.bench.tuning.search import TUNE_TIMING, Search, Trial, search
 from loclab.cases.base import Config, Space
-from loclab.optimize.build import Chosen, Source, choose
+from loclab.optimize.build import Chosen, Source, choose, tiers
 from loclab.optimize.measure import check, time_function
 from loclab.optimize.planner import NestPlan, TiledBand
 from loclab.optimize.tiles import TILE_SIZES
@@ -87,14 +87,12 @@ def fastest_recipe(source: Source, plans: Sequence[Sequence[NestPlan]],
     (sequential), each measured: the index of the fastest valid one, and all of them."""
     candidates: list[Candidate] = []
     seen: set[str] = set()
-    for tier in range(max(len(p) for p in plans)):
-        chosen, _ = choose(source, [p[tier:] or p[-1:] for p in plans])
+    for tier, (chosen, result) in enumerate(tiers(source, plans)):
         recipe = "; ".join(step for c in chosen for step in c.steps)
         if recipe in seen:
             continue
         seen.add(recipe)
-        attempt = measured(lambda: choose(source, [[c.plan] for c in chosen])[1], original,
-                           inputs, sizes, {"tier": tier})
+        attempt = measured(lambda: result, original, inputs, sizes, {"tier": tier})
         candidates.append(Candidate(chosen, recipe, attempt))
     valid = [k for k, c in enumerate(candidates) if c.attempt.valid]
     if not valid:
