@@ -27,12 +27,14 @@ KEYS = {"keys": 2**22, "slots": 2**23}
 SKIP = None  # a variant that does not apply at that size
 LINK_SWEEP = [*(4 * 2**10 * 16**k for k in range(5)), 2**30]  # 4 KiB ... 256 MiB, 1 GiB
 
-# Median ms of each variant at each of its case's sizes on its device, in run order.
+# Median ms of each variant at each of its case's sizes on its device, in run order. The
+# auto-gpu rows: an H100 on 2026-11-27 (RESULTS.md, issue 18); the auto-cpu rows are not
+# measured here, shown as not run.
 MEDIAN_MS: dict[str, dict[str, list[float | None]]] = {
     "copy": {"cpu-copy": [2.66], "numpy": [14.4], "gpu-copy": [0.505], "cuda-memcpy": [0.505]},
     "transpose": {"cpu-naive": [97.9], "cpu-blocked": [7.95], "numpy": [721],
                   "gpu-naive": [3.91], "gpu-shared": [1.35], "gpu-shared-padded": [0.609],
-                  "gpu-optimized": [0.521], "cupy": [1.88]},
+                  "gpu-optimized": [0.521], "cupy": [1.88], "auto-gpu": [0.809]},
     "partitioning": {
         "cpu-input-partitioned": [54.9, 32.0, 18.2, 12.2, 6.82],
         "cpu-output-partitioned": [54.9, 56.4, 54.4, 47.7, 41.3],
@@ -42,15 +44,16 @@ MEDIAN_MS: dict[str, dict[str, list[float | None]]] = {
         "gpu-both": [349.1, 105.9, 34.2, 11.8, 4.55, 4.18]},
     "nearest-neighbour": {"cpu-naive": [75.4], "cpu-tiled": [6.49], "cpu-min-first": [3.62],
                           "numpy": [231], "gpu-naive": [14.39], "gpu-shared": [12.52],
-                          "gpu-min-first": [5.44], "cupy": [1057]},
+                          "gpu-min-first": [5.44], "cupy": [1057], "auto-gpu": [19.9]},
     "coalescing": {"cpu-rows": [96.5], "cpu-transposed": [132], "gpu-naive": [3.701],
-                   "gpu-transposed": [0.447], "gpu-staged": [0.145]},
+                   "gpu-transposed": [0.447], "gpu-staged": [0.145], "auto-gpu": [1.70]},
     "matvec": {"cpu-rows": [9.27, 20.3, 18.4], "cpu-split": [6.49, 6.57, 6.38],
                "numpy": [7.03, 6.03, 6.02], "gpu-row-per-thread": [1.097, 2.242, 296.6],
                "gpu-block-thread0": [4.306, 1.460, 21.57],
                "gpu-block-reduce": [3.890, 0.261, 2.384],
                "gpu-warp-per-row": [0.484, 0.248, 12.96],
-               "gpu-optimized": [0.292, 0.247, 0.241], "cublas": [0.582, 0.264, 0.263]},
+               "gpu-optimized": [0.292, 0.247, 0.241], "cublas": [0.582, 0.264, 0.263],
+               "auto-gpu": [0.591, 0.367, 13.1]},
     "histogram": {"cpu-atomic": [652, 375, 1126, 1450], "cpu-multipass": [688, 376, 3995, 7509],
                   "cpu-privatized": [70.5, 145, SKIP, SKIP], "numpy": [860, 843, 1246, 1426],
                   "gpu-atomic": [10.6, 5.63, 24.9, 31.8],
@@ -59,14 +62,17 @@ MEDIAN_MS: dict[str, dict[str, list[float | None]]] = {
                   "gpu-bucketed": [6.75, 5.62, 6.72, 10.3],
                   "gpu-shared": [3.71, SKIP, SKIP, SKIP],
                   "cupy.bincount": [27.3, 25.5, 48.6, 53.2],
-                  "cupy.add.at": [25.95, 21.06, 40.29, 47.13]},
+                  "cupy.add.at": [25.95, 21.06, 40.29, 47.13],
+                  "auto-gpu": [10.4, 6.45, 30.0, 38.1]},
     "mmm": {"cpu-naive": [1233], "cpu-transposed-b": [278], "cpu-blocked": [39.2],
             "cpu-register-tiled": [13.6], "numpy": [5.81], "gpu-naive": [23.49, SKIP],
             "gpu-block-tiled": [16.59, 132.26], "gpu-register-tiled": [4.936, 39.24],
-            "gpu-optimized": [3.123, 24.67], "cublas": [2.699, 21.54]},
+            "gpu-optimized": [3.123, 24.67], "cublas": [2.699, 21.54],
+            "auto-gpu": [5.00, SKIP]},
     "bmmm": {"cpu-naive": [168, 45.0, SKIP], "cpu-tiled": [26.1, 12.7, 87.2],
              "gpu-naive": [3.115, 1.565, 8.371], "gpu-tiled": [0.920, 0.870, 2.980],
-             "gpu-optimized": [0.248, 0.112, 0.914], "cublas": [0.868, 0.785, 1.373]},
+             "gpu-optimized": [0.248, 0.112, 0.914], "cublas": [0.868, 0.785, 1.373],
+             "auto-gpu": [2.98, 1.02, 11.5]},
     # The scan family, measured on an H100 (RESULTS.md, issue 16); the CUB rows as skipped
     # (no nvcc), as on a machine without the CUDA toolkit.
     "scan": {"cpu-sequential": [15.4], "cpu-two-pass": [11.1], "numpy": [43.0],
@@ -252,7 +258,8 @@ def full_run(failing: tuple[tuple[str, str], ...] = (),
             variants = get_case(case).variants_on(device)
             for index, dims in enumerate(SIZES[case][device == "gpu"]):
                 for variant in variants:
-                    row = _row(case, variant, dims, MEDIAN_MS[case][variant.name][index], index)
+                    median = MEDIAN_MS[case].get(variant.name, [SKIP] * (index + 1))[index]
+                    row = _row(case, variant, dims, median, index)
                     if index == 0 and (case, variant.name) in failing + crashed:
                         _break(row, (case, variant.name) in crashed)
                     rows.append(row)

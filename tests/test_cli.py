@@ -35,7 +35,7 @@ def test_run_writes_json_and_report(small_run):
     assert code == 0
     document = json.loads((out / "r.json").read_text())
     assert [r["variant"] for r in document["results"]] == [
-        "cpu-copy", "numpy", "cpu-naive", "cpu-blocked", "numpy"]
+        "cpu-copy", "numpy", "cpu-naive", "cpu-blocked", "numpy", "auto-cpu"]
     assert document["machine"]["cpu"]["numba_threads"] == 1
     assert all(r["valid"] for r in document["results"])
     for name in ("index.html", "README.md", "results.json", "copy.png", "transpose.png",

@@ -176,10 +176,11 @@ def test_a_report_replaces_an_earlier_report(tmp_path):
 def test_a_log_shows_the_expected_time_and_each_variant_as_it_finishes(capsys):
     assert main([*SMALL, "--case", "transpose"]) == 0
     err = capsys.readouterr().err.splitlines()
-    assert err[0].startswith("loclab run: 5 variants of 2 cases on the CPU; expect about ")
-    assert err[1].startswith("loclab run: [1/5] copy cpu-copy (cpu, 1999x3001): ")
+    assert err[0].startswith("loclab run: 6 variants of 2 cases on the CPU; expect about ")
+    assert err[1].startswith("loclab run: [1/6] copy cpu-copy (cpu, 1999x3001): ")
     assert err[1].endswith(" ms, valid")
-    assert err[5].startswith("loclab run: [5/5] transpose numpy")
+    assert err[5].startswith("loclab run: [5/6] transpose numpy")
+    assert err[6].startswith("loclab run: [6/6] transpose auto-cpu")
 
 
 def test_the_expected_time_counts_budgets_and_the_golden_work():

@@ -164,7 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
                           help="a .py file; ::NAME picks the function (needed when the file "
                                "holds several)")
     optimize.add_argument("--target", choices=OPTIMIZE_TARGETS, default="cpu",
-                          help="what to optimize for (cpu: Numba prange)")
+                          help="what to optimize for (cpu: Numba prange; gpu: CUDA C "
+                               "launched through CuPy)")
     optimize.add_argument("--param", action="append", default=[], type=param,
                           metavar="NAME=VALUE", help="a size to tune and time at, repeatable "
                           "(default: sizes that run the original about 2^24 statements)")

@@ -24,7 +24,7 @@ from typing import Any
 
 from loclab.errors import UsageError
 
-TARGETS = ("cpu",)
+TARGETS = ("cpu", "gpu")
 VERIFY_MARGIN = 5  # verification sizes: the largest tile and a partial tile more
 
 
@@ -61,7 +61,9 @@ class Optimized:
     verification: Any  # loclab.transform.verify.Verification (plain Python original)
     check: Any  # loclab.bench.validate.Check at the tuning sizes (original under Numba)
     timing: Any  # loclab.optimize.measure.Timing
-    tuning: Any  # loclab.optimize.search.Tuned or None
+    tuning: Any  # loclab.optimize.search.Tuned (GPU: optimize.gpu.GpuTuning) or None
+    # (verification, check and timing are None only for a GPU target on a machine without
+    # a GPU: the code is written, not run; the notes say so)
     candidates: list[Any]  # loclab.optimize.search.Candidate: the recipes measured
     kept: int | None  # which of them was kept (None: none was measured)
     notes: list[str] = field(default_factory=list)
@@ -69,7 +71,7 @@ class Optimized:
 
     @property
     def parallel(self) -> bool:
-        return any(nest.level != "sequential" for nest in self.nests)
+        return any(nest.level not in {"sequential", "one thread"} for nest in self.nests)
 
     def compile(self) -> Callable[..., Any]:
         """The optimized function, ready to call (Numba compiles it on the first call)."""
@@ -79,9 +81,10 @@ class Optimized:
         return {"function": self.function, "file": self.file, "target": self.target,
                 "parallel": self.parallel, "nests": [n.to_json() for n in self.nests],
                 "recipe": self.recipe, "source": self.source,
-                "verification": self.verification.to_json(),
-                "check": {"valid": self.check.valid, "max_error": self.check.max_rel_err},
-                "timing": self.timing.to_json(),
+                "verification": self.verification.to_json() if self.verification else None,
+                "check": {"valid": self.check.valid, "max_error": self.check.max_rel_err}
+                if self.check else None,
+                "timing": self.timing.to_json() if self.timing else None,
                 "tuning": self.tuning.to_json() if self.tuning else None,
                 "candidates": [{**c.to_json(), "kept": k == self.kept}
                                for k, c in enumerate(self.candidates)],
@@ -107,6 +110,7 @@ class Planned:
     as_written: Any  # loclab.transform.Transformed with no step
     sizes: dict[str, int]
     plans: list[list[Any]]  # loclab.optimize.planner.NestPlan, per nest
+    context: Any  # loclab.optimize.planner.Context: the analysis and the machine's caches
 
 
 def plan(source: str, function: str | None = None, *, filename: str = "<source>",
@@ -132,7 +136,7 @@ def plan(source: str, function: str | None = None, *, filename: str = "<source>"
                       loop_extents(analysis, sizes), element_bytes, cpu.l1d_bytes,
                       cpu.l2_bytes)
     return Planned(code, as_written, sizes, [plan_nest(context, top)
-                                             for top in top_loops(analysis)])
+                                             for top in top_loops(analysis)], context)
 
 
 def optimize(source: str, function: str | None = None, *, filename: str = "<source>",
@@ -151,6 +155,7 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
     from loclab.bench.runner import configure_threads
     from loclab.optimize import measure
     from loclab.optimize.build import choose
+    from loclab.optimize.gpu import optimize_gpu
 
     say = progress or (lambda message: None)
     if target not in TARGETS:
@@ -165,6 +170,9 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
     if original is None:
         notes.append(f"the original does not run under Numba as written ({original_error}): "
                      "nothing measured to choose; verified against it as Python only")
+    if target == "gpu":
+        return optimize_gpu(planned, inputs, original, original_error, tune=tune,
+                            timing=timing, notes=notes, say=say)
     candidates: list[Any] = []
     kept = tuned = None
     if tune and original is not None:

@@ -26,7 +26,7 @@ def nest_lines(nest: Any) -> list[str]:
     lines = [f"nest at line {nest.line} ({', '.join(nest.loops)}): {nest.level}"]
     for step, reason in nest.steps:
         lines += _step_lines(step, reason)
-    if nest.level == "sequential" and not nest.steps:
+    if nest.level in {"sequential", "one thread"}:
         for why in nest.sequential:
             lines += wrap(f"  {why}")
     for level, why in nest.refused:
@@ -53,6 +53,12 @@ def tuning_lines(result: Any) -> list[str]:
     tuned = result.tuning
     if tuned is None:
         return []
+    if result.target == "gpu":
+        parts = [f"{t.text()}: " + (_ms(t.median_s) if t.problem is None else
+                                    f"failed ({t.problem})") + (
+            " (kept)" if index == tuned.kept else "")
+            for index, t in enumerate(tuned.trials)]
+        return wrap("launches measured (median): " + "; ".join(parts))
     if tuned.search is None:
         return [f"tiles from the tuning cache ({tuned.cached}): "
                 f"{', '.join(f'{k}={v}' for k, v in tuned.tiles.items())}"]
@@ -68,7 +74,19 @@ def tuning_lines(result: Any) -> list[str]:
 
 def proof_lines(result: Any) -> list[str]:
     timing = result.timing
+    if timing is None:
+        return []
     lines = wrap(f"verified against the original run as Python: {result.verification}")
+    if result.target == "gpu":
+        gpu = _ms(timing.optimized.median)
+        if timing.original is None:
+            return lines + wrap(f"GPU {gpu} (arrays on the device, CUDA events); the "
+                                f"original does not run under Numba: {timing.original_error}")
+        lines += wrap(f"checked at {_sizes(timing.sizes)} against the original compiled "
+                      f"with Numba: {'equal' if result.check.max_rel_err == 0 else 'agrees'}")
+        return lines + wrap(f"original (Numba, as written, CPU) "
+                            f"{_ms(timing.original.median)}; GPU {gpu} (arrays on the "
+                            f"device, CUDA events): {timing.speedup:.3g}x")
     if timing.original is not None:
         lines += wrap(f"checked at {_sizes(timing.sizes)} against the original compiled "
                       f"with Numba: {'equal' if result.check.max_rel_err == 0 else 'agrees'}")
@@ -89,8 +107,9 @@ def proof_lines(result: Any) -> list[str]:
 def explain(result: Any) -> str:
     """The whole account, one line per fact, wrapped for a terminal."""
     timing = result.timing
+    where = f", tuned at {_sizes(timing.sizes)}" if timing else ""
     lines = [f"loclab optimize: {result.file}::{result.function} for the "
-             f"{result.target.upper()}, tuned at {_sizes(timing.sizes)}"]
+             f"{result.target.upper()}{where}"]
     for nest in result.nests:
         lines += nest_lines(nest)
     if not result.parallel:

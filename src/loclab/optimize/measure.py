@@ -82,12 +82,14 @@ def arguments(program: Any, inputs: Mapping[str, Any]) -> list[Any]:
 
 
 def check(original: Callable[..., Any], optimized: Callable[..., Any], program: Any,
-          inputs: Mapping[str, Any], sizes: Mapping[str, int]) -> Check:
+          inputs: Mapping[str, Any], sizes: Mapping[str, int],
+          length: int | None = None) -> Check:
     """Both functions on copies of ``inputs``: every output equal, or within the tolerance of
-    a reordered reduction."""
+    a reordered reduction (of ``length``, where given: see ``compare_runs``)."""
     from loclab.transform.verify import compare_runs
 
-    verification = compare_runs(original, optimized, program, dict(inputs), dict(sizes))
+    verification = compare_runs(original, optimized, program, dict(inputs), dict(sizes),
+                                length)
     worst = max((c.error for c in verification.compared), default=0.0)
     return Check(verification.ok, worst, None if verification.ok else str(verification))
 

@@ -38,9 +38,11 @@ class TileChoice:
                 f"{format_bytes(self.cache_bytes)} {self.cache}")
 
 
-def _span(subscript: Poly, extents: Mapping[str, int]) -> int | None:
+def _span(subscript: Poly | None, extents: Mapping[str, int]) -> int | None:
     """How many values a subscript takes when each loop variable runs over its extent
-    (None where it is not affine in them)."""
+    (None where it is not affine in them, or not known at all)."""
+    if subscript is None:
+        return None
     span = 1
     for var, extent in extents.items():
         factor = coefficient(subscript, var)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from loclab.cases.auto import auto_variants
 from loclab.cases.base import (Case, Variant, Work, flop_limit, lazy, summation_tolerance,
                                uniform_nonzero)
 
@@ -116,6 +117,7 @@ CASE = Case(
                 "(X != 0).astype(float32) @ C through cuBLAS (CuPy), conversion and C "
                 "included",
                 lazy(GPU, "cublas")),
+        *auto_variants("loclab.cases.bmmm", "bmmm"),
     ),
     limit="compute",
     dimensions=("m", "k", "n"),

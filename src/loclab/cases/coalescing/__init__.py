@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from loclab.cases.auto import auto_variants
 from loclab.cases.base import FLOAT32_UNIT_ROUNDOFF, MATRIX_DIMS, Case, Variant, Work, lazy
 from loclab.hw import Machine
 
@@ -144,6 +145,7 @@ CASE = Case(
                 "64 where cols % 8 != 0) through shared memory (row stride chunk + 1) with "
                 "coalesced loads and stores; each thread walks its row's chunk there",
                 lazy(GPU, "staged")),
+        *auto_variants("loclab.cases.coalescing", "row_program"),
     ),
     dimensions=MATRIX_DIMS,
 )

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from loclab.cases.auto import auto_variants
 from loclab.cases.base import Case, Variant, Work, lazy, summation_tolerance, uniform_nonzero
 from loclab.hw import Machine
 
@@ -177,6 +178,7 @@ CASE = Case(
         Variant("cupy.add.at", "gpu", "library",
                 "cupy.add.at(hist, inds[inds < bins], vals[inds < bins])",
                 lazy(GPU, "add_at")),
+        *auto_variants("loclab.cases.histogram", "histogram"),
     ),
     dimensions=("bins", "n"),
 )

@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from loclab.cases.auto import auto_variants
 from loclab.cases.base import (PRODUCT_DIMS, Case, Variant, Work, flop_limit, lazy,
                                summation_tolerance, uniform_nonzero)
 from loclab.hw import Machine
@@ -138,6 +139,7 @@ CASE = Case(
                 lazy(GPU, "optimized"), space=lazy(GPU, "optimized_space")),
         Variant("cublas", "gpu", "library", "cuBLAS SGEMM through CuPy, TF32 off",
                 lazy(GPU, "cublas")),
+        *auto_variants("loclab.cases.mmm", "mmm"),
     ),
     limit="compute",
     dimensions=PRODUCT_DIMS,

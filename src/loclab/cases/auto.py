@@ -1,0 +1,134 @@
+"""``auto-cpu`` and ``auto-gpu``: a case's golden loop nest as ``loclab optimize`` makes it on
+its own, run beside the hand-written variants and the library.
+
+A case whose golden version is a loop nest keeps it in ``cases/<case>/nest.py``: the function
+(the lectures' sequential code, on the case's arrays) and ``arguments(inputs, out)``, which
+lays the case's inputs and output out as its arguments. The rows use what ``optimize`` decides
+without measuring (the first recipe the transformer proves, the cache model's tiles; the GPU
+mapping with the model's launch), so a run costs one plan per size; the harness validates
+each row against the golden result like every variant, on poisoned outputs.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from loclab.cases.base import Bound, Variant, lazy
+
+
+@dataclass(frozen=True)
+class Nest:
+    """Where a case's golden loop nest is: ``cases/<case>/nest.py``, function ``function``."""
+
+    package: str  # the case's package, e.g. "loclab.cases.transpose"
+    function: str
+
+    @property
+    def module(self) -> Any:
+        return importlib.import_module(f"{self.package}.nest")
+
+    @property
+    def path(self) -> Path:
+        return Path(self.module.__file__)
+
+    def arguments(self, inputs: dict[str, Any], out: Any) -> list[Any]:
+        return list(self.module.arguments(inputs, out))
+
+
+def auto_variants(package: str, function: str) -> tuple[Variant, Variant]:
+    """The two rows of a case whose golden nest is ``function`` of its ``nest.py``."""
+    nest = Nest(package, function)
+    return (
+        Variant("auto-cpu", "cpu", "optimized",
+                f"loclab optimize --target cpu of nest.py::{function} (Numba prange; the "
+                "first legal recipe, the cache model's tiles)",
+                functools.partial(lazy(__name__, "cpu"), nest)),
+        Variant("auto-gpu", "gpu", "optimized",
+                f"loclab optimize --target gpu of nest.py::{function} (CUDA C from the "
+                "nest: threads, staging, register tiles by the model)",
+                functools.partial(lazy(__name__, "gpu"), nest)),
+    )
+
+
+def _sizes(arguments: list[Any], names: list[str]) -> dict[str, int]:
+    return {name: int(value) for name, value in zip(names, arguments)
+            if isinstance(value, (int, np.integer))}
+
+
+@functools.cache
+def _planned(nest: Nest, sizes: tuple[tuple[str, int], ...]) -> Any:
+    from loclab.nest import read_source
+    from loclab.optimize import plan
+
+    return plan(read_source(nest.path), nest.function, filename=str(nest.path),
+                params=dict(sizes), element_bytes=4)
+
+
+def _names(nest: Nest) -> list[str]:
+    import inspect
+
+    return list(inspect.signature(getattr(nest.module, nest.function)).parameters)
+
+
+def cpu(nest: Nest, inputs: dict[str, Any], out: Any, machine: Any) -> Bound:
+    """The first recipe the transformer proves for the CPU, compiled with Numba."""
+    from loclab.optimize.build import choose
+
+    arguments = nest.arguments(inputs, out)
+    planned = _planned(nest, tuple(sorted(_sizes(arguments, _names(nest)).items())))
+    chosen, result = choose(planned.code, planned.plans)
+    function = _compiled_cpu(result.source, nest.function, result)
+    return Bound(_returning(function, arguments, out),
+                 {"recipe": "; ".join(s for c in chosen for s in c.steps) or "as written"})
+
+
+_CPU_FUNCTIONS: dict[str, Callable[..., Any]] = {}
+
+
+def _compiled_cpu(source: str, name: str, result: Any) -> Callable[..., Any]:
+    if source not in _CPU_FUNCTIONS:
+        _CPU_FUNCTIONS[source] = result.compile()
+    return _CPU_FUNCTIONS[source]
+
+
+def gpu(nest: Nest, inputs: dict[str, Any], out: Any, machine: Any) -> Bound:
+    """The nest's kernels as the GPU planner maps them, with the model's launch."""
+    from loclab.optimize.cuda import argument_types, gpu_plan
+
+    arguments = nest.arguments(inputs, out)
+    names = _names(nest)
+    sizes = _sizes(arguments, names)
+    planned = _planned(nest, tuple(sorted(sizes.items())))
+    mapped = gpu_plan(planned)
+    arrays, scalars = argument_types(dict(zip(names, arguments)), list(sizes))
+    configs = mapped.default_configs()
+    function = _compiled_gpu(mapped.emit(arrays, scalars, configs))
+    return Bound(_returning(function, arguments, out),
+                 {"grid": "; ".join(", ".join(g.var for g in m.grid) or "one thread"
+                                    for m in mapped.mappings),
+                  "launch": "; ".join(c.text() for c in configs if c.block)})
+
+
+_GPU_FUNCTIONS: dict[str, Callable[..., Any]] = {}
+
+
+def _compiled_gpu(emitted: Any) -> Callable[..., Any]:
+    if emitted.module not in _GPU_FUNCTIONS:
+        _GPU_FUNCTIONS[emitted.module] = emitted.compile()
+    return _GPU_FUNCTIONS[emitted.module]
+
+
+def _returning(function: Callable[..., Any], arguments: list[Any],
+               out: Any) -> Callable[[], Any]:
+    def run() -> Any:
+        function(*arguments)
+        return out
+
+    return run

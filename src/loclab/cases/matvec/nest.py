@@ -1,0 +1,15 @@
+"""Matrix-vector product's golden loop nest, as ``loclab optimize`` reads it (the auto
+rows): a dot product per row, summed in a scalar."""
+
+
+def matvec(a, x, y, rows, cols):
+    for i in range(rows):
+        s = 0.0
+        for j in range(cols):
+            s += a[i, j] * x[j]
+        y[i] = s
+
+
+def arguments(inputs, out):
+    rows, cols = inputs["a"].shape
+    return [inputs["a"], inputs["x"], out, rows, cols]

@@ -1,0 +1,16 @@
+"""The lectures' golden three-loop matrix multiplication, as ``loclab optimize`` reads it
+(the auto rows): C[i][j] summed in a scalar over k."""
+
+
+def mmm(a, b, c, m, n, k):
+    for i in range(m):
+        for j in range(n):
+            s = 0.0
+            for q in range(k):
+                s += a[i, q] * b[q, j]
+            c[i, j] = s
+
+
+def arguments(inputs, out):
+    (m, k), n = inputs["a"].shape, inputs["b"].shape[1]
+    return [inputs["a"], inputs["b"], out, m, n, k]

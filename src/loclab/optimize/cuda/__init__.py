@@ -1,0 +1,95 @@
+"""``loclab optimize --target gpu``: a function's nests as CUDA kernels launched through CuPy.
+
+``plan`` maps each top-level nest's loops to threads (proved legal by the transformer),
+``mapping`` holds what was decided and the launch knobs, ``kernel`` writes one nest's kernel
+(thread mapping, register tiling, shared-memory staging, scalar replacement), ``syntax``
+translates the user's statements to C, ``module`` assembles the kernels and the launching
+Python function, ``run`` validates and times the result on a GPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from loclab.optimize.cuda.mapping import (Config, NestMapping, default_config,
+                                          fit_to_extents)
+from loclab.optimize.cuda.module import CudaFunction, emit_function, loops_by_id
+
+
+@dataclass(frozen=True)
+class GpuPlan:
+    """The function's nests mapped to threads, and what the emitter needs to write them."""
+
+    planned: Any  # loclab.optimize.Planned
+    mappings: tuple[NestMapping, ...]
+    refused: tuple[tuple[tuple[str, str], ...], ...]  # per nest: (grid, why refused)
+    loops: dict[int, Any]  # ast.For by id(Loop)
+
+    def default_configs(self) -> list[Config]:
+        context = self.planned.context
+        return [fit_to_extents(m, default_config(m, _reuse(context, m), _accumulators(m),
+                                                 max(1, context.element_bytes // 4)),
+                               context.extents) for m in self.mappings]
+
+    def emit(self, arrays: Mapping[str, tuple[np.dtype, int]],
+             scalars: Mapping[str, np.dtype],
+             configs: Sequence[Config] | None = None) -> CudaFunction:
+        program = self.planned.as_written.program
+        syntax = program.syntax
+        return emit_function(syntax.function, syntax.filename, syntax.offset, self.mappings,
+                             list(configs or self.default_configs()), self.loops,
+                             list(program.nest.parameters), arrays, scalars)
+
+
+def gpu_plan(planned: Any) -> GpuPlan:
+    """Map every top-level nest of a planned function (``loclab.optimize.plan``)."""
+    from loclab.optimize.cuda.plan import gpu_mappings
+
+    program = planned.as_written.program
+    loops = loops_by_id(program.syntax.function, planned.context.analysis.nest.loops,
+                        program.syntax.offset)
+    mappings, refused = gpu_mappings(planned.code, planned.context, loops)
+    return GpuPlan(planned, tuple(mappings), tuple(tuple(r) for r in refused), loops)
+
+
+def argument_types(inputs: Mapping[str, Any], sizes: Sequence[str]
+                   ) -> tuple[dict[str, tuple[np.dtype, int]], dict[str, np.dtype]]:
+    """(arrays: dtype and rank, scalars: dtype) of a function's arguments by value."""
+    arrays = {n: (v.dtype, v.ndim) for n, v in inputs.items() if hasattr(v, "dtype")
+              and getattr(v, "ndim", 0) > 0}
+    scalars = {n: np.dtype(np.int64) if isinstance(v, (int, np.integer)) else np.dtype(
+        np.float64) for n, v in inputs.items() if n not in arrays and n not in sizes}
+    return arrays, scalars
+
+
+def _accumulators(mapping: NestMapping) -> int:
+    """Scalars the nest assigns: each is a register per iteration of a register tile (the
+    sums across the loop inside, and the temporaries the unrolled strips keep in flight)."""
+    return len({a.variable.key for s in mapping.top.statements() for a in s.accesses
+                if a.write and not a.variable.is_array})
+
+
+def _reuse(context: Any, mapping: NestMapping) -> bool:
+    """Whether threads of a block would share what they read along a loop inside the grid:
+    an access invariant along a grid loop and moving along a loop inside it."""
+    from loclab.optimize.locality import array_accesses, stride
+
+    if len(mapping.grid) < 2:
+        return False
+    inner = [loop for loop in context.analysis.nest.loops
+             if mapping.top in loop.enclosing and loop not in mapping.grid]
+    for access in array_accesses(context.model, mapping.top.statements()):
+        if access.access.write:
+            continue
+        along_grid = [stride(access.subscripts, g.var) for g in mapping.grid]
+        along_inner = [stride(access.subscripts, loop.var) for loop in inner]
+        if "invariant" in along_grid and any(s != "invariant" for s in along_inner):
+            return True
+    return False
+
+
+__all__ = ["Config", "CudaFunction", "GpuPlan", "NestMapping", "argument_types", "gpu_plan"]

@@ -1,0 +1,1003 @@
+"""One top-level nest as a CUDA kernel: the grid loops become threads, the rest of the nest is
+each thread's code, written from the user's own statements.
+
+A thread of block ``b`` runs iterations ``b * B * R + r * B + t`` (``r < R``) of each grid
+loop: ``B`` threads along it, ``R`` iterations each, neighbouring threads on neighbouring
+iterations (so the loop on ``threadIdx.x`` walks unit-stride accesses in step). With ``R > 1``
+the thread's iterations are jammed: every loop inside whose bounds do not depend on them runs
+once, its body repeated per iteration (unroll-and-jam: legal because no dependence crosses
+two grid iterations), so what one iteration loads from a shared tile or keeps in a register
+serves all. A loop inside with uniform bounds (the same in every thread of a block) may have
+read-only arrays *staged*: a strip of its iterations at a time, every thread of the block
+copies a part of the tile they read into shared memory, coalesced (last dimension along
+threads), then reads its own elements from there; staged are tiles that threads share
+(reuse) or whose direct reads would not coalesce. An array element the loop reads and
+writes at one place (``C[i, j] += ...``) is kept in a register across the loop (scalar
+replacement) and stored once after it.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+
+from loclab.nest.ir import Loop
+from loclab.optimize.cuda.mapping import AXES, Config, NestMapping
+from loclab.optimize.cuda.syntax import Translator, Typing, c_type, join, subscript_parts
+
+# A split loop's reductions: what lanes other than the first start from, and how the lanes'
+# results combine (a difference accumulates negated terms: its parts add up).
+LANE_IDENTITY = {"+": "0", "-": "0", "*": "1", "^": "0"}
+LANE_COMBINE = {"+": "add", "-": "add", "*": "mul", "min": "min", "max": "max", "&": "and",
+                "|": "or", "^": "xor"}
+SHARED_LIMIT = 48 * 1024  # bytes of static shared memory a block may declare
+PREFETCH_LIMIT = 16  # elements of a tile a thread holds in registers for the next strip
+PAD = 1  # elements added to a staged tile's rows: columns then span all 32 banks
+
+
+@dataclass(frozen=True)
+class GridAxis:
+    """How the launcher sizes one grid loop: its first value and iteration count (Python
+    text of the sizes, the box around every value it takes), threads and copies per
+    thread, the block axis it runs on."""
+
+    var: str
+    first: str
+    count: str
+    block: int
+    tile: int
+    axis: int
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A kernel's text and what its launcher passes: ``arrays`` (each with its extents),
+    ``sizes`` (as the function names them) and ``scalars`` by value, then each grid axis's
+    first value and count."""
+
+    name: str
+    text: str
+    arrays: tuple[str, ...]
+    sizes: tuple[str, ...]
+    scalars: tuple[str, ...]
+    axes: tuple[GridAxis, ...]
+    threads: int
+    staged: tuple[str, ...] = ()  # what was staged, for the explanation
+    promoted: tuple[str, ...] = ()  # array elements kept in registers across a loop
+    lanes: int = 1  # threads along x per grid iteration
+
+
+@dataclass(frozen=True)
+class _Offset:
+    """A subscript dimension ``var + offset`` (``var`` None: the constant ``offset``)."""
+
+    var: str | None
+    offset: int
+
+
+@dataclass
+class _Stage:
+    """A read-only array staged along one loop: its tile's dimensions, and the shared
+    array's name."""
+
+    array: str
+    dims: tuple[tuple[str | None, int, int], ...]  # (var, smallest offset, largest offset)
+    name: str
+    along: str  # the loop it is staged along ("": once per block, for the whole body)
+
+    def extent(self, spans: dict[str, int], d: int) -> int:
+        var, low, high = self.dims[d]
+        return (spans[var] if var is not None else 1) + high - low
+
+
+@dataclass
+class _Copy:
+    """One combination of a thread's grid iterations: its names and its validity flag."""
+
+    index: tuple[int, ...]
+    rename: dict[str, str]
+    ok: str
+    registers: dict[str, str] = field(default_factory=dict)  # promoted arrays' registers
+
+
+@dataclass
+class KernelWriter:
+    """Writes one kernel. ``typing`` knows the arrays and sizes; ``where`` names a node's
+    file:line; ``sizes`` are the function's size parameters (C names by Python text)."""
+
+    name: str
+    mapping: NestMapping
+    config: Config
+    typing: Typing
+    sizes: dict[str, str]
+    scalar_args: set[str]
+    loops: dict[int, ast.For]  # the syntax of every original loop, by id(Loop)
+    where: Callable[[ast.AST], str]
+    lines: list[str] = field(default_factory=list)
+    staged: dict[str, _Stage] = field(default_factory=dict)
+    promoted: list[str] = field(default_factory=list)
+    inside: set[str] = field(default_factory=set)  # staged loops open where code is written
+    strip: int = 0  # the strip tiles are staged in (the config's, or smaller to fit)
+    hoisting: dict[str, tuple[str, str]] | None = None  # staged reads held in registers
+
+    def __post_init__(self) -> None:
+        self.strip = self.config.strip
+
+    # -- the thread's code ------------------------------------------------------------------
+    def body(self) -> list[ast.stmt]:
+        """The code one thread runs for one combination of grid iterations: the band's loops
+        after the grid ones (in the mapping's order), then the innermost body."""
+        mapping = self.mapping
+        if not mapping.grid:
+            return [mapping.node]
+        inner = self.loops[id(mapping.order[-1])].body
+        for loop in reversed(mapping.order[len(mapping.grid):]):
+            node = self.loops[id(loop)]
+            inner = [ast.copy_location(ast.For(target=node.target, iter=node.iter, body=inner,
+                                               orelse=[]), node)]
+        return inner
+
+    def write(self) -> Kernel:
+        body = self.body()
+        grid_vars = [g.var for g in self.mapping.grid]
+        locals_ = _assigned(body)
+        inner_loops = _loop_vars(body)
+        self.typing.integers |= set(grid_vars) | inner_loops | set(self.sizes)
+        for name, value_type in _local_types(body, self.typing, locals_).items():
+            self.typing.scalars[name] = value_type
+        copies = self._copies(grid_vars, locals_)
+        arrays = sorted(_arrays(body) | _shape_arrays(body, self.mapping))
+        used = _names(body) | {n for g in self.mapping.grid
+                               for n in _names([self.loops[id(g)]])}
+        sizes = sorted(p for p in self.sizes if p in used)
+        scalars = sorted(n for n in self.scalar_args if n in used and n not in locals_)
+        read_only = {a for a in arrays if a not in _written(body)}
+        axes = self._axes()
+        self.lines = []
+        out = self.lines
+        params = []
+        for array in arrays:
+            kind = c_type(self.typing.arrays[array])
+            const = "const " if array in read_only else ""
+            params.append(f"{const}{kind}* __restrict__ {array}")
+            params += [f"const I {array}_n{d}" for d in range(self.typing.ndims[array])]
+        params += [f"const I {self.sizes[p]}" for p in sizes]
+        params += [f"const {c_type(self.typing.scalars[s])} {s}" for s in scalars]
+        for axis in axes:
+            params += [f"const I first_{axis.var}", f"const I count_{axis.var}"]
+        threads = self.config.threads if self.mapping.grid else 1
+        out.append("template <typename I>")
+        out.append(f"__global__ void __launch_bounds__({threads}) {self.name}(")
+        out.append("    " + ",\n    ".join(params) + ") {")
+        self._stages(body, read_only, locals_)
+        for stage in self.staged.values():
+            dims = "".join(f"[{e}]" for e in self._tile_shape(stage))
+            out.append(f"  __shared__ {c_type(self.typing.arrays[stage.array])} "
+                       f"{stage.name}{dims};")
+        if self.staged:  # the thread's place in its block, for the copies into the tiles
+            out.append("  const int tid = threadIdx.x + blockDim.x * (threadIdx.y + "
+                       "blockDim.y * threadIdx.z);")
+        depth = 1
+        for axis in sorted(axes, key=lambda a: -a.axis):
+            a = AXES[axis.axis]
+            span = axis.block * axis.tile
+            out.append(f"{'  ' * depth}for (I b{a} = blockIdx.{a}; b{a} * {span} < "
+                       f"count_{axis.var}; b{a} += gridDim.{a}) {{")
+            depth += 1
+        self._grid_values(axes, copies, depth)
+        for name in sorted(inner_loops - set(grid_vars)):
+            out.append(f"{'  ' * depth}I {name};")
+        for copy_ in copies:
+            for name in sorted(locals_):
+                kind = self.typing.scalars.get(name, self.typing.compute)
+                out.append(f"{'  ' * depth}{c_type(kind)} {copy_.rename.get(name, name)};")
+        whole = [stage for stage in self.staged.values() if not stage.along]
+        if whole:  # tiles of the whole body: loaded once per block, before it
+            out.append(f"{'  ' * depth}__syncthreads();")
+            for stage in whole:
+                self._load(stage, depth)
+            out.append(f"{'  ' * depth}__syncthreads();")
+            self.inside.add("")
+        guard_each = len(copies) > 1 or bool(self.staged)
+        if guard_each:  # blocks whose every iteration is valid run without the guards
+            every = " && ".join(c.ok for c in copies)
+            # with barriers inside, the fast path must be the same for the whole block
+            test = f"__syncthreads_and({every})" if self.staged else every
+            out.append(f"{'  ' * depth}if ({test}) {{")
+            self.block(body, copies, depth + 1, guarded=False)
+            out.append(f"{'  ' * depth}}} else {{")
+            self.block(body, copies, depth + 1, guarded=True)
+            out.append(f"{'  ' * depth}}}")
+        else:
+            out.append(f"{'  ' * depth}if ({copies[0].ok}) {{")
+            self.block(body, copies, depth + 1, guarded=False)
+            out.append(f"{'  ' * depth}}}")
+        for level in range(depth - 1, 0, -1):
+            out.append(f"{'  ' * level}}}")
+        out.append("}")
+        return Kernel(self.name, "\n".join(out), tuple(arrays), tuple(sizes),
+                      tuple(scalars), tuple(axes),
+                      threads, tuple(self._stage_text(s) for s in self.staged.values()),
+                      tuple(self.promoted), self.config.lanes if self.mapping.grid else 1)
+
+    # -- grid ---------------------------------------------------------------------------------
+    def _axes(self) -> list[GridAxis]:
+        out = []
+        box: dict[str, tuple[str, str]] = {}
+        for index, loop in enumerate(self.mapping.grid):
+            start, stop, step = _range_args(self.loops[id(loop)])
+            low_start, high_start = _interval(start, box, self.where)
+            low_stop, high_stop = _interval(stop, box, self.where)
+            if step > 0:
+                first = low_start
+                count = f"max(0, -(-({high_stop} - ({first})) // {step}))"
+                last_low, last_high = low_start, f"({high_stop}) - 1"
+            else:
+                first = high_start
+                count = f"max(0, -(-(({first}) - ({low_stop})) // {-step}))"
+                last_low, last_high = f"({low_stop}) + 1", high_start
+            box[loop.var] = (last_low, last_high)
+            out.append(GridAxis(loop.var, first, count, self.config.block[index],
+                                self.config.tile[index], self.mapping.axis(loop)))
+        return out
+
+    def _copies(self, grid_vars: list[str], locals_: set[str]) -> list[_Copy]:
+        tiles = self.config.tile if self.mapping.grid else ()
+        many = any(t > 1 for t in tiles)
+        out = []
+        for index in itertools.product(*(range(t) for t in tiles)):
+            suffix = "_".join(map(str, index))
+            rename = {}
+            if many:
+                rename = {v: f"{v}_{r}" for v, r in zip(grid_vars, index)}
+                rename |= {n: f"{n}_{suffix}" for n in locals_}
+            out.append(_Copy(index, rename, f"ok_{suffix}" if suffix else "ok"))
+        return out
+
+    def _grid_values(self, axes: list[GridAxis], copies: list[_Copy], depth: int) -> None:
+        pad = "  " * depth
+        many = len(copies) > 1
+        for index, (axis, loop) in enumerate(zip(axes, self.mapping.grid)):
+            a = AXES[axis.axis]
+            _, _, step = _range_args(self.loops[id(loop)])
+            for r in range(axis.tile):
+                name = f"{axis.var}_{r}" if many else axis.var
+                out = (f"{pad}const I t_{name} = b{a} * {axis.block * axis.tile} + "
+                       f"{r * axis.block} + threadIdx.{a};")
+                self.lines.append(out)
+                self.lines.append(f"{pad}const I {name} = first_{axis.var} + {step} * "
+                                  f"t_{name};")
+        if not self.mapping.grid:
+            self.lines.append(f"{pad}const bool ok = true;")
+            return
+        for copy_ in copies:
+            checks = []
+            translator = self.translator(copy_)
+            for loop, r in zip(self.mapping.grid, copy_.index):
+                name = copy_.rename.get(loop.var, loop.var)
+                start, stop, step = _range_args(self.loops[id(loop)])
+                checks.append(f"t_{name} < count_{loop.var}")
+                low = translator.expr(start) if start is not None else "0"
+                high = translator.expr(stop)
+                if step > 0:
+                    checks += [f"{name} >= {low}", f"{name} < {high}"]
+                else:
+                    checks += [f"{name} <= {low}", f"{name} > {high}"]
+                if abs(step) > 1:
+                    checks.append(f"loclab_mod({name} - {low}, {abs(step)}) == 0")
+            self.lines.append(f"{pad}const bool {copy_.ok} = {' && '.join(checks)};")
+
+    # -- statements ------------------------------------------------------------------------
+    def translator(self, copy_: _Copy, values: dict[str, str] | None = None) -> Translator:
+        return Translator(self.typing, self._subscript, self.where, copy_.rename,
+                          {**copy_.registers, **(values or {})})
+
+    def block(self, body: Sequence[ast.stmt], copies: list[_Copy], depth: int,
+              guarded: bool) -> None:
+        for node in body:
+            self.statement(node, copies, depth, guarded)
+
+    def statement(self, node: ast.stmt, copies: list[_Copy], depth: int,
+                  guarded: bool) -> None:
+        pad = "  " * depth
+        if isinstance(node, (ast.Pass, ast.Expr)) and not (
+                isinstance(node, ast.Expr) and not isinstance(node.value, ast.Constant)):
+            return
+        if isinstance(node, ast.For):
+            if self._uniform(node, copies):
+                self.loop(node, copies, depth, guarded)
+                return
+            for copy_ in copies:
+                self._open_guard(copy_, depth, guarded)
+                self.loop(node, [copy_], depth + 1, False)
+                self.lines.append(f"{pad}}}")
+            return
+        for copy_ in copies:
+            translator = self.translator(copy_)
+            if isinstance(node, ast.If):
+                self._open_guard(copy_, depth, guarded)
+                self.lines.append(f"{pad}  if ({translator.expr(node.test)}) {{")
+                self.block(node.body, [copy_], depth + 2, False)
+                if node.orelse:
+                    self.lines.append(f"{pad}  }} else {{")
+                    self.block(node.orelse, [copy_], depth + 2, False)
+                self.lines.append(f"{pad}  }}")
+                self.lines.append(f"{pad}}}")
+                continue
+            text = self._simple(node, translator)
+            self.lines.append(f"{pad}if ({copy_.ok}) {text}" if guarded else f"{pad}{text}")
+
+    def _uniform(self, node: ast.For, copies: list[_Copy]) -> bool:
+        """Whether every copy runs the loop over the same values (then it is jammed)."""
+        return len(copies) == 1 or not (_names([node.iter]) & set(copies[0].rename))
+
+    def _open_guard(self, copy_: _Copy, depth: int, guarded: bool) -> None:
+        self.lines.append(f"{'  ' * depth}if ({copy_.ok if guarded else 'true'}) {{")
+
+    def _simple(self, node: ast.stmt, translator: Translator) -> str:
+        if isinstance(node, ast.Assign):
+            value = translator.expr(node.value)
+            if len(node.targets) == 1:
+                return f"{translator.expr(node.targets[0])} = {value};"
+            first = translator.expr(node.targets[0])
+            rest = " ".join(f"{translator.expr(t)} = {first};" for t in node.targets[1:])
+            return f"{{ {first} = {value}; {rest} }}"
+        if isinstance(node, ast.AugAssign):
+            target, value = node.target, translator.expr(node.value)
+            if isinstance(target, ast.Subscript) and \
+                    subscript_parts(target)[0] in self.mapping.atomics:
+                if not isinstance(node.op, (ast.Add, ast.Sub)):
+                    raise translator.error(node, "an atomic update other than + and -")
+                sign = "-" if isinstance(node.op, ast.Sub) else ""
+                return f"loclab_atomic_add(&{translator.expr(target)}, {sign}({value}));"
+            op = ast.BinOp(left=target, op=node.op, right=node.value)
+            ast.copy_location(op, node)
+            if isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.BitAnd, ast.BitOr,
+                                    ast.BitXor)):
+                symbol = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.BitAnd: "&",
+                          ast.BitOr: "|", ast.BitXor: "^"}[type(node.op)]
+                return f"{translator.expr(target)} {symbol}= {value};"
+            return f"{translator.expr(target)} = {translator.expr(op)};"
+        if isinstance(node, ast.AnnAssign) and node.value is not None:
+            return f"{translator.expr(node.target)} = {translator.expr(node.value)};"
+        raise translator.error(node, f"the statement {type(node).__name__}")
+
+    def loop(self, node: ast.For, copies: list[_Copy], depth: int, guarded: bool) -> None:
+        pad = "  " * depth
+        var = node.target.id  # type: ignore[attr-defined]
+        start, stop, step = _range_args(node)
+        translator = self.translator(copies[0])
+        low = translator.expr(start) if start is not None else "0"
+        high = translator.expr(stop)
+        split = self.mapping.split
+        if split is not None and node is self.loops[id(split)]:
+            self._split(node, copies, depth, low, high)
+            return
+        before = copies
+        runs = f"({low}) {'<' if step > 0 else '>'} ({high})"
+        promoted, copies = self._promote(node, copies, depth, guarded, runs)
+        compare = "<" if step > 0 else ">"
+        stages = [s for s in self.staged.values() if s.along == var]
+        if stages:
+            strip = self.strip
+            ahead = [s for s in stages if self._prefetched(s) is not None]
+            for stage in ahead:  # the first strip's share, into registers
+                self._prefetch(stage, depth, f"({low})", declare=True)
+            self.lines.append(f"{pad}for (I {var}0 = {low}; {var}0 < {high}; "
+                              f"{var}0 += {strip}) {{")
+            self.lines.append(f"{pad}  __syncthreads();")
+            for stage in stages:
+                if stage in ahead:
+                    self._store_prefetched(stage, depth + 1)
+                else:
+                    self._load(stage, depth + 1)
+            self.lines.append(f"{pad}  __syncthreads();")
+            if ahead:  # the next strip's loads are in flight while this one is computed
+                self.lines.append(f"{pad}  if ({var}0 + {strip} < ({high})) {{")
+                for stage in ahead:
+                    self._prefetch(stage, depth + 2, f"{var}0 + {strip}", declare=False)
+                self.lines.append(f"{pad}  }}")
+            # a whole strip has a constant trip count: unrolled, its shared-memory offsets
+            # become constants; the last, partial strip runs as a plain loop
+            self.inside.add(var)
+            self.lines.append(f"{pad}  if ({var}0 + {strip} <= ({high})) {{")
+            self.lines.append(f"{pad}    #pragma unroll")
+            self.lines.append(f"{pad}    for ({var} = {var}0; {var} < {var}0 + {strip}; "
+                              f"{var}++) {{")
+            self._hoisted_block(node.body, copies, depth + 3, guarded)
+            self.lines.append(f"{pad}    }}")
+            self.lines.append(f"{pad}  }} else {{")
+            self.lines.append(f"{pad}    for ({var} = {var}0; {var} < ({high}); {var}++) {{")
+            self.block(node.body, copies, depth + 3, guarded)
+            self.lines.append(f"{pad}    }}")
+            self.lines.append(f"{pad}  }}")
+            self.inside.discard(var)
+            self.lines.append(f"{pad}}}")
+        else:
+            self.lines.append(f"{pad}for ({var} = {low}; {var} {compare} {high}; {var} += "
+                              f"{step}) {{")
+            self.block(node.body, copies, depth + 1, guarded)
+            self.lines.append(f"{pad}}}")
+        self._store(promoted, before, copies, depth, guarded, runs)
+
+    def _split(self, node: ast.For, copies: list[_Copy], depth: int, low: str,
+               high: str) -> None:
+        """The loop shared by a warp's lanes: lane l runs iterations l, l + 32, ...; each
+        reduction scalar starts at its value on lane 0 and at the operator's identity on
+        the others (min, max, and, or keep theirs: they are idempotent), and shuffles
+        combine the lanes' results, every lane left holding the whole."""
+        pad = "  " * depth
+        var = node.target.id  # type: ignore[attr-defined]
+        lanes = self.config.lanes
+        for copy_ in copies:
+            for name, op in self.mapping.reductions:
+                identity = LANE_IDENTITY.get(op)
+                if identity is not None:
+                    kind = c_type(self.typing.scalars.get(name, self.typing.compute))
+                    self.lines.append(f"{pad}if (threadIdx.x != 0) "
+                                      f"{copy_.rename.get(name, name)} = ({kind}){identity};")
+        self.lines.append(f"{pad}for ({var} = ({low}) + threadIdx.x; {var} < ({high}); "
+                          f"{var} += {lanes}) {{")
+        self.block(node.body, copies, depth + 1, guarded=len(copies) > 1 or bool(
+            self.staged))
+        self.lines.append(f"{pad}}}")
+        for copy_ in copies:
+            for name, op in self.mapping.reductions:
+                target = copy_.rename.get(name, name)
+                self.lines.append(f"{pad}{target} = loclab_lanes_{LANE_COMBINE[op]}({target});")
+
+    def _hoisted_block(self, body: Sequence[ast.stmt], copies: list[_Copy], depth: int,
+                       guarded: bool) -> None:
+        """A whole strip's body for every copy, each distinct element of a staged tile read
+        once into a register first (the copies of a register tile share them: one load
+        serves a row or a column of the tile). Only where every copy is valid: then every
+        index is inside the tile, so a read moved before a condition is still safe."""
+        if guarded or len(copies) == 1:
+            self.block(body, copies, depth, guarded)
+            return
+        outer, self.lines, self.hoisting = self.lines, [], {}
+        try:
+            self.block(body, copies, depth, guarded)
+            statements, hoisted = self.lines, self.hoisting
+        finally:
+            self.lines, self.hoisting = outer, None
+        pad = "  " * depth
+        self.lines += [f"{pad}const {kind} {name} = {text};"
+                       for text, (name, kind) in hoisted.items()]
+        self.lines += statements
+
+    # -- staging ---------------------------------------------------------------------------
+    def _stages(self, body: list[ast.stmt], read_only: set[str], locals_: set[str]) -> None:
+        """Which read-only arrays each uniform loop of the thread code stages (see module):
+        at the configured strip, or the largest smaller one at which every tile fits in
+        shared memory (tiles that still do not fit are read directly)."""
+        self.staged = {}
+        if not self.config.stage or not self.mapping.grid:
+            return
+        wanted = self.config.strip
+        while True:
+            self._stages_at(body, read_only, locals_, fit=False)
+            if self._shared_bytes(list(self.staged.values())) <= SHARED_LIMIT \
+                    or self.strip <= 4:
+                break
+            self.strip //= 2
+        if self._shared_bytes(list(self.staged.values())) > SHARED_LIMIT:
+            self._stages_at(body, read_only, locals_, fit=True)
+        self.strip = self.strip if self.staged else wanted
+
+    def _stages_at(self, body: list[ast.stmt], read_only: set[str], locals_: set[str],
+                   fit: bool) -> None:
+        self.staged = {}
+        grid = {g.var: g for g in self.mapping.grid}
+        x_var = self.mapping.x.var if self.mapping.x is not None else None
+        whole: dict[str, list[tuple[_Offset | None, ...]]] = {}
+        for sub in _reads(body):
+            name, indices = subscript_parts(sub)
+            if name in read_only:
+                whole.setdefault(name, []).append(tuple(_offset(i) for i in indices))
+        for name, forms in whole.items():
+            stage = self._stage_of(name, forms, "", grid, None, x_var)
+            if stage is not None and (not fit or self._fits(stage)):
+                self.staged[name] = stage
+        for loop in _uniform_loops(body, set(grid) | locals_):
+            var = loop.target.id  # type: ignore[attr-defined]
+            start, _, step = _range_args(loop)
+            if step != 1:
+                continue
+            found: dict[str, list[tuple[_Offset | None, ...]]] = {}
+            for sub in _reads(loop.body):
+                name, indices = subscript_parts(sub)
+                if name not in read_only or name in self.staged:
+                    continue
+                found.setdefault(name, []).append(tuple(_offset(i) for i in indices))
+            for name, forms in found.items():
+                stage = self._stage_of(name, forms, var, grid, start, x_var)
+                if stage is not None and (not fit or self._fits(stage)):
+                    self.staged[name] = stage
+
+    def _stage_of(self, name: str, forms: list[tuple[_Offset | None, ...]], var: str,
+                  grid: dict[str, Loop], start: ast.expr | None,
+                  x_var: str | None) -> _Stage | None:
+        """The tile of ``name`` staged along loop ``var`` ("": for the whole body), where
+        every read of it is ``var``/grid loop + constant per dimension, and threads share
+        the tile or would not read it coalesced; else None."""
+        if any(o is None for form in forms for o in form) or len(
+                {len(form) for form in forms}) != 1:
+            return None
+        dims = []
+        for d in range(len(forms[0])):
+            vars_ = {form[d].var for form in forms}  # type: ignore[union-attr]
+            if len(vars_) != 1:
+                return None
+            v = vars_.pop()
+            if v is not None and v != var and v not in grid:
+                return None
+            offsets = [form[d].offset for form in forms]  # type: ignore[union-attr]
+            low = min(offsets)
+            if v is not None and not self._nonnegative(v, var, start, grid, low):
+                return None
+            dims.append((v, low, max(offsets)))
+        used = [d[0] for d in dims if d[0] is not None]
+        if (var and var not in used) or not used or len(used) != len(set(used)):
+            return None
+        shared = bool(var) and any(g not in used for g in grid)
+        last = next((d[0] for d in reversed(dims) if d[0] is not None), None)
+        uncoalesced = last != x_var and x_var in used
+        if not (shared or uncoalesced):
+            return None
+        return _Stage(name, tuple(dims), f"s_{name}", var)
+
+    def _nonnegative(self, v: str, var: str, start: ast.expr | None,
+                     grid: dict[str, Loop], offset: int) -> bool:
+        """Whether ``v + offset`` is never negative (staging loads no wrapped element)."""
+        if v == var:
+            first = start
+        else:
+            first, _, step = _range_args(self.loops[id(grid[v])])
+            if step != 1:
+                return False
+        value = 0 if first is None else (first.value if isinstance(first, ast.Constant)
+                                         and isinstance(first.value, int) else None)
+        return value is not None and value + offset >= 0
+
+    def _spans(self, var: str) -> dict[str, int]:
+        spans = {var: self.strip} if var else {}
+        for g, b, t in zip(self.mapping.grid, self.config.block, self.config.tile):
+            spans[g.var] = b * t
+        return spans
+
+    def _tile_shape(self, stage: _Stage) -> list[int]:
+        spans = self._spans(stage.along)
+        shape = [stage.extent(spans, d) for d in range(len(stage.dims))
+                 if stage.dims[d][0] is not None]
+        if len(shape) >= 2:
+            shape[-1] += PAD
+        return shape
+
+    def _fits(self, stage: _Stage) -> bool:
+        return self._shared_bytes([*self.staged.values(), stage]) <= SHARED_LIMIT
+
+    def _shared_bytes(self, stages: list[_Stage]) -> int:
+        total = 0
+        for stage in stages:
+            count = 1
+            for extent in self._tile_shape(stage):
+                count *= extent
+            total += count * self.typing.arrays[stage.array].itemsize
+        return total
+
+    def _load(self, stage: _Stage, depth: int) -> None:
+        """Every thread of the block copies its share of the tile, last dimension fastest
+        (consecutive threads, consecutive addresses); outside the array it stores 0."""
+        pad = "  " * depth
+        var = stage.along
+        spans = self._spans(var)
+        live = [d for d, dim in enumerate(stage.dims) if dim[0] is not None]
+        extents = [stage.extent(spans, d) for d in live]
+        total = 1
+        for extent in extents:
+            total *= extent
+        flat = "tid"
+        threads, width = self.config.threads, extents[-1]
+        local: dict[int, str] = {}
+        if threads % width == 0:
+            # each thread keeps one column of the tile: its index math is done once, and the
+            # loop over rows strides by whole rows (one add per element)
+            self.lines.append(f"{pad}{{")
+            self.lines.append(f"{pad}  const int column = {flat} % {width};")
+            self.lines.append(f"{pad}  #pragma unroll")
+            self.lines.append(f"{pad}  for (int e = {flat} / {width}; e < {total // width}; "
+                              f"e += {threads // width}) {{")
+            local[live[-1]] = "column"
+            rest = "e"
+            for d, extent in reversed(list(zip(live[:-1], extents[:-1]))):
+                local[d] = f"({rest}) % {extent}"
+                rest = f"({rest}) / {extent}"
+            pad += "  "
+        else:
+            self.lines.append(f"{pad}for (int e = {flat}; e < {total}; e += {threads}) {{")
+            rest = "e"
+            for d, extent in reversed(list(zip(live, extents))):
+                local[d] = f"({rest}) % {extent}"
+                rest = f"({rest}) / {extent}"
+        values = []
+        for d, (v, low, _) in enumerate(stage.dims):
+            values.append(str(low) if v is None else
+                          f"({self._base(v, var)} + {low} + {local[d]})")
+        inside = " && ".join(f"{value} >= 0 && {value} < {stage.array}_n{d}"
+                             for d, value in enumerate(values))
+        target = "".join(f"[{local[d]}]" for d in live)
+        self.lines.append(f"{pad}  {stage.name}{target} = ({inside}) ? "
+                          f"{stage.array}[{self._flatten(stage.array, values)}] : 0;")
+        self.lines.append(f"{pad}}}")
+        if threads % width == 0:
+            self.lines.append(f"{pad[:-2]}}}")
+
+    def _prefetched(self, stage: _Stage) -> tuple[int, int, list[int], list[int]] | None:
+        """(width, rows a pass, live dimensions, extents) where each thread's share of a strip
+        is a whole number of elements of one column, at most ``PREFETCH_LIMIT``: then that
+        share is loaded into registers a strip ahead; else None (loaded when needed)."""
+        spans = self._spans(stage.along)
+        live = [d for d, dim in enumerate(stage.dims) if dim[0] is not None]
+        extents = [stage.extent(spans, d) for d in live]
+        threads, width = self.config.threads, extents[-1]
+        total = 1
+        for extent in extents:
+            total *= extent
+        if threads % width or (total // width) % (threads // width) \
+                or total // threads > PREFETCH_LIMIT:
+            return None
+        return width, threads // width, live, extents
+
+    def _prefetch_elements(self, stage: _Stage, start: str) -> list[tuple[str, str, str]]:
+        """(shared-memory target, guard, global source) of each element of a thread's share
+        of the strip that starts at ``start``."""
+        width, step, live, extents = self._prefetched(stage)  # type: ignore[misc]
+        flat = "tid"
+        rows = 1
+        for extent in extents[:-1]:
+            rows *= extent
+        out = []
+        for r in range(rows // step):
+            rest = f"({flat} / {width} + {r * step})"
+            local = {live[-1]: f"{flat} % {width}"}
+            for d, extent in reversed(list(zip(live[:-1], extents[:-1]))):
+                local[d] = f"{rest} % {extent}"
+                rest = f"{rest} / {extent}"
+            values = [str(low) if v is None else
+                      f"({self._base(v, stage.along, start)} + {low} + {local[d]})"
+                      for d, (v, low, _) in enumerate(stage.dims)]
+            guard = " && ".join(f"{value} >= 0 && {value} < {stage.array}_n{d}"
+                                for d, value in enumerate(values))
+            target = "".join(f"[{local[d]}]" for d in live)
+            out.append((f"{stage.name}{target}", guard,
+                        f"{stage.array}[{self._flatten(stage.array, values)}]"))
+        return out
+
+    def _prefetch(self, stage: _Stage, depth: int, start: str, declare: bool) -> None:
+        pad = "  " * depth
+        kind = c_type(self.typing.arrays[stage.array])
+        for r, (_, guard, source) in enumerate(self._prefetch_elements(stage, start)):
+            register = f"p_{stage.array}_{r}"
+            self.lines.append(f"{pad}{kind + ' ' if declare else ''}{register} = ({guard}) ? "
+                              f"{source} : 0;")
+
+    def _store_prefetched(self, stage: _Stage, depth: int) -> None:
+        pad = "  " * depth
+        for r, (target, _, _) in enumerate(self._prefetch_elements(stage, "0")):
+            self.lines.append(f"{pad}{target} = p_{stage.array}_{r};")
+
+    def _base(self, v: str, var: str, start: str | None = None) -> str:
+        """The first value of ``v`` in this block's tile (the staged loop's: ``start``, by
+        default ``var0``, the strip being computed)."""
+        if v == var:
+            return start or f"{var}0"
+        index = [g.var for g in self.mapping.grid].index(v)
+        span = self.config.block[index] * self.config.tile[index]
+        axis = AXES[self.mapping.axis(self.mapping.grid[index])]
+        return f"(first_{v} + b{axis} * {span})"
+
+    def _stage_text(self, stage: _Stage) -> str:
+        shape = "x".join(map(str, self._tile_shape(stage)))
+        where = f"along {stage.along}" if stage.along else "once per block"
+        return f"{stage.array} {where} ({shape} tile in shared memory)"
+
+    # -- subscripts ------------------------------------------------------------------------
+    def _subscript(self, name: str, indices: list[ast.expr], translator: Translator) -> str:
+        stage = self.staged.get(name)
+        if stage is not None:
+            var = stage.along
+            if var in self.inside:
+                parts = []
+                for index, (v, low, _) in zip(indices, stage.dims):
+                    if v is None:
+                        continue
+                    value = replace(translator, index=True).expr(index)
+                    parts.append(f"[({value}) - {self._base(v, var)} - {low}]")
+                text = f"{stage.name}{''.join(parts)}"
+                if self.hoisting is None:
+                    return text
+                if text not in self.hoisting:
+                    self.hoisting[text] = (f"h{len(self.hoisting)}",
+                                           c_type(self.typing.arrays[name]))
+                return self.hoisting[text][0]
+        if name in translator.values:
+            return translator.values[name]
+        if len(indices) != self.typing.ndims.get(name, len(indices)):
+            raise translator.error(indices[0] if indices else ast.Name(id=name),
+                                   f"a subscript of {name} with {len(indices)} indices "
+                                   f"(it has {self.typing.ndims.get(name)} dimensions)")
+        values = []
+        indexing = replace(translator, index=True)
+        for d, index in enumerate(indices):
+            value = indexing.expr(index)
+            if not self._surely_nonnegative(index):
+                value = f"loclab_wrap({value}, {name}_n{d})"
+            values.append(value)
+        return f"{name}[{self._flatten(name, values)}]"
+
+    def _flatten(self, name: str, values: list[str]) -> str:
+        text = values[0] if values else "0"
+        for d, value in enumerate(values[1:], start=1):
+            text = f"({text}) * {name}_n{d} + {value}"
+        return text
+
+    def _surely_nonnegative(self, index: ast.expr) -> bool:
+        offset = _offset(index)
+        if offset is None:
+            return False
+        if offset.var is None:
+            return offset.offset >= 0
+        loop = next((n for n in self._all_loops() if n.target.id == offset.var), None)
+        if loop is None:
+            return False
+        start, stop, step = _range_args(loop)
+        if step > 0:
+            return start is None and offset.offset >= 0 or (
+                isinstance(start, ast.Constant) and isinstance(start.value, int)
+                and start.value + offset.offset >= 0)
+        return isinstance(stop, ast.Constant) and isinstance(stop.value, int) \
+            and stop.value + 1 + offset.offset >= 0
+
+    def _all_loops(self) -> Iterator[ast.For]:
+        yield from self.loops.values()
+
+    # -- scalar replacement ----------------------------------------------------------------
+    def _promote(self, node: ast.For, copies: list[_Copy], depth: int, guarded: bool,
+                 runs: str) -> tuple[list[tuple[str, ast.Subscript]], list[_Copy]]:
+        """Array elements the loop updates at one subscript that does not change in it (every
+        access of the array in the loop that one, none under an ``if``): loaded into a
+        register before the loop, stored after it (``_store``), both only where the loop
+        runs at all (``runs``). Returns them and the copies that read the registers."""
+        inside = _assigned(node.body) | _loop_vars(node.body) | {
+            node.target.id}  # type: ignore[attr-defined]
+        groups: dict[str, list[ast.Subscript]] = {}
+        for sub in _subscripts(node.body):
+            groups.setdefault(subscript_parts(sub)[0], []).append(sub)
+        found = []
+        for name, subs in groups.items():
+            if len({ast.dump(s) for s in subs}) != 1 or name not in _written(node.body) \
+                    or name in self.mapping.atomics or name in self.staged \
+                    or any(c.registers.get(name) for c in copies):
+                continue
+            if _names(subs[:1]) & inside or name in _conditional(node.body):
+                continue
+            found.append((name, subs[0]))
+        if not found:
+            return [], copies
+        pad = "  " * depth
+        promoted = []
+        for copy_ in copies:
+            registers = dict(copy_.registers)
+            for name, sub in found:
+                register = f"r_{name}_{'_'.join(map(str, copy_.index)) or '0'}"
+                text = self.translator(copy_).expr(sub)
+                test = f"{copy_.ok} && {runs}" if guarded else runs
+                load = f"({test}) ? {text} : 0"
+                self.lines.append(f"{pad}{c_type(self.typing.arrays[name])} {register} = "
+                                  f"{load};")
+                registers[name] = register
+            promoted.append(_Copy(copy_.index, copy_.rename, copy_.ok, registers))
+        var = node.target.id  # type: ignore[attr-defined]
+        self.promoted += [text for text in (f"{ast.unparse(sub)} in a register across the "
+                                            f"{var} loop" for _, sub in found)
+                          if text not in self.promoted]
+        return found, promoted
+
+    def _store(self, found: list[tuple[str, ast.Subscript]], before: list[_Copy],
+               after: list[_Copy], depth: int, guarded: bool, runs: str) -> None:
+        """The promoted elements written back once, after their loop."""
+        if not found:
+            return
+        pad = "  " * depth
+        for old, new in zip(before, after):
+            for name, sub in found:
+                text = self.translator(old).expr(sub)
+                test = f"{old.ok} && {runs}" if guarded else runs
+                self.lines.append(f"{pad}if ({test}) {text} = {new.registers[name]};")
+
+
+def _range_args(node: ast.For) -> tuple[ast.expr | None, ast.expr, int]:
+    """(start, stop, step) of ``for v in range(...)`` (step a constant)."""
+    args = node.iter.args  # type: ignore[attr-defined]
+    if len(args) == 1:
+        return None, args[0], 1
+    step = 1
+    if len(args) == 3:
+        value = args[2]
+        if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub):
+            step = -value.operand.value  # type: ignore[attr-defined]
+        else:
+            step = value.value  # type: ignore[attr-defined]
+    return args[0], args[1], step
+
+
+def _offset(index: ast.expr) -> _Offset | None:
+    """``v``, ``v + c``, ``v - c``, ``c + v`` or ``c`` as var and offset; else None."""
+    if isinstance(index, ast.Name):
+        return _Offset(index.id, 0)
+    if isinstance(index, ast.Constant) and isinstance(index.value, int) \
+            and not isinstance(index.value, bool):
+        return _Offset(None, index.value)
+    if isinstance(index, ast.BinOp) and isinstance(index.op, (ast.Add, ast.Sub)):
+        left, right = index.left, index.right
+        sign = -1 if isinstance(index.op, ast.Sub) else 1
+        if isinstance(left, ast.Name) and isinstance(right, ast.Constant) \
+                and isinstance(right.value, int):
+            return _Offset(left.id, sign * right.value)
+        if sign == 1 and isinstance(right, ast.Name) and isinstance(left, ast.Constant) \
+                and isinstance(left.value, int):
+            return _Offset(right.id, left.value)
+    return None
+
+
+def _walk(body: Sequence[ast.AST]) -> Iterator[ast.AST]:
+    for node in body:
+        yield from ast.walk(node)
+
+
+def _assigned(body: Sequence[ast.stmt]) -> set[str]:
+    out = set()
+    for node in _walk(body):
+        if isinstance(node, ast.Assign):
+            out |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and isinstance(node.target,
+                                                                             ast.Name):
+            out.add(node.target.id)
+    return out
+
+
+def _loop_vars(body: Sequence[ast.stmt]) -> set[str]:
+    return {n.target.id for n in _walk(body) if isinstance(n, ast.For)
+            and isinstance(n.target, ast.Name)}
+
+
+def _names(body: Sequence[ast.AST]) -> set[str]:
+    return {n.id for n in _walk(body) if isinstance(n, ast.Name)}
+
+
+def _subscripts(body: Sequence[ast.AST]) -> list[ast.Subscript]:
+    """Array element accesses (not ``A.shape[d]``), outermost only."""
+    from loclab.optimize.cuda.syntax import shape_of
+
+    nodes = [n for n in _walk(body) if isinstance(n, ast.Subscript)]
+    inner = {id(n.value) for n in nodes if isinstance(n.value, ast.Subscript)}
+    return [n for n in nodes if id(n) not in inner and shape_of(n) is None]
+
+
+def _reads(body: Sequence[ast.stmt]) -> list[ast.Subscript]:
+    return [s for s in _subscripts(body) if isinstance(s.ctx, ast.Load)]
+
+
+def _arrays(body: Sequence[ast.stmt]) -> set[str]:
+    return {subscript_parts(s)[0] for s in _subscripts(body)}
+
+
+def _shape_arrays(body: Sequence[ast.stmt], mapping: NestMapping) -> set[str]:
+    from loclab.optimize.cuda.syntax import shape_of
+
+    out = set()
+    for node in _walk(list(body) + [mapping.node]):
+        found = shape_of(node) if isinstance(node, ast.expr) else None
+        if found is not None:
+            out.add(found[0])
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id == "len" and node.args and isinstance(node.args[0], ast.Name):
+            out.add(node.args[0].id)
+    return out
+
+
+def _written(body: Sequence[ast.stmt]) -> set[str]:
+    out = set()
+    for node in _walk(body):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if \
+            isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        for target in targets:
+            if isinstance(target, ast.Subscript):
+                out.add(subscript_parts(target)[0])
+    return out
+
+
+
+
+def _conditional(body: Sequence[ast.stmt]) -> set[str]:
+    """Arrays accessed under an ``if`` (Python may never touch the element at all)."""
+    return {subscript_parts(s)[0] for node in _walk(body) if isinstance(node, ast.If)
+            for s in _subscripts(node.body + node.orelse + [ast.Expr(node.test)])}
+
+
+def _uniform_loops(body: Sequence[ast.stmt], varying: set[str]) -> Iterator[ast.For]:
+    """Loops of the thread code whose bounds are the same in every thread of a block."""
+    for node in body:
+        if isinstance(node, ast.For):
+            if not (_names([node.iter]) & varying):
+                yield node
+                yield from _uniform_loops(node.body, varying)
+        elif isinstance(node, ast.If):
+            continue
+
+
+def _local_types(body: Sequence[ast.stmt], typing: Typing, locals_: set[str]) -> dict:
+    """The join of every type assigned to each local scalar, to a fixed point."""
+    types: dict = {}
+    for _ in range(len(locals_) + 2):
+        typing.scalars.update(types)
+        translator = Translator(typing, lambda n, i, t: "", lambda n: "")
+        changed = False
+        for node in _walk(body):
+            pairs = []
+            if isinstance(node, ast.Assign):
+                pairs = [(t.id, node.value) for t in node.targets if isinstance(t, ast.Name)]
+            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                pairs = [(node.target.id, node.value)]
+            for name, value in pairs:
+                found = join(types.get(name), translator.type_of(value))
+                # (not ``found != types.get(name)``: NumPy reads None as float64)
+                if found is not None and (name not in types or found != types[name]):
+                    types[name] = found
+                    changed = True
+        if not changed:
+            break
+    return types
+
+
+def _interval(node: ast.expr | None, box: dict[str, tuple[str, str]],
+              where: Callable[[ast.AST], str]) -> tuple[str, str]:
+    """Python text of the smallest and largest values of a bound over the box of the grid
+    loops outside it (affine in them; sizes are known at launch)."""
+    from loclab.errors import UsageError
+
+    if node is None:
+        return "0", "0"
+    names = _names([node]) & set(box)
+    if not names:
+        text = ast.unparse(node)
+        return text, text
+    if isinstance(node, ast.Name):
+        return box[node.id]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        low_l, high_l = _interval(node.left, box, where)
+        low_r, high_r = _interval(node.right, box, where)
+        if isinstance(node.op, ast.Add):
+            return f"({low_l} + {low_r})", f"({high_l} + {high_r})"
+        return f"({low_l} - ({high_r}))", f"({high_l} - ({low_r}))"
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        for const, other in ((node.left, node.right), (node.right, node.left)):
+            if isinstance(const, ast.Constant) and isinstance(const.value, int):
+                low, high = _interval(other, box, where)
+                c = const.value
+                return (f"{c} * ({low})", f"{c} * ({high})") if c >= 0 else (
+                    f"{c} * ({high})", f"{c} * ({low})")
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+            and node.func.id in {"min", "max"}:
+        parts = [_interval(a, box, where) for a in node.args]
+        fn = node.func.id
+        return (f"{fn}({', '.join(p[0] for p in parts)})",
+                f"{fn}({', '.join(p[1] for p in parts)})")
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        low, high = _interval(node.operand, box, where)
+        return f"-({high})", f"-({low})"
+    raise UsageError(f"{where(node)}: the CUDA emitter cannot bound {ast.unparse(node)} over "
+                     "the threads (not affine in the loops outside it)")

@@ -1,0 +1,185 @@
+"""How one top-level loop nest runs on the GPU: which loops become threads, which loop goes on
+``threadIdx.x``, which arrays are updated atomically, and the knobs a launch is tuned by.
+
+A *mapping* is decided by the planner (``loclab.optimize.cuda.plan``) and proved by the
+transformer: the grid loops are the leading loops of a legal order of the band at the top of
+the nest, each one ``parallel`` once the scalars the nest assigns are private (on a GPU they
+live in each thread's registers), so no dependence crosses two threads. A *config* is what
+the cache-free model picks first and measurement may change: threads per block along each
+grid loop, the register tile (how many iterations of each grid loop one thread runs, jammed
+through the loops inside), whether read-only tiles are staged in shared memory, and the
+strip of the loop they are staged along.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from loclab.nest.ir import Loop
+
+AXES = ("x", "y", "z")
+THREADS = 256  # threads per block the model starts from
+WARP = 32
+ACCUMULATOR_REGISTERS = 64  # of a thread's 255: the rest hold operands and addresses
+
+
+@dataclass(frozen=True)
+class NestMapping:
+    """One top-level nest on the GPU (``grid`` empty: one thread runs it as written)."""
+
+    top: Loop
+    node: ast.For  # the top loop's syntax
+    order: tuple[Loop, ...]  # the band at the top, in the order the thread code nests it
+    grid: tuple[Loop, ...]  # leading loops of ``order`` run by threads, outermost first
+    x: Loop | None  # the grid loop on threadIdx.x (unit-stride accesses along it coalesce)
+    atomics: frozenset[str]  # arrays a grid loop updates with + from many threads
+    steps: tuple[str, ...]  # the transformer's recipe that proves the mapping legal
+    reasons: tuple[tuple[str, str], ...]  # (decision, why), in the slides' words
+    # A loop inside the grid whose iterations a warp shares (threadIdx.x), each lane
+    # summing its part of the scalar reductions ``reductions`` ((name, op)), combined by
+    # shuffles after the loop: a warp per grid iteration (then ``x`` is None).
+    split: Loop | None = None
+    reductions: tuple[tuple[str, str], ...] = ()
+
+    def axis(self, loop: Loop) -> int:
+        """0 (x), 1 (y) or 2 (z): x is ``self.x`` (or a warp's lanes, where the loop inside
+        is split), the others outermost-last."""
+        others = [g for g in self.grid if g is not self.x]
+        if loop is self.x:
+            return 0
+        return 1 + list(reversed(others)).index(loop)  # (split: every grid loop is here)
+
+
+@dataclass(frozen=True)
+class Config:
+    """Threads per block and iterations per thread along each grid loop (grid order); staging
+    on or off; the strip of the loop tiles are staged along."""
+
+    block: tuple[int, ...]
+    tile: tuple[int, ...]
+    stage: bool = True
+    strip: int = 32
+
+    lanes: int = 1  # threads along x per grid iteration (a warp where a loop is split)
+
+    @property
+    def threads(self) -> int:
+        product = self.lanes
+        for b in self.block:
+            product *= b
+        return product
+
+    def to_json(self) -> dict[str, object]:
+        return {"block": list(self.block), "tile": list(self.tile), "stage": self.stage,
+                "strip": self.strip, "lanes": self.lanes}
+
+    def text(self) -> str:
+        if self.lanes > 1:
+            return (f"a warp per iteration, {'x'.join(map(str, self.block))} "
+                    "iterations a block")
+        return (f"block {'x'.join(map(str, self.block)) or '1'}, "
+                f"{'x'.join(map(str, self.tile)) or '1'} per thread, "
+                + (f"staged in strips of {self.strip}" if self.stage else "not staged"))
+
+
+def default_config(mapping: NestMapping, reuse: bool, accumulators: int = 1,
+                   words: int = 1) -> Config:
+    """The model's first choice: 256 threads. One grid loop: 256 of its iterations a block,
+    tiles staged along the loop inside (strips of 32). Two or more, without reuse: a 32 x 32
+    square of iterations a block, 16 x 16 threads with 2 x 2 each, read and written directly
+    (a warp's strided accesses touch 32 lines that the neighbouring iterations of the
+    square, in the same and the next warps, use up while they are in L1; measured on an
+    H100, staging the square in shared memory was slower, 73% against 93% of a copy for
+    transposition). Where threads of a block share what they read along an inner loop
+    (``reuse``), a 32 x 8 block (a warp along x) with
+    T x T iterations each (register tiling: each value staged is used T times from
+    registers), T the largest of 8, 4, 2 whose scalars (``accumulators`` a grid iteration,
+    ``words`` registers each) take at most 64 registers, tiles staged in strips of 8."""
+    if not mapping.grid:
+        return Config((), (), False)
+    if mapping.split is not None:  # a warp per grid iteration, 8 warps a block
+        return Config((THREADS // WARP,) + (1,) * (len(mapping.grid) - 1),
+                      (1,) * len(mapping.grid), False, lanes=WARP)
+    count = len(mapping.grid)
+    by_axis = [1] * count
+    tiles = [1] * count
+    x = mapping.grid.index(mapping.x) if mapping.x is not None else count - 1
+    if count == 1:
+        by_axis[x] = THREADS
+    elif reuse:
+        by_axis[x] = WARP
+        y = next(i for i in reversed(range(count)) if i != x)
+        by_axis[y] = THREADS // WARP
+        side = next((t for t in (8, 4, 2) if t * t * max(accumulators, 1) * words
+                     <= ACCUMULATOR_REGISTERS), 1)
+        tiles[x] = tiles[y] = side
+    else:  # a 32 x 32 square of iterations a block, 2 x 2 a thread, read directly
+        by_axis[x] = 16
+        y = next(i for i in reversed(range(count)) if i != x)
+        by_axis[y] = THREADS // 16
+        tiles[x] = tiles[y] = 2
+        return Config(tuple(by_axis), tuple(tiles), False, 8)
+    return Config(tuple(by_axis), tuple(tiles), True, 32 if count == 1 else 8)
+
+
+def fit_to_extents(mapping: NestMapping, config: Config,
+                   extents: Mapping[str, int]) -> Config:
+    """``config`` with no grid loop given many more threads and iterations than it has
+    (bmmm's 8 x 8 results a batch on a block of 256 x 64 would leave 255 threads in 256
+    idle): iterations a thread, then threads, halved while their span is twice the loop's
+    extent or more; the threads freed go to the outermost grid loop."""
+    if not mapping.grid or config.lanes > 1:
+        return config
+    block, tile = list(config.block), list(config.tile)
+    for index, loop in enumerate(mapping.grid):
+        extent = extents.get(loop.var)
+        if extent is None:
+            continue
+        while tile[index] > 1 and block[index] * tile[index] >= 2 * extent:
+            tile[index] //= 2
+        while block[index] > 1 and block[index] * tile[index] >= 2 * extent:
+            block[index] //= 2
+    threads = 1
+    for b in block:
+        threads *= b
+    outer = 0 if mapping.grid[0] is not mapping.x or len(block) == 1 else 1
+    block[outer] *= max(1, config.threads // threads)
+    return replace(config, block=tuple(block), tile=tuple(tile))
+
+
+def neighbours(mapping: NestMapping, config: Config) -> list[Config]:
+    """Configs one step from ``config``: register tiles halved or doubled along the grid
+    loops on x and y, the strip halved or doubled, staging switched, the block reshaped
+    (the same threads, x doubled or halved). What measurement walks (``search``)."""
+    if not mapping.grid:
+        return []
+    if mapping.split is not None:
+        return [replace(config, block=(b,) + config.block[1:]) for b in (2, 4, 16, 32)
+                if b != config.block[0]]
+    out: list[Config] = []
+    count = len(mapping.grid)
+    for index in range(count):
+        for factor in (2, 0.5):
+            tile = list(config.tile)
+            tile[index] = int(tile[index] * factor)
+            if 1 <= tile[index] <= 8:
+                out.append(replace(config, tile=tuple(tile)))
+    both = [int(t * 2) for t in config.tile]
+    if all(t <= 8 for t in both):
+        out.append(replace(config, tile=tuple(both)))
+    if count >= 2:
+        x = mapping.grid.index(mapping.x) if mapping.x is not None else count - 1
+        y = next(i for i in reversed(range(count)) if i != x)
+        for factor in (2, 0.5):
+            block = list(config.block)
+            block[x] = int(block[x] * factor)
+            block[y] = int(block[y] / factor)
+            if block[x] >= 4 and block[y] >= 1:
+                out.append(replace(config, block=tuple(block)))
+    for strip in (config.strip * 2, config.strip // 2):
+        if 4 <= strip <= 64:
+            out.append(replace(config, strip=strip))
+    out.append(replace(config, stage=not config.stage))
+    return out

@@ -1,0 +1,234 @@
+"""A whole Python function for the GPU: one kernel per top-level nest, and a Python module that
+launches them through CuPy on device arrays, in the function's own order and signature.
+
+Code of the function outside its loops runs on the host as written (NumPy's allocations become
+CuPy's); code there that reads or writes array elements, or a scalar a nest assigns and later
+code reads, is refused with the line (the GPU's threads keep their scalars to themselves).
+The module is self-contained: ``SOURCE`` (CUDA C), compiled by CuPy on first use for 32- or
+64-bit indices (whichever the arrays need), the launch geometry computed from the sizes.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from loclab.errors import UsageError
+from loclab.nest.ir import Loop
+from loclab.optimize.cuda.kernel import Kernel, KernelWriter
+from loclab.optimize.cuda.mapping import Config, NestMapping
+from loclab.optimize.cuda.syntax import HELPERS, Typing, c_type
+
+GRID_LIMITS = (2**31 - 1, 65535, 65535)
+ALLOCATORS = {"empty", "zeros", "ones", "full"}
+
+
+@dataclass(frozen=True)
+class CudaFunction:
+    """The function for the GPU: its kernels' text and the launcher module's text."""
+
+    name: str
+    kernels: tuple[Kernel, ...]
+    source: str  # CUDA C
+    module: str  # Python: SOURCE and the launching function
+
+    def compile(self) -> object:
+        """The launching function (CuPy compiles the kernels on its first call)."""
+        namespace: dict[str, object] = {"__name__": "loclab_cuda"}
+        exec(compile(self.module, f"<loclab cuda {self.name}>", "exec"), namespace)  # noqa: S102
+        return namespace[self.name]
+
+
+def emit_function(function: ast.FunctionDef, filename: str, line_offset: int,
+                  mappings: Sequence[NestMapping], configs: Sequence[Config],
+                  loops: Mapping[int, ast.For], sizes: Sequence[str],
+                  arrays: Mapping[str, tuple[np.dtype, int]],
+                  scalars: Mapping[str, np.dtype]) -> CudaFunction:
+    """The CUDA function of ``function`` (its syntax), whose top-level nests run as
+    ``mappings`` say with ``configs``; ``arrays`` are the array arguments' element types and
+    ranks (what the kernels are written for), ``scalars`` the other arguments' types (sizes
+    are integers)."""
+    def where(node: ast.AST) -> str:
+        return f"{filename}:{getattr(node, 'lineno', 0) + line_offset}"
+
+    dtypes = {name: np.dtype(dtype) for name, (dtype, _) in arrays.items()}
+    ndims = {name: ndim for name, (_, ndim) in arrays.items()}
+    element_types = dict(dtypes)
+    by_line = {m.node.lineno: (m, c) for m, c in zip(mappings, configs)}
+    kernels: list[Kernel] = []
+    calls: list[str] = []
+    assigned_in_nests: set[str] = set()
+    body = function.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    for node in body:
+        if isinstance(node, ast.For):
+            mapping, config = by_line[node.lineno]
+            reads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+            early = assigned_in_nests & reads - _assigned_in(node)
+            if early:
+                raise UsageError(f"{where(node)}: {sorted(early)[0]} is assigned by an earlier "
+                                 "loop and read here: on the GPU each thread keeps its own")
+            typing = Typing(element_types, ndims, _compute_type(element_types),
+                            {n: t for n, t in scalars.items() if n not in sizes}, set())
+            writer = KernelWriter(f"nest_{node.lineno + line_offset}", mapping, config,
+                                  typing, {s: _c_name(s) for s in sizes},
+                                  set(scalars) - set(sizes), dict(loops), where)
+            kernel = writer.write()
+            kernels.append(kernel)
+            calls.append(_launch(kernel))
+            assigned_in_nests |= _assigned_in(node)
+            continue
+        calls.append(_host_statement(node, element_types, ndims, where, assigned_in_nests))
+    source = HELPERS + "\n\n".join(k.text for k in kernels) + "\n"
+    module = _module_text(function, filename, kernels, source, calls, dtypes, scalars)
+    return CudaFunction(function.name, tuple(kernels), source, module)
+
+
+def _compute_type(arrays: Mapping[str, np.dtype]) -> np.dtype:
+    floats = [d for d in arrays.values() if np.dtype(d).kind == "f"]
+    return max(floats, key=lambda d: np.dtype(d).itemsize) if floats else np.dtype(np.float64)
+
+
+def _c_name(size: str) -> str:
+    """A size parameter's name in C (``A.shape[0]`` -> ``A_shape_0``)."""
+    return "".join(c if c.isalnum() else "_" for c in size).strip("_")
+
+
+def _assigned_in(node: ast.AST) -> set[str]:
+    out = set()
+    for child in ast.walk(node):
+        if isinstance(child, ast.Assign):
+            out |= {t.id for t in child.targets if isinstance(t, ast.Name)}
+        elif isinstance(child, ast.AugAssign) and isinstance(child.target, ast.Name):
+            out.add(child.target.id)
+    return out
+
+
+def _host_statement(node: ast.stmt, arrays: dict[str, np.dtype], ndims: dict[str, int],
+                    where: object, nests: set[str]) -> str:
+    """A statement outside the loops, as the host runs it (NumPy allocations on the GPU)."""
+    if isinstance(node, ast.Return):
+        return ast.unparse(node)
+    if any(isinstance(n, ast.Subscript) and not _is_shape(n) for n in ast.walk(node)):
+        raise UsageError(f"{where(node)}: the CUDA emitter runs code outside the loops on the "
+                         "host: it may not read or write array elements")
+    used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    if used & nests:
+        raise UsageError(f"{where(node)}: {sorted(used & nests)[0]} is assigned inside a loop "
+                         "and read after it: on the GPU each thread keeps its own")
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+            and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Call):
+        call = node.value
+        name = call.func.attr if isinstance(call.func, ast.Attribute) else ""
+        if name in ALLOCATORS:
+            dtype = np.dtype(np.float64)
+            for keyword in call.keywords:
+                if keyword.arg == "dtype":
+                    dtype = np.dtype(ast.unparse(keyword.value).split(".")[-1])
+            shape = call.args[0] if call.args else None
+            ndim = len(shape.elts) if isinstance(shape, ast.Tuple) else 1
+            arrays[node.targets[0].id] = dtype
+            ndims[node.targets[0].id] = ndim
+            args = ", ".join(ast.unparse(a) for a in call.args)
+            return (f"{node.targets[0].id} = cp.{name}({args}, dtype=np.{dtype.name})")
+    if isinstance(node, (ast.Assign, ast.AugAssign, ast.Pass)):
+        return ast.unparse(node)
+    raise UsageError(f"{where(node)}: the CUDA emitter does not run "
+                     f"{type(node).__name__} outside the loops")
+
+
+def _is_shape(node: ast.Subscript) -> bool:
+    return isinstance(node.value, ast.Attribute) and node.value.attr == "shape"
+
+
+def _launch(kernel: Kernel) -> str:
+    """Python lines that size the grid from the sizes and launch ``kernel``."""
+    lines = []
+    grid = ["1", "1", "1"]
+    block = [str(kernel.lanes), "1", "1"]
+    for axis in kernel.axes:
+        lines.append(f"first_{axis.var} = {axis.first}")
+        lines.append(f"count_{axis.var} = {axis.count}")
+        span = axis.block * axis.tile
+        grid[axis.axis] = (f"min(max(1, -(-count_{axis.var} // {span})), "
+                           f"{GRID_LIMITS[axis.axis]})")
+        block[axis.axis] = str(axis.block)
+    args = []
+    for array in kernel.arrays:
+        args.append(array)
+        args.append(f"*(I(n) for n in {array}.shape)")
+    args += [f"I({size})" for size in kernel.sizes]
+    args += [f"_{s}_type({s})" for s in kernel.scalars]
+    for axis in kernel.axes:
+        args += [f"I(first_{axis.var})", f"I(count_{axis.var})"]
+    empty = " or ".join(f"count_{a.var} <= 0" for a in kernel.axes) or "False"
+    lines.append(f"if not ({empty}):")
+    lines.append(f"    _kernel({kernel.name!r}, index)(({', '.join(grid)}), "
+                 f"({', '.join(block)}), ({', '.join(args)},))")
+    return "\n".join(lines)
+
+
+def _module_text(function: ast.FunctionDef, filename: str, kernels: Sequence[Kernel],
+                 source: str, calls: Sequence[str], dtypes: Mapping[str, np.dtype],
+                 scalars: Mapping[str, np.dtype]) -> str:
+    args = [a.arg for a in function.args.args]
+    checks = "\n".join(
+        f"    _check({name!r}, {name}, np.{np.dtype(dtype).name})"
+        for name, dtype in dtypes.items() if name in args)
+    names = ", ".join(repr(k.name) for k in kernels)
+    body = "\n".join("    " + line for call in calls for line in call.splitlines())
+    sizes = [f"{a}.size" for a in args if a in dtypes] + [
+        a for a in args if a not in dtypes]
+    scalar_types = "\n".join(
+        f"_{k}_type = np.{np.dtype(scalars[k]).name}" for k in sorted(
+            {s for kernel in kernels for s in kernel.scalars}))
+    return f'''"""{function.name} of {filename} for the GPU (loclab optimize --target gpu).
+
+Call it with CuPy arrays (C-contiguous, of the dtypes below): every top-level loop nest is a
+kernel of SOURCE, launched in the function's order.
+"""
+import cupy as cp
+import numpy as np
+
+SOURCE = r"""{source}"""
+_KERNELS = ({names}{',' if len(kernels) == 1 else ''})
+_MODULES = {{}}
+{scalar_types}
+
+
+def _kernel(name, index):
+    if index not in _MODULES:
+        _MODULES[index] = cp.RawModule(code=SOURCE, options=("-std=c++17",),
+                                       name_expressions=[f"{{k}}<{{index}}>" for k in _KERNELS])
+    return _MODULES[index].get_function(f"{{name}}<{{index}}>")
+
+
+def _check(name, array, dtype):
+    if not isinstance(array, cp.ndarray) or array.dtype != dtype \\
+            or not array.flags.c_contiguous:
+        raise TypeError(f"{{name}}: a C-contiguous CuPy array of {{np.dtype(dtype).name}} "
+                        f"expected (the kernels were written for it)")
+
+
+def {function.name}({", ".join(args)}):
+{checks}
+    largest = max([{", ".join(sizes) or "0"}, 0])
+    index = "int" if largest < 2**30 else "long long"  # (a sum of two indices fits)
+    I = np.int32 if index == "int" else np.int64
+{body}
+'''
+
+
+def loops_by_id(function: ast.FunctionDef, loops: Sequence[Loop],
+                line_offset: int) -> dict[int, ast.For]:
+    """Each original loop's ``ast.For``, by ``id(Loop)`` (matched by line and column)."""
+    nodes = {(n.lineno + line_offset, n.col_offset + 1): n for n in ast.walk(function)
+             if isinstance(n, ast.For)}
+    return {id(loop): nodes[(loop.line, loop.column)] for loop in loops}
+
+
+__all__ = ["CudaFunction", "c_type", "emit_function", "loops_by_id"]

@@ -1,0 +1,221 @@
+"""Which loops of each top-level nest become GPU threads, proved legal by the transformer.
+
+For the band at the top of a nest, the orders tried are the band as written and every legal
+order of it (``loclab analyze``'s interchange options; only where the band's bounds do not
+depend on its own loops, so that its loops can be nested in any order as written); for each
+order, its leading one, two or three loops as the grid, most loops first. A grid is kept when
+the transformer accepts the recipe ``privatize`` of every scalar the nest assigns (on a GPU
+each thread keeps its scalars in registers: they must be private to one grid iteration),
+``permute`` to the order and ``parallel`` of each grid loop: then no dependence crosses two
+threads. A grid loop that needs a scalar reduction is refused (threads would have to combine
+partial sums); one that updates array elements with ``+`` from many iterations (a
+generalized reduction) gets atomic adds. A nest with no such grid runs in one thread, as
+written, with the dependences that keep each loop sequential as the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from loclab.deps.analysis import Analysis
+from loclab.nest.ir import Loop
+from loclab.optimize.build import Source, refusal
+from loclab.optimize.cuda.mapping import NestMapping
+from loclab.optimize.locality import array_accesses, stride
+from loclab.optimize.planner import (Context, _band_at, _options, label, sequential_reason,
+                                     top_loops)
+
+MAX_GRID = 3
+
+
+def gpu_mappings(source: Source, context: Context, loops: dict[int, Any]
+                 ) -> tuple[list[NestMapping], list[list[tuple[str, str]]]]:
+    """The first grid the transformer accepts for every top-level nest, nest after nest
+    (each proof includes the steps kept for the nests before it), and per nest the grids
+    refused on the way with the transformer's reason."""
+    done: list[str] = []
+    kept: list[NestMapping] = []
+    refused_all: list[list[tuple[str, str]]] = []
+    analysis = context.analysis
+    for top in top_loops(analysis):
+        refused: list[tuple[str, str]] = []
+        with_atomics = None
+        for order, grid in _candidates(analysis, top):
+            steps = _steps(analysis, top, order, grid)
+            try:
+                result = source.transform([*done, *steps])
+            except _refusals() as err:
+                refused.append((_grid_text(grid), refusal(err)))
+                continue
+            atomics, problem = _atomics(result.program, grid)
+            if problem:
+                refused.append((_grid_text(grid), problem))
+                continue
+            if atomics:  # kept only where no grid without atomic updates holds
+                with_atomics = with_atomics or (order, grid, atomics, steps)
+                continue
+            mapping = _mapping(context, top, order, grid, atomics, tuple(steps), loops)
+            mapping, steps = _with_split(source, context, mapping, [*done, *steps], steps)
+            done += steps
+            kept.append(mapping)
+            break
+        else:
+            if with_atomics is not None:
+                order, grid, atomics, steps = with_atomics
+                done += steps
+                kept.append(_mapping(context, top, order, grid, atomics, tuple(steps), loops))
+            else:
+                kept.append(_sequential(context, top, loops))
+        refused_all.append(refused)
+    return kept, refused_all
+
+
+def _refusals() -> tuple[type[Exception], ...]:
+    from loclab.optimize.build import _refusals as refusals
+
+    return refusals()
+
+
+def _candidates(analysis: Analysis, top: Loop) -> list[tuple[tuple[Loop, ...],
+                                                             tuple[Loop, ...]]]:
+    band = _band_at(analysis, top)
+    orders = [band]
+    if _rectangular(band):
+        orders += [o.order for o in _options(analysis, band) if o.order != band]
+    found = []
+    for count in range(min(MAX_GRID, len(band)), 0, -1):
+        for order in orders:
+            grid = order[:count]
+            if (order, grid) not in found and (order == band or grid != band[:count]):
+                found.append((order, grid))
+    return found
+
+
+def _rectangular(band: tuple[Loop, ...]) -> bool:
+    """Whether no bound of the band's loops names another of its loops."""
+    names = {loop.var for loop in band}
+    return not any(bound is not None and bound.symbols() & names
+                   for loop in band for bound in (loop.start, loop.stop))
+
+
+def _steps(analysis: Analysis, top: Loop, order: tuple[Loop, ...],
+           grid: tuple[Loop, ...]) -> list[str]:
+    scalars = sorted({a.variable.name for s in top.statements() for a in s.accesses
+                      if a.write and not a.variable.is_array})
+    steps = [f"privatize({name})" for name in scalars]
+    band = _band_at(analysis, top)
+    if order != band[:len(order)]:
+        steps.append("permute(" + ", ".join(label(loop) for loop in order) + ")")
+    steps += [f"parallel({label(loop)})" for loop in grid]
+    return steps
+
+
+def _atomics(program: Any, grid: tuple[Loop, ...]) -> tuple[frozenset[str], str | None]:
+    """Arrays updated atomically by the grid loops, or why the grid cannot run."""
+    names: set[str] = set()
+    labels = {label(loop) for loop in grid}  # the transformer's loops are its own objects
+    for node in program.loops():
+        if label(node.origin) not in labels or not node.parallel:
+            continue
+        for reduction in node.reductions:
+            if reduction.scalar:
+                return frozenset(), (f"{node.origin.var} needs a reduction of the scalar "
+                                     f"{reduction.name} across threads")
+            if reduction.op not in {"+", "-"}:
+                return frozenset(), (f"{reduction.name} is updated with {reduction.op} "
+                                     "from many threads (atomics here do + and -)")
+            names.add(reduction.name)
+    return frozenset(names), None
+
+
+def _grid_text(grid: Sequence[Loop]) -> str:
+    return "threads over " + ", ".join(label(loop) for loop in grid)
+
+
+def _x_loop(context: Context, top: Loop, grid: tuple[Loop, ...]) -> tuple[Loop, str]:
+    """The grid loop for threadIdx.x: the one most accesses are unit-stride along (a write
+    counts twice: a write that does not coalesce costs a read and a write of each sector),
+    the innermost on a tie."""
+    accesses = array_accesses(context.model, top.statements())
+    best, best_score, best_texts = grid[-1], -1, []
+    for loop in reversed(grid):
+        units = [a for a in accesses if stride(a.subscripts, loop.var) == "unit"]
+        score = sum(2 if a.access.write else 1 for a in units)
+        if score > best_score:
+            best, best_score, best_texts = loop, score, sorted({a.text for a in units})
+    why = (f"{', '.join(best_texts)} unit-stride along {best.var}: a warp's accesses fall in "
+           "consecutive addresses (coalesced)" if best_texts else
+           f"no access is unit-stride along a grid loop: {best.var}, the innermost")
+    return best, why
+
+
+def _mapping(context: Context, top: Loop, order: tuple[Loop, ...], grid: tuple[Loop, ...],
+             atomics: frozenset[str], steps: tuple[str, ...],
+             loops: dict[int, Any]) -> NestMapping:
+    x, why_x = _x_loop(context, top, grid)
+    reasons = [(_grid_text(grid), "no dependence crosses two of their iterations once "
+                "each thread keeps its own scalars (the transformer proved "
+                f"{'; '.join(steps)})")]
+    band = _band_at(context.analysis, top)
+    if order != band[:len(order)]:
+        reasons.append(("permute(" + ", ".join(label(loop) for loop in order) + ")",
+                        "the grid loops first, in a legal order"))
+    reasons.append((f"threadIdx.x on {label(x)}", why_x))
+    if atomics:
+        reasons.append((f"atomic adds to {', '.join(sorted(atomics))}",
+                        "a generalized reduction: many threads update the same elements"))
+    return NestMapping(top, loops[id(top)], order, grid, x, atomics, steps, tuple(reasons))
+
+
+SPLIT_OPS = {"+", "-", "*", "min", "max", "&", "|", "^"}
+
+
+def _with_split(source: Source, context: Context, mapping: NestMapping, done: list[str],
+                steps: list[str]) -> tuple[NestMapping, list[str]]:
+    """A one-loop grid whose one inner loop is a scalar reduction along which the accesses
+    are unit-stride (and not along the grid loop): that loop split across a warp's lanes
+    (coalesced), the lanes' partial results combined by shuffles. Else as it was."""
+    if len(mapping.grid) != 1 or mapping.atomics:
+        return mapping, steps
+    (grid,) = mapping.grid
+    inner = [node for node in grid.body if isinstance(node, Loop)]
+    if len(inner) != 1 or inner[0].step != 1:
+        return mapping, steps
+    (split,) = inner
+    statements = split.statements()
+    if any(a.write and a.variable.is_array for st in statements for a in st.accesses):
+        return mapping, steps
+    accesses = [a for a in array_accesses(context.model, statements) if not a.access.write]
+    along_split = sum(stride(a.subscripts, split.var) == "unit" for a in accesses)
+    along_grid = sum(stride(a.subscripts, grid.var) == "unit" for a in accesses)
+    if along_split <= along_grid:
+        return mapping, steps
+    step = f"parallel({label(split)})"
+    try:
+        result = source.transform([*done, step])
+    except _refusals():
+        return mapping, steps
+    node = next(n for n in result.program.loops() if label(n.origin) == label(split))
+    if not node.parallel or not node.reductions or any(
+            not r.scalar or r.op not in SPLIT_OPS for r in node.reductions):
+        return mapping, steps
+    reductions = tuple((r.name, r.op) for r in node.reductions)
+    names = ", ".join(f"{name} ({op})" for name, op in reductions)
+    steps_text = "; ".join((*mapping.steps, step))
+    reasons = tuple((r[0], r[1].replace("; ".join(mapping.steps), steps_text))
+                    for r in mapping.reasons if not r[0].startswith("threadIdx.x")) + (
+        (f"a warp per iteration of {label(grid)}, its lanes splitting {label(split)}",
+         f"{along_split} of the reads in {split.var} are unit-stride along it and "
+         f"{along_grid} along {grid.var}: lanes on consecutive {split.var} coalesce; each "
+         f"lane sums its part of {names}, shuffles combine the parts"),)
+    return replace(mapping, x=None, split=split, reductions=reductions,
+                   steps=(*mapping.steps, step), reasons=reasons), [*steps, step]
+
+
+def _sequential(context: Context, top: Loop, loops: dict[int, Any]) -> NestMapping:
+    reasons = tuple(("one thread", sequential_reason(context.report(loop)))
+                    for loop in context.analysis.nest.loops
+                    if loop is top or top in loop.enclosing)
+    return NestMapping(top, loops[id(top)], (top,), (), None, frozenset(), (), reasons)

@@ -1,0 +1,226 @@
+"""``loclab optimize --target gpu``: each nest's loops mapped to threads (``cuda.plan``), the
+kernels written (``cuda.kernel``), their launch knobs tuned by measurement, the result checked
+against the original compiled with Numba at the tuning sizes and against it run as Python at
+sizes past a block's tile, then both timed (the GPU function on arrays already on the device,
+CUDA events; the original on the CPU).
+
+Without a GPU the code is still written and shown, with the model's knobs, and the result
+says it was neither validated nor timed. A config whose kernels fail to compile or compute
+something else is a bug in loclab: noted as one and never kept; where even the model's
+config fails, the exception names it (VerificationError, exit 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from loclab.optimize.cuda import GpuPlan, argument_types, gpu_plan
+from loclab.optimize.cuda.mapping import Config, neighbours
+
+SEARCH_TRIALS = 12  # configs measured beyond the model's, at most
+VERIFY_MARGIN = 5  # verification sizes: a block's tile and a partial one more
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One set of configs (one per nest) as measured."""
+
+    configs: tuple[Config, ...]
+    median_s: float | None
+    problem: str | None = None
+
+    def text(self) -> str:
+        return "; ".join(c.text() for c in self.configs if c.block) or "one thread"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"configs": [c.to_json() for c in self.configs], "median_s": self.median_s,
+                "valid": self.problem is None, "problem": self.problem}
+
+
+@dataclass
+class GpuTuning:
+    """The configs measured, the kept one first among the valid."""
+
+    trials: list[Trial] = field(default_factory=list)
+    kept: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"trials": [t.to_json() for t in self.trials], "kept": self.kept}
+
+
+def optimize_gpu(planned: Any, inputs: Mapping[str, Any], original: Callable[..., Any] | None,
+                 original_error: str | None, *, tune: bool, timing: Any,
+                 notes: list[str], say: Callable[[str], None]) -> Any:
+    """The ``Optimized`` result for the GPU (see the module)."""
+    from loclab.gpu import gpu_unavailable_reason
+    from loclab.optimize import Optimized
+
+    plan = gpu_plan(planned)
+    program = planned.as_written.program
+    arrays, scalars = argument_types(inputs, list(program.nest.parameters))
+    configs = tuple(plan.default_configs())
+    missing = gpu_unavailable_reason()
+    if missing is not None:
+        emitted = plan.emit(arrays, scalars, configs)
+        notes.append(f"not run: {missing}; the code is the model's (knobs not tuned, not "
+                     "validated, not timed)")
+        return Optimized(planned.code.function, program.syntax.filename, "gpu",
+                         nest_results(plan, emitted, configs), _recipe(plan), emitted.module,
+                         None, None, None, None, [], None, notes, emitted)
+    tuning = GpuTuning()
+    kept = configs
+    if tune and original is not None:
+        say("tuning the launch (threads, iterations per thread, staging) by measurement")
+        kept = _search(plan, arrays, scalars, original, inputs, planned.sizes, tuning, notes)
+    say("verifying against the original")
+    emitted, verification, check = _proved(plan, arrays, scalars, kept, original, inputs,
+                                           planned.sizes)
+    say("timing the original and the GPU function")
+    times = _times(emitted, original, program, inputs, planned.sizes, timing, original_error)
+    return Optimized(planned.code.function, program.syntax.filename, "gpu",
+                     nest_results(plan, emitted, kept), _recipe(plan), emitted.module,
+                     verification, check, times, tuning if tuning.trials else None, [], None,
+                     notes, emitted)
+
+
+def _recipe(plan: GpuPlan) -> str:
+    return "; ".join(step for m in plan.mappings for step in m.steps)
+
+
+def _attempt(plan: GpuPlan, arrays: Any, scalars: Any, configs: tuple[Config, ...],
+             original: Callable[..., Any], inputs: Mapping[str, Any],
+             sizes: Mapping[str, int]) -> Trial:
+    from loclab.bench.timing import BUDGETS
+    from loclab.optimize import measure
+    from loclab.optimize.cuda.run import on_host_arrays, time_on_device
+    from loclab.transform.verify import argument_names
+
+    program = plan.planned.as_written.program
+    try:
+        function = plan.emit(arrays, scalars, configs).compile()
+        verdict = measure.check(original, on_host_arrays(function), program, inputs, sizes,
+                                rounding_length(program, sizes))
+        if not verdict.valid:
+            return Trial(configs, None, f"computed something else: {verdict.problem}")
+        summary = time_on_device(function, argument_names(program), inputs, BUDGETS["small"])
+    except Exception as err:  # a kernel that fails to compile or launch: a bug too
+        return Trial(configs, None, f"{type(err).__name__}: {str(err).splitlines()[0]}")
+    return Trial(configs, summary.median)
+
+
+def _search(plan: GpuPlan, arrays: Any, scalars: Any, original: Callable[..., Any],
+            inputs: Mapping[str, Any], sizes: Mapping[str, int], tuning: GpuTuning,
+            notes: list[str]) -> tuple[Config, ...]:
+    """Local search from the model's configs: one nest's knobs moved at a time to a
+    neighbour (``mapping.neighbours``), kept where faster, until no neighbour is or the
+    trials run out."""
+    best = _attempt(plan, arrays, scalars, tuple(plan.default_configs()), original, inputs,
+                    sizes)
+    tuning.trials.append(best)
+    seen = {best.configs}
+    improved = True
+    while improved and len(tuning.trials) <= SEARCH_TRIALS:
+        improved = False
+        for index, mapping in enumerate(plan.mappings):
+            for config in neighbours(mapping, best.configs[index]):
+                configs = best.configs[:index] + (config,) + best.configs[index + 1:]
+                if configs in seen or len(tuning.trials) > SEARCH_TRIALS:
+                    continue
+                seen.add(configs)
+                trial = _attempt(plan, arrays, scalars, configs, original, inputs, sizes)
+                tuning.trials.append(trial)
+                if trial.problem is not None:
+                    notes.append(f"BUG in loclab: the kernels with {trial.text()} failed "
+                                 f"({trial.problem}); not kept")
+                elif best.median_s is None or trial.median_s < best.median_s:
+                    best, improved = trial, True
+    tuning.kept = tuning.trials.index(best)
+    return best.configs
+
+
+def _proved(plan: GpuPlan, arrays: Any, scalars: Any, configs: tuple[Config, ...],
+            original: Callable[..., Any] | None, inputs: Mapping[str, Any],
+            sizes: Mapping[str, int]) -> tuple[Any, Any, Any]:
+    """The kept configs' function verified against the original run as Python past a
+    block's tile, and checked against it under Numba at the tuning sizes."""
+    from loclab.bench.validate import Check
+    from loclab.optimize import _bug, measure
+    from loclab.optimize.cuda.run import on_host_arrays
+    from loclab.transform.verify import compare_runs, compile_original, make_inputs
+
+    program = plan.planned.as_written.program
+    emitted = plan.emit(arrays, scalars, configs)
+    function = on_host_arrays(emitted.compile())
+    span = max((c.block[i] * c.tile[i] for c in configs for i in range(len(c.block))),
+               default=1)
+    small = {p: span + VERIFY_MARGIN for p in program.nest.parameters}
+    small_inputs = make_inputs(program, small)
+    small_inputs = {name: value.astype(arrays[name][0]) if name in arrays else value
+                    for name, value in small_inputs.items()}
+    verification = compare_runs(compile_original(plan.planned.as_written), function, program,
+                                small_inputs, small, rounding_length(program, small))
+    check = (measure.check(original, function, program, inputs, sizes,
+                           rounding_length(program, sizes))
+             if original is not None else Check(True, None, None))
+    if not verification.ok:
+        raise _bug(verification)
+    if not check.valid:
+        raise _bug(check.problem)
+    return emitted, verification, check
+
+
+def rounding_length(program: Any, sizes: Mapping[str, int]) -> int:
+    """How many float operations one result may chain, for the tolerance of the GPU's
+    rounding: nvcc contracts ``a * b + c`` into one fused multiply-add (one rounding, not
+    two), atomic adds land in any order and the GPU's ``exp``, ``sin`` ... differ from the
+    CPU's in the last place: each result within 8 x that many ulps of the largest value
+    (the bound of a reordered sum). Integers are still compared exactly."""
+    depth = max((len(loop.enclosing) + 1 for loop in program.nest.loops), default=1)
+    return max(sizes.values(), default=1) ** depth
+
+
+def _times(emitted: Any, original: Callable[..., Any] | None, program: Any,
+           inputs: Mapping[str, Any], sizes: Mapping[str, int], budget: Any,
+           original_error: str | None) -> Any:
+    from loclab.bench.timing import BUDGETS
+    from loclab.optimize.cuda.run import time_on_device
+    from loclab.optimize.measure import Timing, time_function
+    from loclab.transform.verify import argument_names
+
+    budget = budget or BUDGETS["default"]
+    fast = time_on_device(emitted.compile(), argument_names(program), inputs, budget)
+    slow = time_function(original, program, inputs, budget)[0] if original else None
+    return Timing(dict(sizes), 0, fast, slow, original_error)
+
+
+def nest_results(plan: GpuPlan, emitted: Any, configs: tuple[Config, ...]) -> list[Any]:
+    """Each nest's decisions in words: the grid and why, threadIdx.x and why, the launch,
+    what the kernel stages and keeps in registers; or why it runs in one thread."""
+    from loclab.optimize import NestResult
+    from loclab.optimize.planner import label
+
+    out = []
+    for mapping, kernel, config, refused in zip(plan.mappings, emitted.kernels, configs,
+                                                plan.refused):
+        steps = list(mapping.reasons)
+        if mapping.grid:
+            steps.append((f"launch: {config.text()}",
+                          "the model's choice" if not config.tile or max(config.tile) == 1
+                          else "register tiling: each thread runs several iterations of the "
+                               "grid loops, jammed through the loops inside"))
+            steps += [(f"stage {text}", "threads of a block share it, or would not read it "
+                                        "coalesced") for text in kernel.staged]
+            steps += [(f"keep {text}", "scalar replacement: one load and one store instead "
+                                       "of one of each per iteration") for text in
+                      kernel.promoted]
+        loops = tuple(loop.var for loop in mapping.top.statements()[0].loops) \
+            if mapping.top.statements() else (mapping.top.var,)
+        level = "threads over " + ", ".join(label(g) for g in mapping.grid) \
+            if mapping.grid else "one thread"
+        out.append(NestResult(mapping.top.line, loops, level,
+                              tuple(s for s in steps if s[0] != "one thread"),
+                              tuple(why for step, why in steps if step == "one thread"),
+                              tuple(refused), None))
+    return out

@@ -1,0 +1,261 @@
+"""``loclab optimize --target gpu``: the grids it maps judged by brute force on generated nests
+(no two threads touch one location where one writes, but through atomic adds; every scalar a
+thread reads it wrote itself), the kernels written for the lectures' nests (and compiled by
+nvcc where it is installed), and, on a GPU, every result checked against the original."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from loclab.bench.timing import Budget
+from loclab.errors import UsageError
+from loclab.optimize import optimize_file, plan
+from loclab.optimize.cuda import argument_types, gpu_plan
+from loclab.optimize.measure import make_inputs
+from tests.nestgen import nests, trace
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+RECIPES = EXAMPLES / "recipes.py"
+CASE_STUDIES = EXAMPLES / "case_studies.py"
+QUICK = Budget(seconds=0.01, min_runs=2, max_runs=3)
+SPILL_ALLOWANCE = 64  # bytes a kernel of the lectures' nests may spill
+CASES = EXAMPLES.parent / "src" / "loclab" / "cases"
+LECTURE_NESTS = [(CASES / "matvec" / "nest.py", "matvec"), (CASES / "bmmm" / "nest.py", "bmmm"),
+                 (CASES / "histogram" / "nest.py", "histogram"), (RECIPES, "transpose"),
+                 (RECIPES, "mmm"), (RECIPES, "mmm_accumulate"),
+                 (RECIPES, "histogram"), (RECIPES, "eliminating_war"),
+                 (RECIPES, "putting_everything_together"), (RECIPES, "array_expansion"),
+                 (CASE_STUDIES, "nearest_neighbor"), (CASE_STUDIES, "batch_mmm"),
+                 (CASE_STUDIES, "coalescing_motivation"), (CASE_STUDIES, "contrived_program"),
+                 (CASE_STUDIES, "transposition"), (CASE_STUDIES, "mmm_golden"),
+                 (CASE_STUDIES, "loop_distribution")]
+
+
+def gpu_planned(source: str, function: str = "f", filename: str = "<nest>", **params: int):
+    found = plan(source, function, filename=filename, params=params or None)
+    return found, gpu_plan(found)
+
+
+# --- the grids, judged by brute force ------------------------------------------------------
+
+def check_grids(source: str, sizes: dict[str, int]) -> None:
+    """Run the nest by the oracle's interpreter and check each mapped nest: accesses to one
+    array element from two grid points are all reads, or all the atomic update; a scalar a
+    grid point reads was last written by that grid point."""
+    try:
+        found, mapped = gpu_planned(source, **sizes)
+    except UsageError:
+        return
+    accesses = trace(source, sizes)
+    for mapping in mapped.mappings:
+        if not mapping.grid:
+            continue
+        grid_lines = [g.line for g in mapping.grid]
+        top = mapping.top.line
+        by_location = defaultdict(list)
+        last_write: dict[str, tuple] = {}
+        for access in accesses:
+            inside = top in access.loops
+            point = tuple(access.iteration[access.loops.index(line)]
+                          for line in grid_lines) if inside else None
+            name, subscripts = access.location
+            if not subscripts:  # a scalar: private to a grid point inside the nest
+                if inside and not access.write and name in last_write:
+                    writer = last_write[name]  # (never written: the original fails there)
+                    assert writer == point, (
+                        f"{name} read at {point} was last written by {writer}\n{source}")
+                if access.write:
+                    last_write[name] = point
+                continue
+            if inside:
+                by_location[access.location].append((point, access))
+        for location, touched in by_location.items():
+            points = {p for p, _ in touched}
+            if len(points) < 2 or not any(a.write for _, a in touched):
+                continue
+            if location[0] in mapping.atomics and len({a.line for _, a in touched}) == 1:
+                continue
+            grid = ", ".join(g.var for g in mapping.grid)
+            raise AssertionError(f"{location} touched by grid points {sorted(points)[:3]} "
+                                 f"of ({grid})\n{source}")
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_no_two_threads_conflict_on_generated_nests(data: st.DataObject) -> None:
+    check_grids(data.draw(nests()), {"N": 6, "M": 5})
+
+
+@settings(max_examples=15, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_no_two_threads_conflict_on_generated_nonaffine_nests(data: st.DataObject) -> None:
+    check_grids(data.draw(nests(nonaffine=True)), {"N": 6, "M": 5})
+
+
+# --- the kernels written for the lectures' nests -------------------------------------------
+
+def _types(mapped):
+    found = mapped.planned
+    inputs = make_inputs(found.as_written.program, found.sizes)
+    return argument_types(inputs, found.as_written.program.nest.parameters)
+
+
+def emitted(path: Path, function: str):
+    found, mapped = gpu_planned(path.read_text(), function, str(path))
+    inputs = make_inputs(found.as_written.program, found.sizes)
+    arrays, scalars = argument_types(inputs, found.as_written.program.nest.parameters)
+    return mapped, mapped.emit(arrays, scalars)
+
+
+def test_the_product_is_register_tiled_and_staged_with_j_on_x():
+    mapped, cuda = emitted(RECIPES, "mmm")
+    (mapping,) = mapped.mappings
+    assert [g.var for g in mapping.grid] == ["i", "j"] and mapping.x.var == "j"
+    (kernel,) = cuda.kernels
+    assert any(text.startswith("A along k") for text in kernel.staged)
+    assert any(text.startswith("B along k") for text in kernel.staged)
+    assert "c_3_3" in kernel.text  # 4 x 4 results per thread
+
+
+def test_the_accumulating_product_keeps_c_in_registers_not_atomics():
+    mapped, cuda = emitted(RECIPES, "mmm_accumulate")
+    (mapping,) = mapped.mappings
+    assert [g.var for g in mapping.grid] == ["i", "j"] and not mapping.atomics
+    assert cuda.kernels[0].promoted == ("C[i, j] in a register across the k loop",)
+
+
+def test_transposition_writes_along_x_and_stages_the_rows_it_reads_when_asked():
+    from loclab.optimize.cuda.mapping import Config
+
+    mapped, cuda = emitted(RECIPES, "transpose")
+    assert mapped.mappings[0].x.var == "i" and cuda.kernels[0].staged == ()  # the model's
+    staged = mapped.emit(*_types(mapped), [Config((32, 8), (1, 4), True, 8)])
+    assert staged.kernels[0].staged == ("A once per block (32x33 tile in shared memory)",)
+
+
+def test_a_dot_product_per_row_gets_a_warp_whose_lanes_split_the_row():
+    mapped, cuda = emitted(CASES / "matvec" / "nest.py", "matvec")
+    (mapping,) = mapped.mappings
+    assert [g.var for g in mapping.grid] == ["i"] and mapping.split.var == "j"
+    assert mapping.reductions == (("s", "+"),) and mapping.x is None
+    assert "loclab_lanes_add(s)" in cuda.source and "(32, " in cuda.module
+
+
+def test_a_generalized_reduction_updates_atomically():
+    mapped, cuda = emitted(RECIPES, "histogram")
+    assert mapped.mappings[0].atomics == frozenset({"hist"})
+    assert "loclab_atomic_add(&hist[" in cuda.source
+
+
+def test_a_nest_with_nothing_parallel_runs_in_one_thread_with_the_reason():
+    mapped, cuda = emitted(RECIPES, "array_expansion")
+    (mapping,) = mapped.mappings
+    assert not mapping.grid and any("RAW on B" in why for _, why in mapping.reasons)
+    assert "__launch_bounds__(1)" in cuda.source
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+@pytest.mark.parametrize("path,function", LECTURE_NESTS)
+def test_every_lecture_kernel_compiles_with_at_most_a_few_spilled_bytes(path, function,
+                                                                      tmp_path):
+    _, cuda = emitted(path, function)
+    source = tmp_path / "kernels.cu"
+    keep = "".join(f"void* keep_{k.name} = (void*)&{k.name}<int>;\n" for k in cuda.kernels)
+    source.write_text(cuda.source + keep)
+    run = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-c", "-o", "/dev/null",
+                          "--resource-usage", str(source)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    # ptxas may keep a few bytes in local memory to hold more warps (__launch_bounds__)
+    spilled = [int(n) for n in re.findall(r"(\d+) bytes spill stores", run.stderr)]
+    assert spilled and max(spilled) <= SPILL_ALLOWANCE, run.stderr
+
+
+def test_without_a_gpu_the_code_is_written_and_said_to_be_unrun(monkeypatch):
+    import loclab.gpu
+
+    monkeypatch.setattr(loclab.gpu, "gpu_unavailable_reason", lambda: "no GPU here")
+    result = optimize_file(RECIPES, "transpose", target="gpu", params={"rows": 40,
+                                                                       "cols": 50})
+    assert result.verification is None and result.timing is None
+    assert any(note.startswith("not run: no GPU here") for note in result.notes)
+    assert "SOURCE = r" in result.source and result.to_json()["timing"] is None
+
+
+def test_an_untranslatable_construct_is_one_line_with_its_line():
+    source = "def f(A, N):\n    for i in range(N):\n        A[i] = np.sign(A[i] - 1.0)\n"
+    with pytest.raises(UsageError, match=r"<nest>:3: the CUDA emitter does not translate"):
+        found, mapped = gpu_planned(source, N=8)
+        inputs = make_inputs(found.as_written.program, found.sizes)
+        mapped.emit(*argument_types(inputs, ["N"]))
+
+
+# --- on a GPU: every result against the original --------------------------------------------
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("path,function", LECTURE_NESTS)
+def test_every_lecture_nest_runs_on_the_gpu_and_agrees(path, function):
+    result = optimize_file(path, function, target="gpu", tune=False, timing=QUICK)
+    assert result.verification.ok and result.check.valid, result.notes
+    assert result.timing.optimized.median > 0
+
+
+@pytest.mark.gpu
+def test_the_gpu_search_keeps_a_valid_faster_or_equal_launch():
+    result = optimize_file(RECIPES, "mmm", target="gpu", timing=QUICK,
+                           params={"heightA": 200, "widthB": 150, "widthA": 90})
+    tuning = result.tuning
+    assert tuning is not None and len(tuning.trials) >= 2
+    kept = tuning.trials[tuning.kept]
+    assert kept.problem is None
+    assert all(t.median_s >= kept.median_s for t in tuning.trials if t.problem is None)
+    assert not [n for n in result.notes if n.startswith("BUG")]
+
+
+def gpu_agrees(source: str, sizes: dict[str, int]) -> None:
+    from loclab.optimize.cuda.run import on_host_arrays
+    from loclab.optimize.gpu import rounding_length
+    from loclab.transform.verify import compare_runs, compile_original
+
+    try:
+        found, mapped = gpu_planned(source, **sizes)
+        inputs = make_inputs(found.as_written.program, sizes)
+        function = mapped.emit(*argument_types(inputs, list(sizes))).compile()
+    except UsageError:
+        return
+    try:
+        program = found.as_written.program
+        verification = compare_runs(compile_original(found.as_written),
+                                    on_host_arrays(function), program, inputs, sizes,
+                                    rounding_length(program, sizes))
+    except Exception as err:
+        if type(err).__name__ == "VerificationError" and "the original failed" in str(err):
+            return  # the nest itself fails (a scalar read before it is set)
+        raise AssertionError(f"{source}\n{mapped.emit(*argument_types(inputs, list(sizes))).source}"
+                             f"\n{err}") from err
+    assert verification.ok, f"{source}\n{verification}"
+
+
+@pytest.mark.gpu
+@settings(max_examples=60, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_generated_nests_agree_with_the_original_on_the_gpu(data: st.DataObject) -> None:
+    gpu_agrees(data.draw(nests()), {"N": 37, "M": 21})
+
+
+@pytest.mark.gpu
+@settings(max_examples=30, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_generated_nonaffine_nests_agree_with_the_original_on_the_gpu(data) -> None:
+    gpu_agrees(data.draw(nests(nonaffine=True)), {"N": 37, "M": 21})
