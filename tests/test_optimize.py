@@ -73,6 +73,21 @@ def test_a_nest_with_nothing_parallel_stays_sequential_with_the_reason():
     assert "@njit\n" in result.source and "in prange(" not in result.source
 
 
+def test_a_band_imperfect_through_a_scalar_is_distributed_to_reorder_the_product():
+    chosen, result = kept(RECIPES, "mmm", heightA=64, widthB=64, widthA=64)
+    (nest,) = chosen
+    assert nest.plan.level == "distributed"
+    assert nest.steps[:3] == ("expand(c, i@32, j@33)", "distribute(j@33)", "distribute(i@32)")
+    assert "permute(i@36, k@36, j@36)" in nest.steps
+    assert result.verify(heightA=19, widthB=21, widthA=23).ok
+
+
+def test_a_sum_already_unit_stride_is_not_distributed():
+    path = RECIPES.parent.parent / "src" / "loclab" / "cases" / "matvec" / "nest.py"
+    chosen, _ = kept(path, "matvec", rows=256, cols=256)
+    assert chosen[0].plan.level != "distributed"
+
+
 def test_every_nest_of_a_function_gets_its_own_plan():
     chosen, _ = kept(RECIPES, "putting_everything_together", M=6, N=7, T=5)
     assert [c.plan.level for c in chosen] == ["as written"]

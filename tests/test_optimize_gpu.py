@@ -164,6 +164,13 @@ def test_a_nest_with_nothing_parallel_runs_in_one_thread_with_the_reason():
     assert "__launch_bounds__(1)" in cuda.source
 
 
+@pytest.mark.parametrize("path,function", LECTURE_NESTS)
+def test_every_launching_module_is_python_that_names_each_kernel(path, function):
+    _, cuda = emitted(path, function)
+    compile(cuda.module, "<launcher>", "exec")
+    assert all(f"_kernel({k.name!r}, index)(" in cuda.module for k in cuda.kernels)
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 @pytest.mark.parametrize("path,function", LECTURE_NESTS)
 def test_every_lecture_kernel_compiles_with_at_most_a_few_spilled_bytes(path, function,

@@ -84,18 +84,19 @@ def cpu(nest: Nest, inputs: dict[str, Any], out: Any, machine: Any) -> Bound:
     arguments = nest.arguments(inputs, out)
     planned = _planned(nest, tuple(sorted(_sizes(arguments, _names(nest)).items())))
     chosen, result = choose(planned.code, planned.plans)
-    function = _compiled_cpu(result.source, nest.function, result)
+    function = _compiled_cpu(result)
     return Bound(_returning(function, arguments, out),
                  {"recipe": "; ".join(s for c in chosen for s in c.steps) or "as written"})
 
 
+# Compiled once per process and code (the sizes of a run share a recipe, or nearly).
 _CPU_FUNCTIONS: dict[str, Callable[..., Any]] = {}
 
 
-def _compiled_cpu(source: str, name: str, result: Any) -> Callable[..., Any]:
-    if source not in _CPU_FUNCTIONS:
-        _CPU_FUNCTIONS[source] = result.compile()
-    return _CPU_FUNCTIONS[source]
+def _compiled_cpu(result: Any) -> Callable[..., Any]:
+    if result.source not in _CPU_FUNCTIONS:
+        _CPU_FUNCTIONS[result.source] = result.compile()
+    return _CPU_FUNCTIONS[result.source]
 
 
 def gpu(nest: Nest, inputs: dict[str, Any], out: Any, machine: Any) -> Bound:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from loclab.errors import UsageError
-from loclab.optimize.planner import NestPlan, label
+from loclab.optimize.planner import NestPlan
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ def plan_steps(source: Source, done: Sequence[str], plan: NestPlan,
         tile_loops = {(node.origin.var, node.origin.line): node.label
                       for node in program.loops() if node.tile}
     steps += [d.step for d in plan.after if d.step]
-    steps += [f"parallel({tile_loops.get((loop.var, loop.line), label(loop))})"
+    steps += [f"parallel({tile_loops.get((loop.var, loop.line), plan.name(loop))})"
               for loop, _ in plan.parallel]
     return steps
 

@@ -5,6 +5,9 @@ For every top-level loop of the function the planner proposes plans from the mos
 to the least, and the builder (``loclab.optimize.build``) keeps the first one every step of
 which the transformer proves legal:
 
+0. ``distributed``: a band perfect but for statements on scalars around one loop chain
+   (the lectures' golden MMM), its scalars expanded and the band distributed, so that the
+   chain joins the band in a better order, tiled (``distributed_plans``);
 1. ``tiled``: the perfect band at the top put in the legal order whose innermost accesses are
    unit-stride (and whose outermost loop is parallel), tiled where a tile keeps reused or
    strided data in cache (tile size from the cache model, ``loclab.optimize.tiles``), its
@@ -18,6 +21,7 @@ which the transformer proves legal:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -31,7 +35,7 @@ from loclab.optimize.locality import (ArrayAccess, Reuse, array_accesses, band_r
                                       order_score, stride)
 from loclab.optimize.tiles import TileChoice, choose_tile
 
-LEVELS = ("tiled", "reordered", "as written", "sequential")
+LEVELS = ("distributed", "tiled", "reordered", "as written", "sequential")
 # Remedies the transformer applies with a step before ``parallel``; reductions and atomic
 # updates are ``parallel``'s own; a scan is not a DOALL loop at all.
 STEP_REMEDIES = {"privatize", "expand", "copy"}
@@ -58,6 +62,7 @@ class TiledBand:
     loops: tuple[Loop, ...]
     choice: TileChoice
     reuse: Reuse
+    names: tuple[tuple[str, str], ...] = ()  # a loop's name in the recipe, where not label()
 
     @property
     def key(self) -> str:
@@ -65,7 +70,9 @@ class TiledBand:
         return label(self.loops[0])
 
     def step(self, tile: int) -> str:
-        return "tile(" + ", ".join(f"{label(loop)}={tile}" for loop in self.loops) + ")"
+        names = dict(self.names)
+        return "tile(" + ", ".join(f"{names.get(label(loop), label(loop))}={tile}"
+                                   for loop in self.loops) + ")"
 
 
 @dataclass(frozen=True)
@@ -83,6 +90,12 @@ class NestPlan:
     after: tuple[Decision, ...] = ()
     parallel: tuple[tuple[Loop, str], ...] = ()  # (loop, why it may run in parallel)
     sequential: tuple[str, ...] = ()  # why the other loops stay sequential
+    # A loop's name in the recipe where ``label`` would name several loops (a distributed
+    # nest's copies are named by a statement inside them: ``i@10``).
+    names: tuple[tuple[str, str], ...] = ()
+
+    def name(self, loop: Loop) -> str:
+        return dict(self.names).get(label(loop), label(loop))
 
     @property
     def key(self) -> tuple[object, ...]:
@@ -273,9 +286,67 @@ def _unit(access: ArrayAccess, var: str) -> bool:
     return stride(access.subscripts, var) == "unit"
 
 
+def distributed_plans(context: Context, top: Loop) -> list[NestPlan]:
+    """Where the band at the top is perfect but for statements on scalars around one loop
+    chain (mmm's ``s = 0.0``, ``for k: s += ...``, ``C[i, j] = s``): the scalars expanded
+    over the band, the band distributed (a nest for the statements before the chain, one for
+    the chain, one for those after), and the middle nest, the band and the chain together,
+    in its best orders by locality, tiled or not, its outermost loop parallel; only where
+    some order of the middle nest has better locality than the one as written. The
+    transformer judges every step; the copies of a distributed loop are named by the line of
+    the chain's first statement."""
+    band = _band_at(context.analysis, top)
+    below = [c for c in band[-1].body if isinstance(c, Loop)]
+    around = [c for c in band[-1].body if not isinstance(c, Loop)]
+    if len(below) != 1 or not around:
+        return []
+    chain = [below[0]]
+    while len(chain[-1].body) == 1 and isinstance(chain[-1].body[0], Loop):
+        chain.append(chain[-1].body[0])
+    inside = chain[-1].body
+    if not inside or any(isinstance(c, Loop) for c in inside):
+        return []
+    scalars = sorted({a.variable.name for s in around for a in s.accesses
+                      if a.write and not a.variable.is_array})
+    if not scalars:
+        return []
+    loops = (*band, *chain)
+    line = min(s.line for s in inside)
+    names = tuple((label(loop), f"{loop.var}@{line}") for loop in loops)
+    renamed = dict(names)
+    over = ", ".join(label(loop) for loop in band)
+    before = [Decision(f"expand({v}, {over})", f"{v} carries a value around the {chain[0].var} "
+                       "loop: an element per band iteration lets the band be distributed")
+              for v in scalars]
+    before += [Decision(f"distribute({label(loop)})", f"the statements around the "
+                        f"{chain[0].var} loop become nests of their own, the {chain[0].var} "
+                        "loop joins the band") for loop in reversed(band)]
+    accesses = array_accesses(context.model, inside)
+    orders = sorted((o for o in itertools.permutations(loops) if o[0] in band),
+                    key=lambda o: (-order_score(accesses, loops, o), o != loops))
+    if order_score(accesses, loops, orders[0]) <= order_score(accesses, loops, loops):
+        return []  # no order is better than the one as written: nothing to distribute for
+    plans = []
+    for order in orders[:2]:
+        steps = list(before)
+        if order != loops:
+            inner = order[-1].var
+            units = sorted({a.text for a in accesses if stride(a.subscripts, inner) == "unit"})
+            steps.append(Decision("permute(" + ", ".join(renamed[label(loop)] for loop in order)
+                                  + ")", f"innermost {inner}: {', '.join(units) or 'no access'} "
+                                  "unit-stride"))
+        why = ((order[0], f"{order[0].var} (outermost) carries no dependence once distributed"),)
+        choice = choose_tile(accesses, order, context.extents, context.element_bytes,
+                             context.l1_bytes, context.l2_bytes)
+        tiled = TiledBand(order, choice, band_reuse(accesses, loops, order), names)
+        plans.append(NestPlan(top, "distributed", tuple(steps), tiled, (), why, (), names))
+        plans.append(NestPlan(top, "distributed", tuple(steps), None, (), why, (), names))
+    return plans
+
+
 def plan_nest(context: Context, top: Loop) -> list[NestPlan]:
     """The plans for the nest at ``top``, most ambitious first, each recipe once."""
-    plans: list[NestPlan] = []
+    plans: list[NestPlan] = distributed_plans(context, top)
     band = _band_at(context.analysis, top)
     accesses = array_accesses(context.model, top.statements())
     if len(band) >= 2:

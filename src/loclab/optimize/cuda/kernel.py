@@ -334,7 +334,9 @@ class KernelWriter:
         return len(copies) == 1 or not (_names([node.iter]) & set(copies[0].rename))
 
     def _open_guard(self, copy_: _Copy, depth: int, guarded: bool) -> None:
-        self.lines.append(f"{'  ' * depth}if ({copy_.ok if guarded else 'true'}) {{")
+        """``if (ok) {`` where this copy's validity is not known yet, else a plain block."""
+        self.lines.append(f"{'  ' * depth}if ({copy_.ok}) {{" if guarded else
+                          f"{'  ' * depth}{{")
 
     def _simple(self, node: ast.stmt, translator: Translator) -> str:
         if isinstance(node, ast.Assign):
@@ -935,8 +937,6 @@ def _uniform_loops(body: Sequence[ast.stmt], varying: set[str]) -> Iterator[ast.
             if not (_names([node.iter]) & varying):
                 yield node
                 yield from _uniform_loops(node.body, varying)
-        elif isinstance(node, ast.If):
-            continue
 
 
 def _local_types(body: Sequence[ast.stmt], typing: Typing, locals_: set[str]) -> dict:

@@ -167,8 +167,10 @@ def _launch(kernel: Kernel) -> str:
         args += [f"I(first_{axis.var})", f"I(count_{axis.var})"]
     empty = " or ".join(f"count_{a.var} <= 0" for a in kernel.axes) or "False"
     lines.append(f"if not ({empty}):")
-    lines.append(f"    _kernel({kernel.name!r}, index)(({', '.join(grid)}), "
-                 f"({', '.join(block)}), ({', '.join(args)},))")
+    lines.append(f"    _kernel({kernel.name!r}, index)(")
+    lines.append(f"        ({', '.join(grid)}),")
+    lines.append(f"        ({', '.join(block)}),")
+    lines.append("        (" + ",\n         ".join(args) + ",))")
     return "\n".join(lines)
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from loclab.deps.analysis import Analysis
 from loclab.nest.ir import Loop
-from loclab.optimize.build import Source, refusal
+from loclab.optimize.build import Source, _refusals, refusal
 from loclab.optimize.cuda.mapping import NestMapping
 from loclab.optimize.locality import array_accesses, stride
 from loclab.optimize.planner import (Context, _band_at, _options, label, sequential_reason,
@@ -70,12 +70,6 @@ def gpu_mappings(source: Source, context: Context, loops: dict[int, Any]
                 kept.append(_sequential(context, top, loops))
         refused_all.append(refused)
     return kept, refused_all
-
-
-def _refusals() -> tuple[type[Exception], ...]:
-    from loclab.optimize.build import _refusals as refusals
-
-    return refusals()
 
 
 def _candidates(analysis: Analysis, top: Loop) -> list[tuple[tuple[Loop, ...],
