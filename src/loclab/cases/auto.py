@@ -77,53 +77,52 @@ def _names(nest: Nest) -> list[str]:
     return list(inspect.signature(getattr(nest.module, nest.function)).parameters)
 
 
+def _laid_out(nest: Nest, inputs: dict[str, Any], out: Any
+              ) -> tuple[list[Any], dict[str, Any], dict[str, int], Any]:
+    """The nest's arguments for these inputs (as a list, and by name), its sizes among them,
+    and the function planned at those sizes."""
+    arguments = nest.arguments(inputs, out)
+    by_name = dict(zip(_names(nest), arguments))
+    sizes = _sizes(arguments, list(by_name))
+    return arguments, by_name, sizes, _planned(nest, tuple(sorted(sizes.items())))
+
+
 def cpu(nest: Nest, inputs: dict[str, Any], out: Any, machine: Any) -> Bound:
     """The first recipe the transformer proves for the CPU, compiled with Numba."""
     from loclab.optimize.build import choose
 
-    arguments = nest.arguments(inputs, out)
-    planned = _planned(nest, tuple(sorted(_sizes(arguments, _names(nest)).items())))
+    arguments, _, _, planned = _laid_out(nest, inputs, out)
     chosen, result = choose(planned.code, planned.plans)
-    function = _compiled_cpu(result)
+    function = _compiled(result.source, result.compile)
     return Bound(_returning(function, arguments, out),
                  {"recipe": "; ".join(s for c in chosen for s in c.steps) or "as written"})
-
-
-# Compiled once per process and code (the sizes of a run share a recipe, or nearly).
-_CPU_FUNCTIONS: dict[str, Callable[..., Any]] = {}
-
-
-def _compiled_cpu(result: Any) -> Callable[..., Any]:
-    if result.source not in _CPU_FUNCTIONS:
-        _CPU_FUNCTIONS[result.source] = result.compile()
-    return _CPU_FUNCTIONS[result.source]
 
 
 def gpu(nest: Nest, inputs: dict[str, Any], out: Any, machine: Any) -> Bound:
     """The nest's kernels as the GPU planner maps them, with the model's launch."""
     from loclab.optimize.cuda import argument_types, gpu_plan
 
-    arguments = nest.arguments(inputs, out)
-    names = _names(nest)
-    sizes = _sizes(arguments, names)
-    planned = _planned(nest, tuple(sorted(sizes.items())))
+    arguments, by_name, sizes, planned = _laid_out(nest, inputs, out)
     mapped = gpu_plan(planned)
-    arrays, scalars = argument_types(dict(zip(names, arguments)), list(sizes))
+    arrays, scalars = argument_types(by_name, list(sizes))
     configs = mapped.default_configs()
-    function = _compiled_gpu(mapped.emit(arrays, scalars, configs))
+    emitted = mapped.emit(arrays, scalars, configs)
+    function = _compiled(emitted.module, emitted.compile)
     return Bound(_returning(function, arguments, out),
                  {"grid": "; ".join(", ".join(g.var for g in m.grid) or "one thread"
                                     for m in mapped.mappings),
                   "launch": "; ".join(c.text() for c in configs if c.block)})
 
 
-_GPU_FUNCTIONS: dict[str, Callable[..., Any]] = {}
+# Compiled once per process and code, Numba's or CUDA's (the sizes of a run share their
+# code, or nearly).
+_COMPILED: dict[str, Callable[..., Any]] = {}
 
 
-def _compiled_gpu(emitted: Any) -> Callable[..., Any]:
-    if emitted.module not in _GPU_FUNCTIONS:
-        _GPU_FUNCTIONS[emitted.module] = emitted.compile()
-    return _GPU_FUNCTIONS[emitted.module]
+def _compiled(code: str, compile_: Callable[[], Callable[..., Any]]) -> Callable[..., Any]:
+    if code not in _COMPILED:
+        _COMPILED[code] = compile_()
+    return _COMPILED[code]
 
 
 def _returning(function: Callable[..., Any], arguments: list[Any],

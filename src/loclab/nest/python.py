@@ -138,7 +138,7 @@ class _PythonNest:
         if not isinstance(node.target, ast.Name):
             raise self.error(node, "the loop variable must be a plain name")
         call = node.iter
-        if not (isinstance(call, ast.Call) and _callee(call.func) in RANGE_FUNCTIONS
+        if not (isinstance(call, ast.Call) and callee(call.func) in RANGE_FUNCTIONS
                 and not call.keywords and 1 <= len(call.args) <= 3):
             raise self.error(node.iter, "only 'for v in range(...)' loops are supported")
         if node.orelse:
@@ -249,7 +249,7 @@ class _PythonNest:
     def allocation(self, name: str, call: ast.Call, node: ast.stmt) -> None:
         shape = call.args[0] if call.args else None
         extents: tuple[Poly | None, ...] | None = None
-        if shape is not None and not _callee(call.func).endswith("_like"):
+        if shape is not None and not callee(call.func).endswith("_like"):
             items = shape.elts if isinstance(shape, (ast.Tuple, ast.List)) else [shape]
             extents = tuple(self.index(item) for item in items)
         self.builder.declare(name, is_array=True, line=self.line(node), extents=extents,
@@ -259,14 +259,14 @@ class _PythonNest:
         """Recognize ``t op= e``, ``t = t op e``, ``t = e op t``, ``t = max(t, e)``, and the
         recurrence ``A[i] = A[i-1] op e`` (same array, other element)."""
         target_dump = ast.dump(target, annotate_fields=False).replace("Store()", "Load()")
-        name = _base_name(target)
+        name = base_name(target)
 
         def match(expr: ast.expr) -> bool | None:
             """True: the target itself; False: another element of it; None: neither."""
             if ast.dump(expr, annotate_fields=False) == target_dump:
                 return True
             if isinstance(expr, ast.Subscript) and isinstance(target, ast.Subscript) \
-                    and _base_name(expr) == name:
+                    and base_name(expr) == name:
                 return False
             return None
 
@@ -278,9 +278,9 @@ class _PythonNest:
             operands = [(value.left, value.right)]
             if op in COMMUTATIVE:
                 operands.append((value.right, value.left))
-        elif (isinstance(value, ast.Call) and _callee(value.func) in {"min", "max"}
+        elif (isinstance(value, ast.Call) and callee(value.func) in {"min", "max"}
               and len(value.args) == 2 and not value.keywords):
-            op = _callee(value.func)
+            op = callee(value.func)
             operands = [(value.args[0], value.args[1]), (value.args[1], value.args[0])]
         else:
             return None
@@ -362,7 +362,7 @@ class _PythonNest:
                                            node.col_offset + 1))
         elif isinstance(node, ast.Call):
             self.check_pure(node)
-            if _callee(node.func) == "len":
+            if callee(node.func) == "len":
                 return
             for arg in node.args:
                 self._collect(arg, out)
@@ -377,7 +377,7 @@ class _PythonNest:
 
     def check_pure(self, call: ast.Call) -> None:
         func = call.func
-        name = _callee(func)
+        name = callee(func)
         if isinstance(func, ast.Name) and (name in PURE_BUILTINS or name in MATH_NAMES):
             return
         if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
@@ -433,7 +433,7 @@ class _PythonNest:
         return None
 
     def index_call(self, node: ast.Call) -> Poly | None:
-        name = _callee(node.func)
+        name = callee(node.func)
         if name in {"min", "max"} and node.args and not node.keywords:
             args = [self.index(a) for a in node.args]
             if any(a is None for a in args):
@@ -520,7 +520,8 @@ def _non_integer(node: ast.expr) -> bool:
     return False
 
 
-def _callee(func: ast.expr) -> str:
+def callee(func: ast.expr) -> str:
+    """The name a call calls: ``f`` of ``f(...)`` and of ``np.f(...)`` ("" otherwise)."""
     if isinstance(func, ast.Name):
         return func.id
     if isinstance(func, ast.Attribute):
@@ -541,7 +542,8 @@ def _is_shape(node: ast.expr) -> bool:
             and isinstance(node.slice, ast.Constant))
 
 
-def _base_name(target: ast.expr) -> str:
+def base_name(target: ast.expr) -> str:
+    """The array a subscript chain indexes: ``A`` of ``A[i][j]`` ("" if not a name)."""
     while isinstance(target, ast.Subscript):
         target = target.value
     return target.id if isinstance(target, ast.Name) else ""

@@ -77,19 +77,17 @@ def proof_lines(result: Any) -> list[str]:
     if timing is None:
         return []
     lines = wrap(f"verified against the original run as Python: {result.verification}")
+    if timing.original is not None:
+        lines += wrap(f"checked at {_sizes(timing.sizes)} against the original compiled "
+                      f"with Numba: {'equal' if result.check.max_rel_err == 0 else 'agrees'}")
     if result.target == "gpu":
         gpu = _ms(timing.optimized.median)
         if timing.original is None:
             return lines + wrap(f"GPU {gpu} (arrays on the device, CUDA events); the "
                                 f"original does not run under Numba: {timing.original_error}")
-        lines += wrap(f"checked at {_sizes(timing.sizes)} against the original compiled "
-                      f"with Numba: {'equal' if result.check.max_rel_err == 0 else 'agrees'}")
         return lines + wrap(f"original (Numba, as written, CPU) "
                             f"{_ms(timing.original.median)}; GPU {gpu} (arrays on the "
                             f"device, CUDA events): {timing.speedup:.3g}x")
-    if timing.original is not None:
-        lines += wrap(f"checked at {_sizes(timing.sizes)} against the original compiled "
-                      f"with Numba: {'equal' if result.check.max_rel_err == 0 else 'agrees'}")
     if timing.original is None:
         lines += wrap(f"optimized {_ms(timing.optimized.median)} ({timing.threads} threads); "
                       f"the original does not run under Numba as written: "

@@ -20,7 +20,6 @@ from loclab.optimize.cuda import GpuPlan, argument_types, gpu_plan
 from loclab.optimize.cuda.mapping import Config, neighbours
 
 SEARCH_TRIALS = 12  # configs measured beyond the model's, at most
-VERIFY_MARGIN = 5  # verification sizes: a block's tile and a partial one more
 
 
 @dataclass(frozen=True)
@@ -75,10 +74,11 @@ def optimize_gpu(planned: Any, inputs: Mapping[str, Any], original: Callable[...
         say("tuning the launch (threads, iterations per thread, staging) by measurement")
         kept = _search(plan, arrays, scalars, original, inputs, planned.sizes, tuning, notes)
     say("verifying against the original")
-    emitted, verification, check = _proved(plan, arrays, scalars, kept, original, inputs,
-                                           planned.sizes)
+    emitted, function, verification, check = _proved(plan, arrays, scalars, kept, original,
+                                                     inputs, planned.sizes)
     say("timing the original and the GPU function")
-    times = _times(emitted, original, program, inputs, planned.sizes, timing, original_error)
+    times = _times(function, original, program, inputs, planned.sizes, timing,
+                   original_error)
     return Optimized(planned.code.function, program.syntax.filename, "gpu",
                      nest_results(plan, emitted, kept), _recipe(plan), emitted.module,
                      verification, check, times, tuning if tuning.trials else None, [], None,
@@ -142,17 +142,19 @@ def _search(plan: GpuPlan, arrays: Any, scalars: Any, original: Callable[..., An
 
 def _proved(plan: GpuPlan, arrays: Any, scalars: Any, configs: tuple[Config, ...],
             original: Callable[..., Any] | None, inputs: Mapping[str, Any],
-            sizes: Mapping[str, int]) -> tuple[Any, Any, Any]:
+            sizes: Mapping[str, int]) -> tuple[Any, Any, Any, Any]:
     """The kept configs' function verified against the original run as Python past a
-    block's tile, and checked against it under Numba at the tuning sizes."""
+    block's tile, and checked against it under Numba at the tuning sizes. (emitted code,
+    its compiled function, verification, check)"""
     from loclab.bench.validate import Check
-    from loclab.optimize import _bug, measure
+    from loclab.optimize import VERIFY_MARGIN, _bug, measure
     from loclab.optimize.cuda.run import on_host_arrays
     from loclab.transform.verify import compare_runs, compile_original, make_inputs
 
     program = plan.planned.as_written.program
     emitted = plan.emit(arrays, scalars, configs)
-    function = on_host_arrays(emitted.compile())
+    compiled = emitted.compile()
+    function = on_host_arrays(compiled)
     span = max((c.block[i] * c.tile[i] for c in configs for i in range(len(c.block))),
                default=1)
     small = {p: span + VERIFY_MARGIN for p in program.nest.parameters}
@@ -168,7 +170,7 @@ def _proved(plan: GpuPlan, arrays: Any, scalars: Any, configs: tuple[Config, ...
         raise _bug(verification)
     if not check.valid:
         raise _bug(check.problem)
-    return emitted, verification, check
+    return emitted, compiled, verification, check
 
 
 def rounding_length(program: Any, sizes: Mapping[str, int]) -> int:
@@ -181,7 +183,7 @@ def rounding_length(program: Any, sizes: Mapping[str, int]) -> int:
     return max(sizes.values(), default=1) ** depth
 
 
-def _times(emitted: Any, original: Callable[..., Any] | None, program: Any,
+def _times(function: Callable[..., Any], original: Callable[..., Any] | None, program: Any,
            inputs: Mapping[str, Any], sizes: Mapping[str, int], budget: Any,
            original_error: str | None) -> Any:
     from loclab.bench.timing import BUDGETS
@@ -190,7 +192,7 @@ def _times(emitted: Any, original: Callable[..., Any] | None, program: Any,
     from loclab.transform.verify import argument_names
 
     budget = budget or BUDGETS["default"]
-    fast = time_on_device(emitted.compile(), argument_names(program), inputs, budget)
+    fast = time_on_device(function, argument_names(program), inputs, budget)
     slow = time_function(original, program, inputs, budget)[0] if original else None
     return Timing(dict(sizes), 0, fast, slow, original_error)
 

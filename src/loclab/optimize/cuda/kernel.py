@@ -142,7 +142,7 @@ class KernelWriter:
     def write(self) -> Kernel:
         body = self.body()
         grid_vars = [g.var for g in self.mapping.grid]
-        locals_ = _assigned(body)
+        locals_ = assigned(body)
         inner_loops = _loop_vars(body)
         self.typing.integers |= set(grid_vars) | inner_loops | set(self.sizes)
         for name, value_type in _local_types(body, self.typing, locals_).items():
@@ -752,7 +752,7 @@ class KernelWriter:
             return False
         if offset.var is None:
             return offset.offset >= 0
-        loop = next((n for n in self._all_loops() if n.target.id == offset.var), None)
+        loop = next((n for n in self.loops.values() if n.target.id == offset.var), None)
         if loop is None:
             return False
         start, stop, step = _range_args(loop)
@@ -763,9 +763,6 @@ class KernelWriter:
         return isinstance(stop, ast.Constant) and isinstance(stop.value, int) \
             and stop.value + 1 + offset.offset >= 0
 
-    def _all_loops(self) -> Iterator[ast.For]:
-        yield from self.loops.values()
-
     # -- scalar replacement ----------------------------------------------------------------
     def _promote(self, node: ast.For, copies: list[_Copy], depth: int, guarded: bool,
                  runs: str) -> tuple[list[tuple[str, ast.Subscript]], list[_Copy]]:
@@ -773,7 +770,7 @@ class KernelWriter:
         access of the array in the loop that one, none under an ``if``): loaded into a
         register before the loop, stored after it (``_store``), both only where the loop
         runs at all (``runs``). Returns them and the copies that read the registers."""
-        inside = _assigned(node.body) | _loop_vars(node.body) | {
+        inside = assigned(node.body) | _loop_vars(node.body) | {
             node.target.id}  # type: ignore[attr-defined]
         groups: dict[str, list[ast.Subscript]] = {}
         for sub in _subscripts(node.body):
@@ -860,7 +857,8 @@ def _walk(body: Sequence[ast.AST]) -> Iterator[ast.AST]:
         yield from ast.walk(node)
 
 
-def _assigned(body: Sequence[ast.stmt]) -> set[str]:
+def assigned(body: Sequence[ast.stmt]) -> set[str]:
+    """The scalars assigned anywhere under ``body``."""
     out = set()
     for node in _walk(body):
         if isinstance(node, ast.Assign):

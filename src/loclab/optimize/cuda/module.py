@@ -18,9 +18,9 @@ import numpy as np
 
 from loclab.errors import UsageError
 from loclab.nest.ir import Loop
-from loclab.optimize.cuda.kernel import Kernel, KernelWriter
+from loclab.optimize.cuda.kernel import Kernel, KernelWriter, assigned
 from loclab.optimize.cuda.mapping import Config, NestMapping
-from loclab.optimize.cuda.syntax import HELPERS, Typing, c_type
+from loclab.optimize.cuda.syntax import HELPERS, Typing, c_type, shape_of
 
 GRID_LIMITS = (2**31 - 1, 65535, 65535)
 ALLOCATORS = {"empty", "zeros", "ones", "full"}
@@ -68,7 +68,7 @@ def emit_function(function: ast.FunctionDef, filename: str, line_offset: int,
         if isinstance(node, ast.For):
             mapping, config = by_line[node.lineno]
             reads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-            early = assigned_in_nests & reads - _assigned_in(node)
+            early = assigned_in_nests & reads - assigned([node])
             if early:
                 raise UsageError(f"{where(node)}: {sorted(early)[0]} is assigned by an earlier "
                                  "loop and read here: on the GPU each thread keeps its own")
@@ -80,7 +80,7 @@ def emit_function(function: ast.FunctionDef, filename: str, line_offset: int,
             kernel = writer.write()
             kernels.append(kernel)
             calls.append(_launch(kernel))
-            assigned_in_nests |= _assigned_in(node)
+            assigned_in_nests |= assigned([node])
             continue
         calls.append(_host_statement(node, element_types, ndims, where, assigned_in_nests))
     source = HELPERS + "\n\n".join(k.text for k in kernels) + "\n"
@@ -98,22 +98,12 @@ def _c_name(size: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in size).strip("_")
 
 
-def _assigned_in(node: ast.AST) -> set[str]:
-    out = set()
-    for child in ast.walk(node):
-        if isinstance(child, ast.Assign):
-            out |= {t.id for t in child.targets if isinstance(t, ast.Name)}
-        elif isinstance(child, ast.AugAssign) and isinstance(child.target, ast.Name):
-            out.add(child.target.id)
-    return out
-
-
 def _host_statement(node: ast.stmt, arrays: dict[str, np.dtype], ndims: dict[str, int],
                     where: object, nests: set[str]) -> str:
     """A statement outside the loops, as the host runs it (NumPy allocations on the GPU)."""
     if isinstance(node, ast.Return):
         return ast.unparse(node)
-    if any(isinstance(n, ast.Subscript) and not _is_shape(n) for n in ast.walk(node)):
+    if any(isinstance(n, ast.Subscript) and shape_of(n) is None for n in ast.walk(node)):
         raise UsageError(f"{where(node)}: the CUDA emitter runs code outside the loops on the "
                          "host: it may not read or write array elements")
     used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
@@ -139,10 +129,6 @@ def _host_statement(node: ast.stmt, arrays: dict[str, np.dtype], ndims: dict[str
         return ast.unparse(node)
     raise UsageError(f"{where(node)}: the CUDA emitter does not run "
                      f"{type(node).__name__} outside the loops")
-
-
-def _is_shape(node: ast.Subscript) -> bool:
-    return isinstance(node.value, ast.Attribute) and node.value.attr == "shape"
 
 
 def _launch(kernel: Kernel) -> str:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from loclab.errors import UsageError
+from loclab.nest.python import base_name, callee
 
 C_TYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double",
            np.dtype(np.int64): "long long", np.dtype(np.int32): "int",
@@ -174,7 +175,7 @@ class Translator:
         if isinstance(node, ast.IfExp):
             return join(self.type_of(node.body), self.type_of(node.orelse))
         if isinstance(node, ast.Call):
-            name = _function_name(node)
+            name = callee(node.func) or "?"
             if name in CASTS:
                 return _known(CASTS[name], t.compute)
             if name == "len":
@@ -280,7 +281,7 @@ class Translator:
         raise self.error(node, f"the operator {type(node.op).__name__}")
 
     def call(self, node: ast.Call) -> str:
-        name = _function_name(node)
+        name = callee(node.func) or "?"
         if name == "len" and len(node.args) == 1 and isinstance(node.args[0], ast.Name):
             return f"{node.args[0].id}_n0"
         if node.keywords:
@@ -310,15 +311,6 @@ class Translator:
         raise self.error(node, f"the call {name}()")
 
 
-def _function_name(node: ast.Call) -> str:
-    func = node.func
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return "?"
-
-
 def _module_of(node: ast.Call) -> str:
     func = node.func
     return func.value.id if isinstance(func, ast.Attribute) \
@@ -327,12 +319,10 @@ def _module_of(node: ast.Call) -> str:
 
 def _base(node: ast.Subscript) -> str:
     """The array a subscript reads: ``A`` of ``A[i, j]`` and of ``A[i][j]``."""
-    value = node.value
-    while isinstance(value, ast.Subscript):
-        value = value.value
-    if not isinstance(value, ast.Name):
+    name = base_name(node)
+    if not name:
         raise UsageError("only subscripts of named arrays are translated")
-    return value.id
+    return name
 
 
 def _indices(node: ast.Subscript) -> list[ast.expr]:
