@@ -4,6 +4,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from loclab.cases import case_names, get_case
 from loclab.cases.base import Bound, Variant
@@ -36,6 +38,19 @@ def test_optimized_transpose_takes_the_vector_path_only_when_aligned(rows, cols,
     check, bound = run_on_gpu(case, variant, {"rows": rows, "cols": cols}, machine)
     assert check.valid, check.problem
     assert bound.params["vector"] == vector
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.integers(1, 300), cols=st.integers(1, 300))
+def test_any_shape_transposition_against_numpy(rows, cols, machine):
+    """Every offset of a row against the 16-byte grid, tiles cut by both edges, the vector
+    path and the staged one: poisoned output, fresh input, exact."""
+    case = get_case("transpose")
+    variant = next(v for v in case.variants if v.name == "gpu-optimized")
+    check, _ = run_on_gpu(case, variant, {"rows": rows, "cols": cols}, machine,
+                          seed=rows * 1000 + cols)
+    assert check.valid, f"{rows}x{cols}: {check.problem}"
 
 
 @pytest.mark.parametrize("cols", [3, 4])

@@ -38,12 +38,15 @@ def kept(path: Path, function: str, **params: int):
 
 # --- what the planner decides for the lectures' nests --------------------------------------
 
-def test_transposition_is_tiled_and_its_rows_of_tiles_run_in_parallel():
+def test_transposition_writes_along_rows_in_tiles_run_in_parallel():
     chosen, result = kept(RECIPES, "transpose", rows=300, cols=200)
     (nest,) = chosen
     assert nest.plan.level == "tiled"
-    assert nest.steps[0].startswith("tile(i@24=") and nest.steps[-1] == "parallel(ii@24)"
-    assert "B[j, i] strided in the innermost loop" in nest.plan.band.reuse.text()
+    # a strided write costs two lines' traffic, a strided read one: B is written along its
+    # rows (i innermost), A read down its columns, in tiles
+    assert nest.steps[0] == "permute(j@25, i@24)"
+    assert nest.steps[1].startswith("tile(j@25=") and nest.steps[-1] == "parallel(jj@25)"
+    assert "A[i, j] strided in the innermost loop" in nest.plan.band.reuse.text()
     assert "in prange(" in result.source
 
 
@@ -107,7 +110,19 @@ def test_the_tile_model_aims_at_the_l1_then_the_l2():
     choice = choose_tile(accesses, band, {}, 8, 32 * 1024, 1024 * 1024)
     assert (choice.tile, choice.cache) == (32, "L1")  # 2 x 32^2 x 8 B = 16 KiB: half of 32
     product = planned(RECIPES, "mmm", heightA=1024, widthB=1024, widthA=1024)
-    assert product.plans[0][0].band.choice.cache == "L2"  # rows of A, columns of B: past L1
+    distributed, tiled = (next(p for p in product.plans[0] if p.level == level)
+                          for level in ("distributed", "tiled"))
+    assert distributed.band.choice.cache == "L1"  # k in the band: three tiles
+    assert tiled.band.loops[-1].var == "j" and tiled.band.choice.cache == "L2"  # k below:
+    # rows of A and columns of B k long each, past the L1
+
+
+def test_the_parallel_loop_has_a_tile_for_each_thread():
+    few, many = (plan(RECIPES.read_text(), "mmm", params={"heightA": 1024, "widthB": 1024,
+                                                          "widthA": 1024},
+                      threads=threads).plans[0][0].band.choice for threads in (2, 64))
+    assert few.tile > 16 and many.tile == 16 and "64 threads to get a tile each" in \
+        many.reason()
 
 
 @pytest.mark.parametrize("subscripts, var, expected", [
@@ -204,7 +219,7 @@ def test_the_fastest_valid_recipe_is_kept(monkeypatch):
     from loclab.optimize import search
 
     found = planned(RECIPES, "transpose", rows=64, cols=64)
-    times = iter([(0.003, True), (0.001, False), (0.002, True)])
+    times = iter([(0.003, True), (0.001, False), (0.004, True), (0.002, True)])
 
     def fake(build, original, inputs, sizes, params, timing=None):
         seconds, valid = next(times)
@@ -213,8 +228,8 @@ def test_the_fastest_valid_recipe_is_kept(monkeypatch):
 
     monkeypatch.setattr(search, "measured", fake)
     kept_index, candidates = search.fastest_recipe(found.code, found.plans, None, {}, {})
-    assert [c.recipe.split(";")[0] for c in candidates][0].startswith("tile(")
-    assert kept_index == 2 and candidates[2].recipe == ""  # the wrong one is never kept
+    assert candidates[0].recipe.split("; ")[1].startswith("tile(")
+    assert kept_index == 3 and candidates[3].recipe == ""  # the wrong one is never kept
 
 
 def test_tuned_tiles_are_checked_stored_and_found_again(tmp_path, monkeypatch):
@@ -288,7 +303,8 @@ def test_the_cli_explains_writes_the_code_and_prints_json(tmp_path, capsys):
                  "cols=48", "--no-tune", "-o", str(out)]) == 0
     err = capsys.readouterr().err
     assert "nest at line 24 (i, j): tiled" in err and "verified at rows=" in err
-    assert out.read_text().startswith("# loclab transform: recipes.py::transpose with tile(")
+    assert out.read_text().startswith("# loclab transform: recipes.py::transpose with "
+                                      "permute(")
     namespace: dict = {}
     exec(compile(out.read_text(), str(out), "exec"), namespace)
     a = np.random.default_rng(0).random((64, 48))

@@ -199,6 +199,43 @@ def test_jamming_without_privatizing_is_refused_and_says_so() -> None:
         transform(MATMUL, "unroll(j, 2, jam=True)")
 
 
+def test_register_tiling_unrolls_each_copy_of_a_loop_an_earlier_unroll_made() -> None:
+    source = ("def f(A, B, C, M, N, U):\n    for i in range(M):\n        for k in range(U):\n"
+              "            for j in range(N):\n                C[i, j] += A[i, k] * B[k, j]\n")
+    result = transform(source, "unroll(i, 2, jam=True); unroll(k, 2, jam=True)", emit="numba")
+    lines = [line.strip() for line in result.source.split("\n")]
+    start = next(n for n, line in enumerate(lines) if line.startswith("C[uintp(i), uintp(j)]"))
+    # the copies that update one element of C are adjacent (jammed last): LLVM keeps it in
+    # a register between them
+    assert [line.split(" +=")[0] for line in lines[start:start + 4]] == [
+        "C[uintp(i), uintp(j)]", "C[uintp(i), uintp(j)]", "C[uintp(i + 1), uintp(j)]",
+        "C[uintp(i + 1), uintp(j)]"]
+    assert sum("range(" in line and ", 2)" in line for line in lines) >= 3  # k in both copies
+    assert result.verify(M=5, N=3, U=7).ok
+
+
+def test_vectorize_lets_a_sum_run_in_lanes() -> None:
+    result = transform(MATMUL, "privatize(tmp); parallel(i); vectorize(k)", emit="numba")
+    assert '@njit(parallel=True, fastmath={"reassoc"})' in result.source
+    assert "carries only reductions (+ on tmp)" in result.steps[-1].reason
+    verification = result.verify(M=5, N=6, U=37)
+    assert verification.ok and verification.compared[-1].tolerance > 0  # a reordered sum
+    assert "fastmath" not in transform(MATMUL, "privatize(tmp)", emit="numba").source
+
+
+@pytest.mark.parametrize(("source", "recipe", "message"), [
+    (MATMUL, "privatize(tmp); vectorize(j)", r"j@\d+ holds loops"),
+    ("def f(A, B, N):\n    for i in range(1, N):\n        A[i] = A[i - 1] + B[i]\n",
+     "vectorize(i)", r"a dependence that is not a reduction on A"),
+    ("def f(H, K, N):\n    for i in range(N):\n        H[K[i]] += 1\n", "vectorize(i)",
+     r"a generalized reduction on H"),
+])
+def test_vectorize_refuses_what_lanes_would_break(source: str, recipe: str,
+                                                  message: str) -> None:
+    with pytest.raises((IllegalStep, UsageError), match=message):
+        transform(source, recipe)
+
+
 def test_distribution_expands_what_two_loops_share() -> None:
     source = ("def f(A, B, N):\n    for i in range(2, N):\n        tmp = 2 * B[i - 2]\n"
               "        A[i] = tmp\n        B[i] = tmp + B[i - 1]\n")

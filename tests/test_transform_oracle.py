@@ -43,7 +43,7 @@ def recipes(draw, source: str) -> str:
     for _ in range(draw(st.integers(1, 3))):
         kind = draw(st.sampled_from(("stripmine", "interchange", "permute", "tile",
                                      "distribute", "privatize", "expand", "unroll", "unroll",
-                                     "parallel", "parallel")))
+                                     "parallel", "parallel", "vectorize")))
         loop = draw(st.sampled_from(loops))
         if kind == "stripmine":
             steps.append(f"stripmine({loop}, {draw(st.integers(1, 4))})")
@@ -63,6 +63,8 @@ def recipes(draw, source: str) -> str:
         elif kind == "unroll":
             jam = ", jam=True" if draw(st.booleans()) else ""
             steps.append(f"unroll({loop}, {draw(st.integers(2, 3))}{jam})")
+        elif kind == "vectorize":
+            steps.append(f"vectorize({loop})")
         else:
             steps.append(f"parallel({loop})")
     return "; ".join(steps)

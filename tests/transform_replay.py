@@ -7,8 +7,8 @@ original run (recorded by :func:`tests.nestgen.trace`) in that order, with the s
 recipe gave its variables (a private copy per iteration, an element per expanded iteration),
 and compares what every read sees and what every visible location ends with
 (:class:`tests.reorder.Flow`): equal flows mean the same outputs whatever the statements
-compute. It also checks that every instance runs exactly once, and that no parallel loop has
-two iterations that touch one location (one writing), reductions apart.
+compute. It also checks that every instance runs exactly once, and that no parallel (or
+vectorized) loop has two iterations that touch one location (one writing), reductions apart.
 """
 
 from __future__ import annotations
@@ -194,7 +194,7 @@ def _parallel_conflicts(replay: Sequence[tuple[Step, Run]], program: Any,
     one location, one writing, other than through the loop's reductions."""
     out: list[str] = []
     for node in program.loops():
-        if not node.parallel:
+        if not (node.parallel or node.vectorized):  # lanes reorder iterations too
             continue
         reductions = {r.name for r in node.reductions}
         seen: dict[tuple, dict[int, bool]] = defaultdict(dict)

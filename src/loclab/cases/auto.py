@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -92,7 +92,8 @@ def cpu(nest: Nest, inputs: dict[str, Any], out: Any, machine: Any) -> Bound:
     from loclab.optimize.build import choose
 
     arguments, _, _, planned = _laid_out(nest, inputs, out)
-    chosen, result = choose(planned.code, planned.plans)
+    code = replace(planned.code, scalar_types=_scalar_types(planned, arguments))
+    chosen, result = choose(code, planned.plans)
     function = _compiled(result.source, result.compile)
     return Bound(_returning(function, arguments, out),
                  {"recipe": "; ".join(s for c in chosen for s in c.steps) or "as written"})
@@ -112,6 +113,26 @@ def gpu(nest: Nest, inputs: dict[str, Any], out: Any, machine: Any) -> Bound:
                  {"grid": "; ".join(", ".join(g.var for g in m.grid) or "one thread"
                                     for m in mapped.mappings),
                   "launch": "; ".join(c.text() for c in configs if c.block)})
+
+
+def _scalar_types(planned: Any, arguments: list[Any]) -> tuple[tuple[str, str], ...]:
+    """The nest's scalars as Numba types them for the case's arguments (the golden MMM's
+    ``np.float32`` sum stays float32 in its expanded array); the original is compiled for
+    that once per process and argument types."""
+    import numba
+
+    from loclab.optimize import measure
+
+    signature = tuple(numba.typeof(a) for a in arguments)
+    key = (planned.code, signature)
+    if key not in _SCALAR_TYPES:
+        original = measure.compile_original(planned.as_written)
+        original.compile(signature)
+        _SCALAR_TYPES[key] = measure.scalar_types(original, planned.as_written.program)
+    return _SCALAR_TYPES[key]
+
+
+_SCALAR_TYPES: dict[tuple[Any, ...], tuple[tuple[str, str], ...]] = {}
 
 
 # Compiled once per process and code, Numba's or CUDA's (the sizes of a run share their

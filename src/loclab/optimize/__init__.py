@@ -114,10 +114,13 @@ class Planned:
 
 
 def plan(source: str, function: str | None = None, *, filename: str = "<source>",
-         params: Mapping[str, int] | None = None, element_bytes: int = 8) -> Planned:
+         params: Mapping[str, int] | None = None, element_bytes: int = 8,
+         threads: int | None = None) -> Planned:
     """Analyse ``function`` and plan each of its top-level loop nests (``planner``) for the
-    caches of this CPU, at ``params`` (the rest of the sizes chosen as ``timing_sizes``
-    says)."""
+    caches of this CPU and ``threads`` (default: Numba's), at ``params`` (the rest of the
+    sizes chosen as ``timing_sizes`` says)."""
+    import numba
+
     from loclab.deps import analyze
     from loclab.deps.model import Model
     from loclab.hw import detect_cpu
@@ -134,7 +137,7 @@ def plan(source: str, function: str | None = None, *, filename: str = "<source>"
     cpu = detect_cpu()
     context = Context(analysis, Model(analysis.nest, analysis.params),
                       loop_extents(analysis, sizes), element_bytes, cpu.l1d_bytes,
-                      cpu.l2_bytes)
+                      cpu.l2_bytes, threads or numba.get_num_threads())
     return Planned(code, as_written, sizes, [plan_nest(context, top)
                                              for top in top_loops(analysis)], context)
 
@@ -160,16 +163,19 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
     say = progress or (lambda message: None)
     if target not in TARGETS:
         raise UsageError(f"--target {target}: choose from {', '.join(TARGETS)}")
-    planned = plan(source, function, filename=filename, params=params,
-                   element_bytes=element_bytes)
-    code, sizes = planned.code, planned.sizes
     used_threads = configure_threads(threads)
+    planned = plan(source, function, filename=filename, params=params,
+                   element_bytes=element_bytes, threads=used_threads)
+    code, sizes = planned.code, planned.sizes
     inputs = measure.make_inputs(planned.as_written.program, sizes)
     original, original_error = measure.runnable_original(planned.as_written, inputs)
     notes: list[str] = []
     if original is None:
         notes.append(f"the original does not run under Numba as written ({original_error}): "
                      "nothing measured to choose; verified against it as Python only")
+    else:
+        code = replace(code, scalar_types=measure.scalar_types(original,
+                                                               planned.as_written.program))
     if target == "gpu":
         return optimize_gpu(planned, inputs, original, original_error, tune=tune,
                             timing=timing, notes=notes, say=say)
@@ -291,7 +297,8 @@ def _nest_result(chosen: Any, tiles: Mapping[str, int], tuned: bool) -> NestResu
                                          f"{band.choice.tile} from the cache model ("
                                          f"{band.choice.reason()})" + (
                                              f", {size} by measurement" if tuned else "")))
-    reasons += [(d.step, d.reason) for d in plan.after if d.step]
+    reasons += [(d.step, d.reason) for d in (*plan.after, *plan.registers, *plan.lanes)
+                if d.step]
     parallel_steps = [s for s in chosen.steps if s.startswith("parallel(")]
     reasons += [(step, why) for step, (_, why) in zip(parallel_steps, plan.parallel)]
     loops = tuple(loop.var for loop in plan.top.statements()[0].loops) \

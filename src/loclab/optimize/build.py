@@ -9,6 +9,7 @@ name read off the new loop tree.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,14 +25,24 @@ class Source:
     text: str
     function: str
     filename: str
+    # Its scalars' NumPy types for the arguments the code is for (``measure.scalar_types``):
+    # the type of an expanded scalar's array.
+    scalar_types: tuple[tuple[str, str], ...] = ()
 
     def transform(self, steps: Sequence[str], emit: str = "numba") -> Any:
         """``loclab.transform`` of the function with ``steps`` (an empty recipe is the
-        function as written, emitted as ``emit``)."""
-        from loclab.transform import transform
+        function as written, emitted as ``emit``); the same recipe again is not proved
+        again (a plan is tried, then kept: seconds each where it unrolls)."""
+        return _transformed(self, tuple(steps), emit)
 
-        return transform(self.text, "; ".join(steps), self.function, emit=emit,
-                         filename=self.filename, empty=True)
+
+@functools.lru_cache(maxsize=64)
+def _transformed(source: Source, steps: tuple[str, ...], emit: str) -> Any:
+    from loclab.transform import transform
+
+    return transform(source.text, "; ".join(steps), source.function, emit=emit,
+                     filename=source.filename, empty=True,
+                     scalar_types=dict(source.scalar_types))
 
 
 @dataclass(frozen=True)
@@ -68,7 +79,7 @@ def plan_steps(source: Source, done: Sequence[str], plan: NestPlan,
         program = source.transform([*done, *steps], emit="python").program
         tile_loops = {(node.origin.var, node.origin.line): node.label
                       for node in program.loops() if node.tile}
-    steps += [d.step for d in plan.after if d.step]
+    steps += [d.step for d in (*plan.after, *plan.registers, *plan.lanes) if d.step]
     steps += [f"parallel({tile_loops.get((loop.var, loop.line), plan.name(loop))})"
               for loop, _ in plan.parallel]
     return steps

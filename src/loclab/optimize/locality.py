@@ -23,6 +23,7 @@ from loclab.nest.ir import Access, Loop, Statement
 Stride = Literal["unit", "invariant", "strided", "unknown"]
 # What each kind is worth when choosing a loop order (unit stride first, then reuse).
 STRIDE_SCORE = {"unit": 2, "invariant": 1, "unknown": 0, "strided": -2}
+WRITE_WEIGHT = {False: 1, True: 2}
 
 
 def coefficient(poly: Poly, var: str) -> int | None:
@@ -85,8 +86,12 @@ def innermost_after(statement: Statement, band: tuple[Loop, ...],
 def order_score(accesses: list[ArrayAccess], band: tuple[Loop, ...],
                 order: tuple[Loop, ...]) -> int:
     """The locality of a loop order: each access scored by its stride in its innermost
-    loop (unit-stride accesses count most, strided ones against)."""
-    return sum(STRIDE_SCORE[stride(a.subscripts, innermost_after(a.statement, band, order).var)]
+    loop (unit-stride accesses count most, strided ones against), a write twice: a line
+    written in part is read for ownership and written back whole, so a strided write costs
+    two lines' traffic where a strided read costs one (the lectures' transposition: writing
+    the output along its rows measured 2x faster on the VM)."""
+    return sum(WRITE_WEIGHT[a.access.write]
+               * STRIDE_SCORE[stride(a.subscripts, innermost_after(a.statement, band, order).var)]
                for a in accesses)
 
 

@@ -55,6 +55,31 @@ def runnable_original(result: Any, inputs: Mapping[str, Any]
     return function, None
 
 
+def scalar_types(original: Any, program: Any) -> tuple[tuple[str, str], ...]:
+    """Each local scalar's NumPy type as Numba typed ``original`` (the function as written,
+    compiled) for the arguments it last ran on: the types of all its versions unified, as a
+    NumPy array holding every value it takes must be (``s = np.float32(0)`` summing float32
+    products stays float32; summing float64 ones it becomes float64). What an expanded
+    scalar's array holds; a scalar Numba types as no NumPy scalar is left out."""
+    import numpy as np
+    from numba.np.numpy_support import as_dtype
+
+    scalars = {v.name for v in program.nest.variables if not v.is_array}
+    typemap = original.overloads[original.signatures[-1]].type_annotation.typemap
+    found: dict[str, list[Any]] = {}
+    for local, numba_type in typemap.items():
+        name = local.split(".")[0]
+        if name in scalars:
+            found.setdefault(name, []).append(numba_type)
+    types = []
+    for name, versions in sorted(found.items()):
+        try:
+            types.append((name, np.result_type(*(as_dtype(t) for t in versions)).name))
+        except (NotImplementedError, TypeError):
+            continue
+    return tuple(types)
+
+
 def compile_original(result: Any) -> Callable[..., Any]:
     """The original function compiled with Numba exactly as written (a UsageError saying why
     where Numba refuses it)."""

@@ -32,10 +32,13 @@ class TileChoice:
     cache: str  # "L1" or "L2"
     cache_bytes: int
     footprint_bytes: int
+    threads: int = 0  # where the tile was made smaller so that each thread gets one
 
     def reason(self) -> str:
+        shared = (f", small enough for {self.threads} threads to get a tile each"
+                  if self.threads else "")
         return (f"a tile's data ({format_bytes(self.footprint_bytes)}) fits half the "
-                f"{format_bytes(self.cache_bytes)} {self.cache}")
+                f"{format_bytes(self.cache_bytes)} {self.cache}{shared}")
 
 
 def _span(subscript: Poly | None, extents: Mapping[str, int]) -> int | None:
@@ -66,7 +69,10 @@ def footprint(accesses: list[ArrayAccess], band: tuple[Loop, ...], tile: int,
             continue
         seen.add(key)
         loops = a.statement.loops
-        below = loops[loops.index(band[-1]) + 1:] if band[-1] in loops else ()
+        # the loops below the band: below the band's deepest loop as the statement nests
+        # them (a permuted band's last loop may be its outermost as written)
+        inside = [depth for depth, loop in enumerate(loops) if loop in band]
+        below = loops[max(inside) + 1:] if inside else ()
         ranges = {loop.var: tile for loop in band}
         ranges.update({loop.var: max(extents.get(loop.var, 1), 1) for loop in below})
         spans = [_span(sub, ranges) for sub in a.subscripts or ()] if a.subscripts else [None]
@@ -82,15 +88,20 @@ def footprint(accesses: list[ArrayAccess], band: tuple[Loop, ...], tile: int,
 
 def choose_tile(accesses: list[ArrayAccess], band: tuple[Loop, ...],
                 extents: Mapping[str, int], element_bytes: int, l1_bytes: int,
-                l2_bytes: int) -> TileChoice:
-    """The largest tile of ``TILE_SIZES`` whose data fits half the L1, else half the L2."""
+                l2_bytes: int, threads: int = 1) -> TileChoice:
+    """The largest tile of ``TILE_SIZES`` whose data fits half the L1, else half the L2;
+    no larger than leaves each of ``threads`` a tile of the band's outermost loop (the
+    parallel one: 1024 rows in tiles of 128 would keep 8 of 16 cores busy)."""
+    outermost = max(extents.get(band[0].var, 1), 1)
+    shared = [t for t in TILE_SIZES if -(-outermost // t) >= threads] or [TILE_SIZES[0]]
     for cache, capacity in (("L1", l1_bytes), ("L2", l2_bytes)):
         fitting = [t for t in TILE_SIZES
                    if footprint(accesses, band, t, extents) * element_bytes <= capacity // 2]
         if fitting and (fitting[-1] >= SMALLEST_L1_TILE or cache == "L2"):
-            tile = fitting[-1]
+            tile = min(fitting[-1], shared[-1])
             return TileChoice(tile, cache, capacity,
-                              footprint(accesses, band, tile, extents) * element_bytes)
+                              footprint(accesses, band, tile, extents) * element_bytes,
+                              threads if tile < fitting[-1] else 0)
     tile = TILE_SIZES[0]
     return TileChoice(tile, "L2", l2_bytes,
                       footprint(accesses, band, tile, extents) * element_bytes)

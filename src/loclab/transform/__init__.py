@@ -27,7 +27,7 @@ from typing import Any
 from loclab.errors import UsageError
 
 EMITTERS = {"python": ("python", "numba"), "c": ("c",)}
-AFTER_COPIES = {"parallel", "stage", "copy", "privatize"}  # steps that move no loop
+AFTER_COPIES = {"parallel", "stage", "copy", "privatize", "vectorize"}  # steps that move no loop
 
 
 @dataclass(frozen=True)
@@ -100,11 +100,15 @@ class Origin:
 def transform(func_or_source: Callable[..., Any] | str, recipe: str,
               function: str | None = None, *, emit: str | None = None,
               filename: str | None = None, language: str = "python",
-              empty: bool = False) -> Transformed:
+              empty: bool = False, scalar_types: Mapping[str, str] | None = None
+              ) -> Transformed:
     """Apply a recipe to a live Python function or to the source text of one; ``empty``
-    accepts a recipe of no steps (the function as written, emitted as ``emit``)."""
+    accepts a recipe of no steps (the function as written, emitted as ``emit``);
+    ``scalar_types`` gives the NumPy type of scalars an ``expand`` turns into arrays (as
+    Numba types them for the arguments the code is for; default: float64, or int64 for a
+    scalar used in a subscript)."""
     origin = _origin(func_or_source, function, filename, language)
-    return _run(origin, recipe, emit, language, empty)
+    return _run(origin, recipe, emit, language, empty, scalar_types)
 
 
 def transform_file(path: str | Path, function: str | None, recipe: str, *,
@@ -156,7 +160,7 @@ def _only_function(source: str, filename: str, language: str) -> str:
 
 
 def _run(origin: Origin, recipe: str, emit: str | None, language: str,
-         empty: bool = False) -> Transformed:
+         empty: bool = False, scalar_types: Mapping[str, str] | None = None) -> Transformed:
     from loclab.deps.remedies import Remedies
     from loclab.transform.emit import emit_code
     from loclab.transform.legality import Dependences
@@ -190,7 +194,7 @@ def _run(origin: Origin, recipe: str, emit: str | None, language: str,
     recipe_text = "; ".join(r.step for r in results)
     source = header(emit, f"{Path(origin.filename).name}::{origin.function}",
                     recipe_text or "no step (as written)") \
-        + "\n" + emit_code(program, emit)
+        + "\n" + emit_code(program, emit, scalar_types)
     return Transformed(program.nest.name, language, emit, source, results, program, origin,
                        list(program.notes))
 

@@ -190,8 +190,9 @@ class _Emitter:
             self.line(depth, "{")
             self.line(depth + 1, f"const long {item.var} = {value(item.start)};")
         else:
-            if node.parallel:
-                self.line(depth, "#pragma omp parallel for" + _reduction_clause(node))
+            if node.parallel or node.vectorized:
+                pragma = " ".join(["parallel for"] * node.parallel + ["simd"] * node.vectorized)
+                self.line(depth, f"#pragma omp {pragma}" + _reduction_clause(node))
             compare = "<" if item.step > 0 else ">"
             step = {1: f"{item.var}++", -1: f"{item.var}--"}.get(
                 item.step, f"{item.var} += {item.step}")

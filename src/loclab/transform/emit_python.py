@@ -41,6 +41,7 @@ class PythonOutput:
     expansions: dict[str, Expansion]
     numba: bool
     buffers: list[BufferMarker] = field(default_factory=list)
+    scalar_types: dict[str, str] = field(default_factory=dict)  # an expanded scalar's dtype
 
 
 def emit_python(output: PythonOutput, code: list[Code]) -> str:
@@ -78,8 +79,12 @@ class _Emitter:
         signature = ast.unparse(function).rsplit("\n", 1)[0]
         decorator: list[str] = []
         if self.out.numba:
-            parallel = any(node.parallel for node in self.program.loops())
-            decorator = ["@njit(parallel=True)" if parallel else "@njit"]
+            options = []
+            if any(node.parallel for node in self.program.loops()):
+                options.append("parallel=True")
+            if any(node.vectorized and node.reductions for node in self.program.loops()):
+                options.append('fastmath={"reassoc"}')  # vectorize: sums may run in lanes
+            decorator = [f"@njit({', '.join(options)})" if options else "@njit"]
         return "\n".join(head + (["", ""] if head else []) + [*decorator, signature]
                          + body) + "\n"
 
@@ -180,9 +185,19 @@ class _Emitter:
                 continue
             self.expanded_done.add(key)
             extents = ", ".join(f"max(0, {value(e)})" for e in expansion.extents)
-            dtype = "np.int64" if _indexes(self.program, key) else "np.float64"
+            dtype = self.expanded_dtype(key)
             self.line(depth, f"{expansion.private.name} = np.empty(({extents},), "
                              f"dtype={dtype})")
+
+    def expanded_dtype(self, key: str) -> str:
+        """The element type of an expanded scalar's array: the type given for the scalar
+        (Numba's, for the arguments the code is for: ``s = np.float32(0)`` summing float32
+        values stays float32), else int64 for a scalar used in a subscript, else float64."""
+        name = next(v.name for v in self.program.nest.variables if v.key == key)
+        given = self.out.scalar_types.get(name)
+        if given is not None:
+            return f"np.{given}"
+        return "np.int64" if _indexes(self.program, key) else "np.float64"
 
     def call(self, item: Call, depth: int, loops: list[For]) -> None:
         unit = item.placed.unit

@@ -40,6 +40,7 @@ class LoopNode:
     parallel: bool = False
     reductions: tuple["Reduction", ...] = ()  # what a parallel loop combines across threads
     copies: int = 0  # a tile loop made by unrolling: its body holds this many copies
+    vectorized: bool = False  # its reductions may be reordered into vector lanes
 
     @property
     def line(self) -> int:

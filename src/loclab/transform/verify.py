@@ -191,10 +191,11 @@ def compare_outputs(name: str, expected: np.ndarray, actual: np.ndarray, length:
 
 
 def reordered_length(program: Any, sizes: dict[str, int]) -> int:
-    """The longest sum a parallel reduction may reorder (0: nothing reordered)."""
+    """The longest sum a parallel or vectorized reduction may reorder (0: nothing
+    reordered)."""
     longest = 0
     for node in program.loops():
-        if node.parallel and node.reductions:
+        if (node.parallel or node.vectorized) and node.reductions:
             longest = max(longest, max(sizes.values(), default=1) ** max(1, _depth(node)))
     return longest
 

@@ -72,10 +72,10 @@ class Context:
 
 def registry() -> dict[str, ModuleType]:
     from loclab.transform.steps import (copy, distribute, interchange, parallel, privatize,
-                                        stage, stripmine, tile, unroll)
+                                        stage, stripmine, tile, unroll, vectorize)
 
     modules = (stripmine, interchange, tile, distribute, privatize, unroll, parallel, stage,
-               copy)
+               copy, vectorize)
     return {name: module for module in modules for name in module.NAMES}
 
 

@@ -17,8 +17,8 @@ from dataclasses import replace
 
 from loclab.transform.recipe import Step
 from loclab.transform.schedule import Schedule
-from loclab.transform.steps import (Applied, Context, expect_args, find_loop, replace_node,
-                                    size_argument)
+from loclab.transform.steps import (Applied, Context, expect_args, find_loops,
+                                    replace_node, size_argument)
 from loclab.transform.tree import LoopNode, Node, Program, Unit
 
 NAMES = ("unroll",)
@@ -32,14 +32,31 @@ def apply(program: Program, step: Step, context: Context) -> Applied:
             raise step.error(f"unknown option {key}={option} (unroll takes jam=True)")
         jam = option
     new = program.clone()
-    node = find_loop(new, step.args[0], step)
+    # A loop that an earlier unroll copied (its group and its remainder) is unrolled in
+    # every copy: register tiling unrolls and jams two loops, the second inside both.
+    nodes = find_loops(new, step.args[0], step)
     factor = size_argument(step.args[1], step, "unroll factor")
-    if node.tile:
-        raise step.error(f"{node.label} runs over tiles: unroll the loop over "
-                         f"{node.origin.var} inside it")
+    for node in nodes:
+        if node.tile:
+            raise step.error(f"{node.label} runs over tiles: unroll the loop over "
+                             f"{node.origin.var} inside it")
     if factor == 1:
         return Applied(new, "unrolling by 1 changes nothing")
-    schedule = Schedule(new)
+    for node in nodes:
+        _unroll(new, node, factor, jam)
+    name = nodes[0].name
+    if jam:
+        context.require_order(new, step)
+        return Applied(new, f"unroll-and-jam of {name} by {factor}: every dependence "
+                            "keeps its source first with the copies innermost")
+    return Applied(new, f"unrolling {name} by {factor} keeps every iteration in its "
+                        "place")
+
+
+def _unroll(program: Program, node: LoopNode, factor: int, jam: bool) -> None:
+    """Replace ``node`` in ``program`` by a loop over groups of ``factor`` iterations (the
+    copies of its body, jammed innermost or one after another) and a remainder loop."""
+    schedule = Schedule(program)
     restriction = {id(u): _restrictions(schedule, node, u, factor) for u in node.units()}
     group = LoopNode(node.name, node.origin, [], tile=factor, within=node.within,
                      parallel=node.parallel, reductions=node.reductions, copies=factor)
@@ -52,13 +69,7 @@ def apply(program: Program, step: Step, context: Context) -> Applied:
         group.body = [child for r in range(factor) for child in _copy_body(
             node.body, lambda u, r=r: [_restricted(u, restriction[id(u)][r],
                                                    (node.origin.id, r))], node, group)]
-    replace_node(new, node, [group, remainder])
-    if jam:
-        context.require_order(new, step)
-        return Applied(new, f"unroll-and-jam of {node.name} by {factor}: every dependence "
-                            "keeps its source first with the copies innermost")
-    return Applied(new, f"unrolling {node.name} by {factor} keeps every iteration in its "
-                        "place")
+    replace_node(program, node, [group, remainder])
 
 
 def _restrictions(schedule: Schedule, node: LoopNode, unit: Unit, factor: int) -> list[str]:
