@@ -151,6 +151,22 @@ def test_a_dot_product_per_row_gets_a_warp_whose_lanes_split_the_row():
     assert "loclab_lanes_add(s)" in cuda.source and "(32, " in cuda.module
 
 
+def test_few_long_rows_get_a_block_each_and_the_search_may_go_back_to_warps():
+    from loclab.optimize.cuda.mapping import BLOCK_LANES, neighbours
+
+    source = (CASES / "matvec" / "nest.py").read_text()
+    short, mapped = gpu_planned(source, "matvec", "nest.py", rows=64, cols=4096)
+    (config,) = mapped.default_configs()
+    assert config.lanes == BLOCK_LANES and "a block of 1024 threads" in config.text()
+    arrays, scalars = argument_types(make_inputs(short.as_written.program, short.sizes),
+                                     short.as_written.program.nest.parameters)
+    cuda = mapped.emit(arrays, scalars, [config])
+    assert "loclab_block_add(s)" in cuda.source and "(1024, 1, 1)" in cuda.module
+    assert any(n.lanes == 32 for n in neighbours(mapped.mappings[0], config))
+    _, tall = gpu_planned(source, "matvec", "nest.py", rows=4096, cols=64)
+    assert tall.default_configs()[0].lanes == 32
+
+
 def test_a_generalized_reduction_updates_atomically():
     mapped, cuda = emitted(RECIPES, "histogram")
     assert mapped.mappings[0].atomics == frozenset({"hist"})

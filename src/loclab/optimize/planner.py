@@ -293,7 +293,7 @@ def _order_plan(context: Context, top: Loop, option: Interchange, accesses: list
                     ((target, why),), sequential,
                     registers=register_tiles(accesses, option.order, {}) if band else (),
                     lanes=vector_lanes(context, innermost_loops(top, option.band,
-                                                                option.order), {}))
+                                                                option.order)))
 
 
 def _unit(access: ArrayAccess, var: str) -> bool:
@@ -344,8 +344,7 @@ def register_tiles(accesses: list[ArrayAccess], order: tuple[Loop, ...],
                  for _, loop, texts in chosen)
 
 
-def vector_lanes(context: Context, innermost: list[Loop], names: Mapping[str, str]
-                 ) -> tuple[Decision, ...]:
+def vector_lanes(context: Context, innermost: list[Loop]) -> tuple[Decision, ...]:
     """``vectorize`` of each innermost loop that carries only scalar sums: without leave to
     reorder the sum, the compiler adds one element after another (a chain of dependent adds)
     instead of a vector's worth at once."""
@@ -356,7 +355,7 @@ def vector_lanes(context: Context, innermost: list[Loop], names: Mapping[str, st
         if sums and not report.unresolved and len(sums) == len(report.remedies):
             summed = ", ".join(f"{r.op or '+'} on {r.variable}" for r in sums)
             decisions.append(Decision(
-                f"vectorize({names.get(label(loop), label(loop))})",
+                f"vectorize({label(loop)})",
                 f"{loop.var} carries a sum ({summed}): partial sums in vector lanes, "
                 "combined at the end (the compiler may reorder it)"))
     return tuple(decisions)
@@ -455,7 +454,7 @@ def plan_nest(context: Context, top: Loop) -> list[NestPlan]:
                               tuple(d for _, before, _, _ in paths for d in before), None,
                               tuple(d for _, _, after, _ in paths for d in after),
                               tuple((loop, why) for loop, _, _, why in paths), tuple(blocked),
-                              lanes=vector_lanes(context, innermost_loops(top), {})))
+                              lanes=vector_lanes(context, innermost_loops(top))))
     plans.append(NestPlan(top, "sequential", sequential=tuple(
         sequential_reason(context.report(loop)) for loop in context.analysis.nest.loops
         if loop is top or top in loop.enclosing)))

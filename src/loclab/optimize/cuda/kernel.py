@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from loclab.nest.ir import Loop
-from loclab.optimize.cuda.mapping import AXES, Config, NestMapping
+from loclab.optimize.cuda.mapping import AXES, WARP, Config, NestMapping
 from loclab.optimize.cuda.syntax import Translator, Typing, c_type, join, subscript_parts
 
 # A split loop's reductions: what lanes other than the first start from, and how the lanes'
@@ -426,9 +426,10 @@ class KernelWriter:
 
     def _split(self, node: ast.For, copies: list[_Copy], depth: int, low: str,
                high: str) -> None:
-        """The loop shared by a warp's lanes: lane l runs iterations l, l + 32, ...; each
-        reduction scalar starts at its value on lane 0 and at the operator's identity on
-        the others (min, max, and, or keep theirs: they are idempotent), and shuffles
+        """The loop shared by a warp's lanes (or a block's, for few long iterations): lane
+        l runs iterations l, l + lanes, ...; each reduction scalar starts at its value on
+        lane 0 and at the operator's identity on the others (min, max, and, or keep theirs:
+        they are idempotent), and shuffles (and shared memory, across a block's warps)
         combine the lanes' results, every lane left holding the whole."""
         pad = "  " * depth
         var = node.target.id  # type: ignore[attr-defined]
@@ -448,7 +449,8 @@ class KernelWriter:
         for copy_ in copies:
             for name, op in self.mapping.reductions:
                 target = copy_.rename.get(name, name)
-                self.lines.append(f"{pad}{target} = loclab_lanes_{LANE_COMBINE[op]}({target});")
+                scope = "lanes" if lanes == WARP else "block"  # a warp's lanes or a block's
+                self.lines.append(f"{pad}{target} = loclab_{scope}_{LANE_COMBINE[op]}({target});")
 
     def _hoisted_block(self, body: Sequence[ast.stmt], copies: list[_Copy], depth: int,
                        guarded: bool) -> None:

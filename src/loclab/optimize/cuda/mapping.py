@@ -23,6 +23,11 @@ AXES = ("x", "y", "z")
 THREADS = 256  # threads per block the model starts from
 WARP = 32
 ACCUMULATOR_REGISTERS = 64  # of a thread's 255: the rest hold operands and addresses
+# A split loop's grid with fewer iterations than this gets a block per iteration instead of
+# a warp: 64 rows of a short, wide matvec as 64 warps leave an H100's 132 SMs nearly idle
+# (85 GB/s); as 64 blocks of BLOCK_LANES threads each streams its row with 32 warps.
+FEW_ITERATIONS = 1024
+BLOCK_LANES = 1024
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,8 @@ class Config:
                 "strip": self.strip, "lanes": self.lanes}
 
     def text(self) -> str:
+        if self.lanes > WARP:
+            return f"a block of {self.lanes} threads per iteration"
         if self.lanes > 1:
             return (f"a warp per iteration, {'x'.join(map(str, self.block))} "
                     "iterations a block")
@@ -130,7 +137,12 @@ def fit_to_extents(mapping: NestMapping, config: Config,
     (bmmm's 8 x 8 results a batch on a block of 256 x 64 would leave 255 threads in 256
     idle): iterations a thread, then threads, halved while their span is twice the loop's
     extent or more; the threads freed go to the outermost grid loop."""
-    if not mapping.grid or config.lanes > 1:
+    if not mapping.grid:
+        return config
+    if config.lanes > 1:  # a split loop: a block's lanes where a warp's would leave it idle
+        extent = extents.get(mapping.grid[0].var)
+        if extent is not None and extent < FEW_ITERATIONS:
+            return replace(config, block=(1,) * len(config.block), lanes=BLOCK_LANES)
         return config
     block, tile = list(config.block), list(config.tile)
     for index, loop in enumerate(mapping.grid):
@@ -156,8 +168,13 @@ def neighbours(mapping: NestMapping, config: Config) -> list[Config]:
     if not mapping.grid:
         return []
     if mapping.split is not None:
-        return [replace(config, block=(b,) + config.block[1:]) for b in (2, 4, 16, 32)
-                if b != config.block[0]]
+        if config.lanes > WARP:  # a block per iteration: back to warps, or fewer lanes
+            return [replace(config, block=(THREADS // WARP,) + config.block[1:], lanes=WARP),
+                    *(replace(config, lanes=lanes) for lanes in (256, 512, 1024)
+                      if lanes != config.lanes)]
+        return [*(replace(config, block=(b,) + config.block[1:]) for b in (2, 4, 16, 32)
+                  if b != config.block[0]),
+                replace(config, block=(1,) * len(config.block), lanes=BLOCK_LANES)]
     out: list[Config] = []
     count = len(mapping.grid)
     for index in range(count):

@@ -92,7 +92,24 @@ __device__ __forceinline__ void loclab_atomic_add(long long* p, long long v) {
   atomicAdd((unsigned long long*)p, (unsigned long long)v); }
 __device__ __forceinline__ void loclab_atomic_add(unsigned long long* p, long long v) {
   atomicAdd(p, (unsigned long long)v); }
-"""
+""" + "".join(
+    # A block's lanes (a block per grid iteration): each warp combines its lanes by shuffles,
+    # warp 0's lane 0 ... of each warp leaves its part in shared memory, every thread combines
+    # the parts in warp order. The first barrier keeps the parts of a previous call safe
+    # until every thread has read them. Called by every thread of the block alike.
+    f"""template <typename T> __device__ __forceinline__ T loclab_block_{name}(T v) {{
+  __shared__ T part[32];
+  v = loclab_lanes_{name}(v);
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = v;
+  __syncthreads();
+  v = part[0];
+  for (int w = 1; w < (int)(blockDim.x >> 5); ++w) v = {combine};
+  return v; }}
+""" for name, combine in (("add", "v + part[w]"), ("mul", "v * part[w]"),
+                          ("min", "loclab_min(v, part[w])"), ("max", "loclab_max(v, part[w])"),
+                          ("and", "v & part[w]"), ("or", "v | part[w]"),
+                          ("xor", "v ^ part[w]")))
 
 
 def c_type(dtype: np.dtype) -> str:
