@@ -29,23 +29,23 @@ def test_gpu_variant_matches_golden_at_every_test_size(case_name, variant_name, 
         assert check.valid, f"{variant_name} at {dims}: {check.problem}"
 
 
-@pytest.mark.parametrize("rows, cols, vector", [(16388, 12, 4), (64, 64, 4), (16387, 13, 1),
-                                                (100, 258, 1), (1, 1, 1)])
-def test_optimized_transpose_takes_the_vector_path_only_when_aligned(rows, cols, vector,
-                                                                     machine):
+@pytest.mark.parametrize("rows, cols, writes", [
+    (16388, 12, "rows aligned"), (64, 64, "rows aligned"), (16387, 13, "whole sectors a block"),
+    (100, 258, "whole sectors a block"), (1, 1, "whole sectors a block")])
+def test_optimized_transpose_keeps_16_byte_stores_at_any_shape(rows, cols, writes, machine):
     case = get_case("transpose")
     variant = next(v for v in case.variants if v.name == "gpu-optimized")
     check, bound = run_on_gpu(case, variant, {"rows": rows, "cols": cols}, machine)
     assert check.valid, check.problem
-    assert bound.params["vector"] == vector
+    assert bound.params["vector"] == 4 and bound.params["writes"] == writes
 
 
 @settings(max_examples=60, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=st.integers(1, 300), cols=st.integers(1, 300))
 def test_any_shape_transposition_against_numpy(rows, cols, machine):
-    """Every offset of a row against the 16-byte grid, tiles cut by both edges, the vector
-    path and the staged one: poisoned output, fresh input, exact."""
+    """Every offset of a row against the 16-byte grid and of a window against the 32-byte
+    sectors, tiles cut by both edges, both kernels: poisoned output, fresh input, exact."""
     case = get_case("transpose")
     variant = next(v for v in case.variants if v.name == "gpu-optimized")
     check, _ = run_on_gpu(case, variant, {"rows": rows, "cols": cols}, machine,

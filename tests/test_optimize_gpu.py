@@ -167,6 +167,18 @@ def test_few_long_rows_get_a_block_each_and_the_search_may_go_back_to_warps():
     assert tall.default_configs()[0].lanes == 32
 
 
+def test_a_block_never_extends_past_cudas_limit_along_z():
+    from loclab.optimize.cuda.mapping import BLOCK_LIMITS
+
+    source = (CASES / "bmmm" / "nest.py").read_text()
+    for sizes in ({"m": 1, "k": 1, "n": 1}, {"m": 1000, "k": 8, "n": 512}):
+        _, mapped = gpu_planned(source, "bmmm", "nest.py", **sizes)
+        ((mapping, config),) = zip(mapped.mappings, mapped.default_configs())
+        assert config.threads == 256
+        for loop, threads in zip(mapping.grid, config.block):
+            assert threads <= BLOCK_LIMITS[mapping.axis(loop)], (sizes, config)
+
+
 def test_a_generalized_reduction_updates_atomically():
     mapped, cuda = emitted(RECIPES, "histogram")
     assert mapped.mappings[0].atomics == frozenset({"hist"})

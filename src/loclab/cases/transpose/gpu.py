@@ -16,6 +16,7 @@ from loclab.model.access import DeclaredAccess
 OPTIMIZED_TILE, OPTIMIZED_THREADS = 64, 512
 FALLBACK_TILE, FALLBACK_ROWS = 64, 8
 OPTIMIZED = f"transpose_vectorized<{OPTIMIZED_TILE},{OPTIMIZED_THREADS}>"
+SECTORS = "transpose_sectors<{tile},{threads},{shift}>"
 FALLBACK = f"transpose_staged<{FALLBACK_TILE},{FALLBACK_ROWS},1>"
 
 # A thread q of transpose_vectorized handles float4 number q % (TILE/4) of tile row
@@ -48,6 +49,19 @@ ACCESSES = (
         DeclaredAccess(f"out4[{_VECTOR} / (TILE/4) * (rows/4) + {_VECTOR} % (TILE/4)]",
                        "global", 16, note="write a row, float4", write=True,
                        count="(rows*cols + 3)/4")), at=(("k", 0),), block=("THREADS",)),
+    # transpose_sectors: TILE threads along a row of `in` (scalar loads), then as
+    # transpose_vectorized, float4 w of row cc of the out tile (declared unshifted)
+    KernelAccesses("transpose_sectors", ("TILE", "THREADS", "SHIFT"), (
+        DeclaredAccess("in[(threadIdx.x / TILE + k*(THREADS/TILE))*cols + threadIdx.x % TILE]",
+                       "global", 4, note="read a row", count="rows*cols"),
+        DeclaredAccess("tile[threadIdx.x / TILE + k*(THREADS/TILE)][threadIdx.x % TILE]",
+                       "shared", 4, ("TILE + 8*SHIFT", "TILE + 1"), note="stage a row",
+                       write=True),
+        DeclaredAccess(f"tile[4*({_VECTOR} % (TILE/4))][{_VECTOR} / (TILE/4)]", "shared", 4,
+                       ("TILE + 8*SHIFT", "TILE + 1"), note="read a column"),
+        DeclaredAccess(f"out4[{_VECTOR} / (TILE/4) * (rows/4) + {_VECTOR} % (TILE/4)]",
+                       "global", 16, note="write a row, float4", write=True,
+                       count="(rows*cols + 3)/4")), at=(("k", 0),), block=("THREADS",)),
 )
 
 KERNELS = KernelSource(Path(__file__).with_name("kernels.cu"), (
@@ -56,6 +70,8 @@ KERNELS = KernelSource(Path(__file__).with_name("kernels.cu"), (
     "transpose_staged<32,8,1>",
     FALLBACK,
     OPTIMIZED,
+    SECTORS.format(tile=OPTIMIZED_TILE, threads=OPTIMIZED_THREADS, shift=0),
+    SECTORS.format(tile=OPTIMIZED_TILE, threads=OPTIMIZED_THREADS, shift=1),
 ), ACCESSES)
 
 
@@ -100,18 +116,28 @@ def vectorizable(a: Any, out: Any) -> bool:
 
 
 def optimized(inputs: dict, out: Any, machine: Machine) -> Bound:
+    """transpose_vectorized where every row is 16-byte aligned; transpose_sectors (each
+    block owns whole sectors of ``out``, float4 stores) at any other shape; the padded staged
+    kernel only for an output that does not start on a 16-byte boundary."""
     a = inputs["a"]
-    if not vectorizable(a, out):
-        launch = _staged(inputs, out, FALLBACK_TILE, FALLBACK_ROWS, pad=1)
-        return Bound(launch, {"tile": [FALLBACK_TILE, FALLBACK_TILE + 1],
-                              "block": [FALLBACK_TILE, FALLBACK_ROWS], "vector": 1})
     rows, cols = a.shape
-    grid = blocks(rows, OPTIMIZED_TILE) * blocks(cols, OPTIMIZED_TILE)
-    launch = Launch(KERNELS, OPTIMIZED, grid=(grid,), block=(OPTIMIZED_THREADS,),
-                    args=_args(inputs, out), result=out)
-    return Bound(launch, {"tile": [OPTIMIZED_TILE, OPTIMIZED_TILE + 1],
-                          "block": [OPTIMIZED_THREADS], "vector": 4,
-                          "order": "down columns of tiles"})
+    params = {"tile": [OPTIMIZED_TILE, OPTIMIZED_TILE + 1], "block": [OPTIMIZED_THREADS],
+              "vector": 4, "order": "down columns of tiles"}
+    if vectorizable(a, out):
+        grid = blocks(rows, OPTIMIZED_TILE) * blocks(cols, OPTIMIZED_TILE)
+        launch = Launch(KERNELS, OPTIMIZED, grid=(grid,), block=(OPTIMIZED_THREADS,),
+                        args=_args(inputs, out), result=out)
+        return Bound(launch, {**params, "writes": "rows aligned"})
+    if out.data.ptr % 16 == 0:
+        shift = int(rows % 8 != 0)  # windows shifted to start on a sector
+        grid = blocks(rows + 8 * shift, OPTIMIZED_TILE) * blocks(cols, OPTIMIZED_TILE)
+        kernel = SECTORS.format(tile=OPTIMIZED_TILE, threads=OPTIMIZED_THREADS, shift=shift)
+        launch = Launch(KERNELS, kernel, grid=(grid,), block=(OPTIMIZED_THREADS,),
+                        args=_args(inputs, out), result=out)
+        return Bound(launch, {**params, "writes": "whole sectors a block"})
+    launch = _staged(inputs, out, FALLBACK_TILE, FALLBACK_ROWS, pad=1)
+    return Bound(launch, {"tile": [FALLBACK_TILE, FALLBACK_TILE + 1],
+                          "block": [FALLBACK_TILE, FALLBACK_ROWS], "vector": 1})
 
 
 def library(inputs: dict, out: Any, machine: Machine) -> Bound:

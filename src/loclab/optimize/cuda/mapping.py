@@ -28,6 +28,7 @@ ACCUMULATOR_REGISTERS = 64  # of a thread's 255: the rest hold operands and addr
 # (85 GB/s); as 64 blocks of BLOCK_LANES threads each streams its row with 32 warps.
 FEW_ITERATIONS = 1024
 BLOCK_LANES = 1024
+BLOCK_LIMITS = (1024, 1024, 64)  # CUDA's most threads of a block along x, y and z
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,8 @@ def fit_to_extents(mapping: NestMapping, config: Config,
     """``config`` with no grid loop given many more threads and iterations than it has
     (bmmm's 8 x 8 results a batch on a block of 256 x 64 would leave 255 threads in 256
     idle): iterations a thread, then threads, halved while their span is twice the loop's
-    extent or more; the threads freed go to the outermost grid loop."""
+    extent or more; the threads freed go to the outermost grid loop, as far as CUDA lets a
+    block extend along its axis (64 threads along z), then to the next."""
     if not mapping.grid:
         return config
     if config.lanes > 1:  # a split loop: a block's lanes where a warp's would leave it idle
@@ -156,8 +158,12 @@ def fit_to_extents(mapping: NestMapping, config: Config,
     threads = 1
     for b in block:
         threads *= b
-    outer = 0 if mapping.grid[0] is not mapping.x or len(block) == 1 else 1
-    block[outer] *= max(1, config.threads // threads)
+    spare = max(1, config.threads // threads)
+    for index in sorted(range(len(block)), key=lambda i: (mapping.grid[i] is mapping.x, i)):
+        limit = BLOCK_LIMITS[mapping.axis(mapping.grid[index])]
+        while spare > 1 and block[index] * 2 <= limit:
+            block[index] *= 2
+            spare //= 2
     return replace(config, block=tuple(block), tile=tuple(tile))
 
 
