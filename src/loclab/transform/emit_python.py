@@ -197,7 +197,7 @@ class _Emitter:
         given = self.out.scalar_types.get(name)
         if given is not None:
             return f"np.{given}"
-        return "np.int64" if _indexes(self.program, key) else "np.float64"
+        return "np.int64" if _indexes(self.program, name) else "np.float64"
 
     def call(self, item: Call, depth: int, loops: list[For]) -> None:
         unit = item.placed.unit
@@ -388,9 +388,8 @@ def _loaded(node: ast.expr) -> ast.expr:
     return twin
 
 
-def _indexes(program: Program, key: str) -> bool:
+def _indexes(program: Program, name: str) -> bool:
     """Whether a scalar is used in a subscript (it then holds integers)."""
-    name = next(v.name for v in program.nest.variables if v.key == key)
     return any(isinstance(n, ast.Name) and n.id == name
                for node in ast.walk(program.syntax.function) if isinstance(node, ast.Subscript)
                for n in ast.walk(node.slice))

@@ -143,9 +143,8 @@ def fit_to_extents(mapping: NestMapping, config: Config,
         return config
     if config.lanes > 1:  # a split loop: a block's lanes where a warp's would leave it idle
         extent = extents.get(mapping.grid[0].var)
-        if extent is not None and extent < FEW_ITERATIONS:
-            return replace(config, block=(1,) * len(config.block), lanes=BLOCK_LANES)
-        return config
+        return _per_block(config) if extent is not None and extent < FEW_ITERATIONS \
+            else config
     block, tile = list(config.block), list(config.tile)
     for index, loop in enumerate(mapping.grid):
         extent = extents.get(loop.var)
@@ -167,6 +166,11 @@ def fit_to_extents(mapping: NestMapping, config: Config,
     return replace(config, block=tuple(block), tile=tuple(tile))
 
 
+def _per_block(config: Config) -> Config:
+    """A split loop's config with a block of ``BLOCK_LANES`` threads per grid iteration."""
+    return replace(config, block=(1,) * len(config.block), lanes=BLOCK_LANES)
+
+
 def neighbours(mapping: NestMapping, config: Config) -> list[Config]:
     """Configs one step from ``config``: register tiles halved or doubled along the grid
     loops on x and y, the strip halved or doubled, staging switched, the block reshaped
@@ -175,12 +179,12 @@ def neighbours(mapping: NestMapping, config: Config) -> list[Config]:
         return []
     if mapping.split is not None:
         if config.lanes > WARP:  # a block per iteration: back to warps, or fewer lanes
-            return [replace(config, block=(THREADS // WARP,) + config.block[1:], lanes=WARP),
+            return [default_config(mapping, reuse=False),
                     *(replace(config, lanes=lanes) for lanes in (256, 512, 1024)
                       if lanes != config.lanes)]
         return [*(replace(config, block=(b,) + config.block[1:]) for b in (2, 4, 16, 32)
                   if b != config.block[0]),
-                replace(config, block=(1,) * len(config.block), lanes=BLOCK_LANES)]
+                _per_block(config)]
     out: list[Config] = []
     count = len(mapping.grid)
     for index in range(count):

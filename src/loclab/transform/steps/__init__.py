@@ -14,9 +14,9 @@ from types import ModuleType
 from loclab.deps.dependences import Dependence
 from loclab.deps.remedies import Remedies
 from loclab.errors import LoclabError, UsageError
-from loclab.transform.legality import Checker, Dependences, Violation
+from loclab.transform.legality import Carried, Checker, Dependences, Violation
 from loclab.transform.recipe import Arg, LoopRef, Step
-from loclab.transform.tree import LoopNode, Node, Program, Unit
+from loclab.transform.tree import LoopNode, Node, Program, Reduction, Unit
 
 
 class IllegalStep(LoclabError):
@@ -80,6 +80,21 @@ def registry() -> dict[str, ModuleType]:
 
 
 # -- helpers the steps share ---------------------------------------------------------------
+def reductions_of(carried: list[Carried]) -> tuple[Reduction, ...]:
+    """What a loop that may reorder its iterations combines: each variable it carries a
+    reduction on (``parallel`` across threads, ``vectorize`` across lanes)."""
+    return tuple(Reduction(c.key, c.name, c.reduction or "+", c.scalar) for c in carried)
+
+
+def witness(program: Program, node: LoopNode, carried: Carried
+            ) -> tuple[Program, LoopNode, Dependence, dict[str, int]] | None:
+    """The refused loop's carried dependence for ``IllegalStep.carried`` (what the oracle
+    checks a refusal against), where the checker found one."""
+    if not carried.dependences:
+        return None
+    return program, node, carried.dependences[0], carried.sizes
+
+
 def find_loop(program: Program, ref: Arg, step: Step) -> LoopNode:
     """The loop of the current tree that a step names (``i`` or ``i@12``)."""
     matches = find_loops(program, ref, step)

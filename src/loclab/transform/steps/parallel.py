@@ -13,7 +13,7 @@ from __future__ import annotations
 from loclab.transform.legality import Carried
 from loclab.transform.recipe import Step
 from loclab.transform.steps import (Applied, Context, IllegalStep, expect_args, find_loops,
-                                    no_keywords)
+                                    no_keywords, reductions_of, witness)
 from loclab.transform.tree import LoopNode, Program, Reduction
 
 NAMES = ("parallel",)
@@ -35,15 +35,12 @@ def apply(program: Program, step: Step, context: Context) -> Applied:
             refused.append((f"{node.name} carries {_listed(blocking[0])}"
                             f"{_remedy(new, node, blocking[0], context)}", node, blocking[0]))
             continue
-        node.reductions = tuple(Reduction(c.key, c.name, c.reduction or "+", c.scalar)
-                                for c in carried)
+        node.reductions = reductions_of(carried)
         reductions.update({r.key: r for r in node.reductions})
         marked.append(node)
     if not marked:
         text, node, carried = refused[0]
-        named = (new, node, carried.dependences[0], carried.sizes) \
-            if carried.dependences else None
-        raise IllegalStep(f"{step} is illegal: {text}", carried=named)
+        raise IllegalStep(f"{step} is illegal: {text}", carried=witness(new, node, carried))
     for node in marked:
         node.parallel = True
     name = marked[0].name

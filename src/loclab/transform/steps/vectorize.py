@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from loclab.transform.recipe import Step
 from loclab.transform.steps import (Applied, Context, IllegalStep, expect_args, find_loops,
-                                    no_keywords)
+                                    no_keywords, reductions_of, witness)
 from loclab.transform.tree import LoopNode, Program, Reduction
 
 NAMES = ("vectorize",)
@@ -39,13 +39,10 @@ def apply(program: Program, step: Step, context: Context) -> Applied:
             if item.reduction is None or not item.scalar:
                 what = ("a generalized reduction" if item.reduction is not None
                         else "a dependence that is not a reduction")
-                witness = ((new, node, item.dependences[0], item.sizes)
-                           if item.dependences else None)
                 raise IllegalStep(f"{step} is illegal: {node.name} carries {what} on "
                                   f"{item.name}: its iterations cannot run in lanes",
-                                  carried=witness)
-        node.reductions = tuple(Reduction(c.key, c.name, c.reduction or "+", c.scalar)
-                                for c in carried)
+                                  carried=witness(new, node, item))
+        node.reductions = reductions_of(carried)
         node.vectorized = True
         reductions.update({r.key: r for r in node.reductions})
     name = nodes[0].name
