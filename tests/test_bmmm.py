@@ -1,5 +1,6 @@
 """The masked batch product beyond the generic per-variant tests: the golden against the
-lectures' loop nest, the tiled CPU nest at any tile, gpu-optimized's tiles for any K."""
+lectures' loop nest, the tiled CPU nest at any tile, gpu-optimized's tiles for any K, the
+sweep over K that the report plots."""
 
 import numpy as np
 import pytest
@@ -8,6 +9,7 @@ from hypothesis import strategies as st
 
 from loclab.bench.validate import compare
 from loclab.cases.bmmm import CASE, cpu, gpu, make_inputs
+from loclab.gpu.limits import SHARED_WITHOUT_OPT_IN
 
 
 def lectures_loop(a, b, x):
@@ -50,23 +52,35 @@ def test_cpu_tiled_at_any_tile(m, k, n, tile, seed):
     assert compare(result, CASE.golden(inputs), CASE.tolerance_for(inputs)).valid
 
 
-@pytest.mark.parametrize("k", [1, 2, 3, 5, 7, 8, 16, 17, 32, 33])
-def test_optimized_tiles_cover_every_column_and_fit(k):
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 5, 7, 8, 9, 11, 12, 16, 17, 32, 33, 40])
+def test_optimized_tiles_cover_every_column_in_whole_warps_and_fit(k):
     layout = gpu.optimized_layout(k)
-    assert layout.padded >= k * k and layout.padded % layout.tn == 0
-    assert layout.bm % layout.tm == 0 and layout.threads <= 1024
-    assert 4 * layout.bq * (layout.bm + 4 + layout.padded) <= gpu.SHARED_WITHOUT_OPT_IN
+    assert layout.padded >= k * k > layout.padded - layout.bn  # no tile of padding alone
+    assert layout.padded % layout.bn == 0 and layout.bn % layout.tn == 0
+    assert layout.tm % 4 == 0 and layout.tn % 4 == 0 and layout.bm % layout.tm == 0
+    warp_rows = 32 // layout.wc
+    assert 32 % layout.wc == 0 and (layout.bn // layout.tn) % layout.wc == 0
+    assert (layout.bm // layout.tm) % warp_rows == 0 and layout.threads <= 1024
+    assert layout.shared_bytes <= SHARED_WITHOUT_OPT_IN
+
+
+def test_optimized_pads_c_to_whole_slices():
+    layout = gpu.optimized_layout(16)
+    assert [layout.rows(n) for n in (1, 16, 17, 512)] == [16, 16, 32, 512]
 
 
 def test_skip_rules_name_k(machine):
     variants = {variant.name: variant for variant in CASE.variants}
     assert "1024 threads" in variants["gpu-naive"].skip_reason({"m": 1, "k": 33, "n": 1},
                                                                machine)
-    assert variants["gpu-optimized"].skip_reason({"m": 1, "k": 33, "n": 1}, machine) is None
-    assert "shared memory" in variants["gpu-optimized"].skip_reason({"m": 1, "k": 40, "n": 1},
-                                                                    machine)
+    assert variants["gpu-optimized"].skip_reason({"m": 1, "k": 40, "n": 1}, machine) is None
     default_k16 = {"m": 131_000, "k": 16, "n": 512}
     assert "minutes" in variants["cpu-naive"].skip_reason(default_k16, machine)
+
+
+def test_the_gpu_presets_sweep_k(machine):
+    for preset in ("default", "large"):
+        assert [dims[CASE.sweep] for dims in CASE.dims(preset, "gpu", machine)] == [8, 4, 16]
 
 
 def test_gpu_tiled_refuses_a_mask_beyond_int_indices(machine):
@@ -80,9 +94,11 @@ def test_gpu_tiled_refuses_a_mask_beyond_int_indices(machine):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("k", [1, 3, 5, 7, 17, 32, 33])
-@pytest.mark.parametrize("n", [130, 129])
+@pytest.mark.parametrize("k", [1, 3, 5, 7, 12, 17, 32, 33])
+@pytest.mark.parametrize("n", [130, 129, 48])
 def test_gpu_variants_at_odd_k(k, n, machine):
+    """Bytes and (n = 48: three slices, an odd count of buffers) 16-byte vectors of the mask,
+    padded columns (K = 12: 144 of 256), several column tiles (K >= 12)."""
     import cupy
 
     dims = {"m": 301, "k": k, "n": n}

@@ -38,13 +38,13 @@ def test_blocked_transpose_any_shape_any_tiles(rows, cols, outer_log, inner_log)
     np.testing.assert_array_equal(out, a.T)
 
 
-def test_blocked_tiles_follow_the_caches(machine):
-    from loclab.cases.transpose.cpu import blocked_tiles
-    from loclab.hw.cpu import square_tile
+def test_blocked_tiles_are_the_space_default(machine):
+    """Other cases transpose with the tiles the transposition uses untuned (the rules:
+    tests/test_transpose_cpu.py)."""
+    from loclab.cases.transpose.cpu import blocked_space, blocked_tiles
 
-    outer, inner = blocked_tiles(machine)
-    assert inner == square_tile(machine.cpu.l1d_bytes, 4)
-    assert outer >= inner and outer % inner == 0
+    default = blocked_space(machine).default
+    assert blocked_tiles(machine) == (default["outer_tile"], default["inner_tile"])
 
 
 

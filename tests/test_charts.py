@@ -269,12 +269,13 @@ def test_write_charts_writes_each_chart_it_lists(run, tmp_path):
     names = [name for _, name in charts]
     assert names == ["copy.png", "transpose.png", "partitioning.png", "partitioning-threads.png",
                      "nearest-neighbour.png", "coalescing.png", "matvec.png", "histogram.png",
-                     "histogram-bins.png", "mmm.png", "bmmm.png", "scan.png", "scan-n.png",
-                     "compaction.png", "segmented-scan.png", "segmented-scan-segment.png",
-                     "summed-area.png", "radix-sort.png", "spmv.png", "host-device.png",
-                     "host-device-bytes.png", "overlap.png", "overlap-rounds.png",
-                     "overlap-phases.png", "gemm-chain.png", "gemm-chain-phases.png",
-                     "kernel-chain.png", "kernel-chain-phases.png", "roofline.png"]
+                     "histogram-bins.png", "mmm.png", "bmmm.png", "bmmm-k.png", "scan.png",
+                     "scan-n.png", "compaction.png", "segmented-scan.png",
+                     "segmented-scan-segment.png", "summed-area.png", "radix-sort.png", "spmv.png",
+                     "host-device.png", "host-device-bytes.png", "overlap.png",
+                     "overlap-rounds.png", "overlap-phases.png", "gemm-chain.png",
+                     "gemm-chain-phases.png", "kernel-chain.png", "kernel-chain-phases.png",
+                     "roofline.png"]
     for name in names:
         assert (tmp_path / name).read_bytes()[:4] == b"\x89PNG"
 

@@ -1,5 +1,6 @@
 """The coalescing case beyond the generic tests: golden, the error bound, kernels at any shape."""
 
+import itertools
 import math
 from dataclasses import replace
 
@@ -139,28 +140,51 @@ def test_large_sizes_are_four_times_the_cache(machine):
     assert CASE.dims("large", "gpu", huge) == [{"rows": LARGE_MIN_ROWS, "cols": COLS}]
 
 
-@pytest.mark.parametrize("cols, chunk", [(64, 32), (61, 64), (1, 64), (8, 32), (63, 64),
+@pytest.mark.parametrize("cols, chunk", [(64, 64), (61, 64), (1, 64), (8, 64), (63, 64),
                                          (65, 32), (100, 32), (4096, 32)])
-def test_staged_rows_are_whole_where_chunks_would_split_sectors(cols, chunk):
+def test_staged_rows_are_whole_up_to_64_columns(cols, chunk):
     from loclab.cases.coalescing.gpu import staged_shape
 
     assert staged_shape(cols) == (chunk, 128)
 
 
+@pytest.mark.parametrize("cols, vector", [(64, 4), (4, 4), (100, 4), (4096, 4), (61, 1), (1, 1),
+                                          (2, 1), (66, 1)])
+def test_staged_moves_16_bytes_only_where_rows_start_16_byte_aligned(cols, vector):
+    from loclab.cases.coalescing.gpu import staged_vector
+
+    assert staged_vector(cols) == vector
+
+
+def test_every_staged_choice_is_a_compiled_instantiation():
+    """Whatever the columns, gpu-staged launches one of the instantiations the nvcc check
+    compiles, and the declared accesses name both kernels."""
+    from loclab.cases.coalescing.gpu import (KERNELS, staged_name, staged_shape,
+                                             staged_vector)
+
+    chosen = {staged_name(*staged_shape(cols), staged_vector(cols)) for cols in range(1, 300)}
+    assert chosen <= set(KERNELS.name_expressions)
+    assert {"rows_staged_vec<64,128>", "rows_staged<64,128>", "rows_staged_vec<32,128>",
+            "rows_staged<32,128>"} <= chosen
+    assert all(KERNELS.accesses_of(name) for name in chosen)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("rows, cols", [(1000, 64), (513, 4), (4099, 100), (1000, 61),
-                                        (37, 1), (129, 200)])
+                                        (37, 1), (129, 200), (300, 36), (37, 8)])
 def test_every_staged_instantiation_matches_golden(rows, cols):
-    """Both (CHUNK, BLOCK) at every shape, whichever gpu-staged would pick there: full and
-    partial tiles, chunks wider than the rows."""
+    """Every (CHUNK, BLOCK) at every shape, whichever gpu-staged would pick there, 16-byte
+    where the rows allow it and 4-byte always: full and partial tiles, chunks wider than the
+    rows, a last chunk of 4 columns."""
     import cupy
 
-    from loclab.cases.coalescing.gpu import STAGED_SHAPES, staged_launch
+    from loclab.cases.coalescing.gpu import STAGED_SHAPES, VECTOR, staged_launch, staged_name
 
     a = matrix(rows, cols)
     staged = cupy.asarray(a)
-    for chunk, block in STAGED_SHAPES:
+    vectors = (1, VECTOR) if cols % VECTOR == 0 else (1,)
+    for (chunk, block), vector in itertools.product(STAGED_SHAPES, vectors):
         out = cupy.full(a.shape, cupy.nan, cupy.float32)
-        check = compare(cupy.asnumpy(staged_launch(staged, out, chunk, block)()),
+        check = compare(cupy.asnumpy(staged_launch(staged, out, chunk, block, vector)()),
                         golden({"a": a}), TOLERANCE)
-        assert check.valid, f"rows_staged<{chunk},{block}> at {rows}x{cols}: {check.problem}"
+        assert check.valid, f"{staged_name(chunk, block, vector)} at {rows}x{cols}: {check.problem}"

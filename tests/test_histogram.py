@@ -239,6 +239,55 @@ def test_bucketed_applies_while_the_scatter_tile_has_room_for_the_buckets(machin
     assert "no GPU" in gpu.bucketed_fits({"bins": 10}, replace(machine, gpu=None))
 
 
+def test_a_bucket_has_at_most_65536_bins_whatever_the_shared_memory(machine):
+    from loclab.cases.histogram import gpu
+
+    roomy = replace(H200, shared_mem_per_block_optin=2**20, shared_mem_per_sm=2**20 + 1024)
+    buckets, width = gpu.bucket_layout(10**8, replace(machine, gpu=roomy))
+    assert width <= 2**16 < width * H200.sms and buckets * width >= 10**8
+
+
+@pytest.mark.parametrize("n", [0, 1, 1023, 1024, 1025, 65_535, 65_536, 65_537, 1_000_003,
+                               64 * 1024 * 7 + 1, 64 * 1024 * 7 + 1024])
+def test_sampled_elements_counts_what_the_sample_reads(n):
+    from loclab.cases.histogram import gpu
+
+    chunk, every = gpu.SAMPLE_CHUNK, gpu.SAMPLE_EVERY
+    read = sum(min(chunk, n - start) for start in range(0, n, chunk * every))
+    assert gpu.sampled_elements(n) == read
+
+
+@settings(max_examples=50, deadline=None)
+@given(n=st.integers(1, 10**9), buckets=st.integers(1, 5000), spread=st.floats(-2, 8),
+       seed=st.integers(0, 2**16))
+def test_records_bound_holds_every_room_the_plan_can_give(n, buckets, spread, seed):
+    """bucket_room's rule, written out in NumPy, over sampled counts from even to all in one
+    bucket: the rooms never add up to more than the records allocated."""
+    from loclab.cases.histogram import gpu
+
+    sampled = gpu.sampled_elements(n)
+    scale = n / sampled
+    rng = np.random.default_rng(seed)
+    for counts in (rng.multinomial(sampled, np.full(buckets, 1 / buckets)),
+                   np.eye(1, buckets, rng.integers(buckets), dtype=np.int64)[0] * sampled):
+        expected = counts * scale
+        wanted = np.ceil(expected + spread * np.sqrt(scale * expected) + scale)
+        rooms = np.where(wanted > 0, -(-wanted // 16) * 16, 0)
+        assert rooms.sum() <= gpu.records_bound(n, buckets, spread)
+
+
+def test_bucketed_traffic_says_how_close_one_scatter_can_come_to_copy():
+    from loclab.cases.histogram import gpu
+
+    n, bins = 2**29, 26_214_400
+    traffic = gpu.bucketed_traffic(n, bins)
+    # read 8 bytes, write a 6-byte record, read it back: 20 bytes where one pass moves 8
+    assert 20 < traffic["bytes_per_element"] < 20.3
+    assert traffic["max_pct_of_copy"] == pytest.approx(100 * (8 * n + 4 * bins) /
+                                                       traffic["moved_bytes"], abs=0.05)
+    assert 39 < traffic["max_pct_of_copy"] < 41
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("bins, n", [(1, 10), (4099, 70_001), (100_003, 1_000_003)])
 def test_gpu_bucketed_at_buckets_that_do_not_divide_the_histogram(bins, n, machine):
@@ -260,6 +309,36 @@ def test_gpu_bucketed_when_every_element_falls_in_one_bucket(machine):
     inds = np.full(n, 12_345, np.uint32)
     inds[::7] = 2**32 - 1
     inputs = inputs_for(inds, np.ones(n, np.float32), bins)
+    staged = {name: cupy.asarray(array) for name, array in inputs.items()}
+    out = cupy.full(bins, cupy.nan, cupy.float32)
+    result = cupy.asnumpy(gpu.bucketed(staged, out, machine).run())
+    check = compare(result, CASE.golden(inputs), CASE.tolerance_for(inputs))
+    assert check.valid, check.problem
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("spread", [-1e9, 0.0])
+@pytest.mark.parametrize("bins, n", [(7, 100_003), (100_003, 1_000_003)])
+def test_gpu_bucketed_adds_the_records_that_spill_from_their_rooms(spread, bins, n, machine):
+    """Rooms of nothing (every record spills to the global-atomic list) or of just the
+    sampled estimate (about half the buckets spill some): the sums are the same."""
+    from loclab.cases.histogram import gpu
+
+    check, _ = run_gpu(gpu.bucketed, {"bins": bins, "n": n}, machine, spread=spread)
+    assert check.valid, check.problem
+
+
+@pytest.mark.gpu
+def test_gpu_bucketed_on_sorted_indices_the_sample_misjudges(machine):
+    """Indices in increasing order: the 1-in-64 sample of chunks sees each bucket in lumps, so
+    rooms are badly sized; the spill list keeps the result right."""
+    import cupy
+
+    from loclab.cases.histogram import gpu
+
+    n, bins = 2_000_003, 300_007
+    inds = np.sort(np.random.default_rng(5).integers(0, bins + 100, n, dtype=np.uint32))
+    inputs = inputs_for(inds, np.random.default_rng(6).random(n, dtype=np.float32) + 0.5, bins)
     staged = {name: cupy.asarray(array) for name, array in inputs.items()}
     out = cupy.full(bins, cupy.nan, cupy.float32)
     result = cupy.asnumpy(gpu.bucketed(staged, out, machine).run())

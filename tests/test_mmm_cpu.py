@@ -1,8 +1,11 @@
 """The mmm case's CPU variants beyond the generic per-variant tests: each numba kernel on
 hypothesis-generated shapes (sides of one, primes, one either side of tile and register-block
 multiples), every configuration the tuning spaces allow at awkward shapes, the setups'
-defaults, what the restrictions reject, and that the register block lives in vector
-registers."""
+defaults (the vector width and the blocking from a detected CPU, faked), what the restrictions
+reject, and that the register block lives in vector registers of the ISA's full width.
+
+The kernels are cached by numba (``cache=True``): a test that reads generated code compiles
+its own uncached function, and a change to a kernel's source recompiles it."""
 
 import platform
 import re
@@ -16,6 +19,7 @@ from hypothesis import strategies as st
 from loclab.bench.validate import compare, poison
 from loclab.cases import get_case
 from loclab.cases.mmm import cpu
+from loclab.cpu.vectors import fma_block
 from tests.spaces import allowed
 
 CASE = get_case("mmm")
@@ -71,31 +75,80 @@ def test_blocked_kernel_any_shape_any_tiles(m, n, k, tiles):
 
 @settings(max_examples=40, deadline=None)
 @given(rows=st.integers(1, 40), cols=st.integers(1, 40), width=st.integers(1, 9),
-       transposed=st.booleans())
-def test_packed_panels_are_the_columns_padded_with_zeros(rows, cols, width, transposed):
+       depth=st.integers(1, 17), transposed=st.booleans(), workers=st.integers(1, 3))
+def test_packed_blocks_are_the_columns_padded_with_zeros(rows, cols, width, depth, transposed,
+                                                         workers):
     x = np.random.default_rng(rows).random((rows, cols), dtype=np.float32)
     source = x.T if transposed else x  # A is packed through its transposed view
-    depth, columns = source.shape
+    height, columns = source.shape
     panels = -(-columns // width)
-    packed = cpu.pack_panels(source, np.full((panels, depth, width), np.nan, np.float32))
-    padded = np.zeros((depth, panels * width), np.float32)
+    padded = np.zeros((height, panels * width), np.float32)
     padded[:, :columns] = source
-    np.testing.assert_array_equal(packed, padded.reshape(depth, panels, width).transpose(1, 0, 2))
+    expected = np.concatenate([  # depth blocks one after the other, panels within each
+        padded[k0:k0 + depth].reshape(-1, panels, width).transpose(1, 0, 2).ravel()
+        for k0 in range(0, height, depth)])
+    packed = cpu.pack_blocks(source, np.full(expected.size, np.nan, np.float32), width, depth,
+                             workers)
+    np.testing.assert_array_equal(packed, expected)
 
 
 @settings(max_examples=40, deadline=None)
-@given(m=SIDES, n=SIDES, k=SIDES, block=st.sampled_from([(2, 64), (6, 32), (8, 16)]),
-       tiles=st.tuples(st.integers(1, 70), st.integers(1, 140), st.integers(1, 70)))
-def test_register_tiled_kernel_any_shape_any_tiles(m, n, k, block, tiles):
-    r, width = block
+@given(m=SIDES, n=SIDES, k=SIDES, block=st.sampled_from([(2, 4), (6, 2), (14, 2), (8, 1)]),
+       per=st.tuples(st.integers(1, 5), st.integers(1, 5)), kc=st.integers(1, 70),
+       workers=st.integers(1, 3))
+def test_register_tiled_kernel_any_shape_any_blocks(m, n, k, block, per, kc, workers, machine):
+    r, vectors = block
+    lanes, _ = cpu.vector_registers(machine.cpu)
+    width = vectors * lanes
     inputs = product_inputs(m, n, k)
-    pa = cpu.pack_panels(inputs["a"].T, np.empty((-(-m // r), k, r), np.float32))
-    pb = cpu.pack_panels(inputs["b"], np.empty((-(-n // width), k, width), np.float32))
-    kernel = cpu.register_tiled_kernel(r, width)
-    assert_matches_golden(kernel(pa, pb, poisoned(m, n), *tiles), inputs)
+    panels_a, panels_b = -(-m // r), -(-n // width)
+    pa = cpu.pack_blocks(inputs["a"].T, cpu.aligned_float32(panels_a * r * k), r, kc, workers)
+    pb = cpu.pack_blocks(inputs["b"], cpu.aligned_float32(panels_b * width * k), width, kc,
+                         workers)
+    rows, cols = cpu.block_bounds(panels_a, panels_b, *per, workers)
+    kernel = cpu.register_tiled_kernel(r, vectors, lanes)
+    assert_matches_golden(kernel(pa, pb, poisoned(m, n), k, kc, rows, cols, workers), inputs)
+
+
+def test_register_tiled_sums_along_k_in_order(machine):
+    """Each depth block goes on from C's partial sums: cutting k into blocks of one gives the
+    same bits as one block (a reassociated sum would differ in its last bits somewhere)."""
+    m, n, k = 29, 45, 300
+    inputs = product_inputs(m, n, k)
+    results = [cpu.register_tiled(inputs, poisoned(m, n), machine, kc=kc).run()
+               for kc in (cpu.DEPTHS[0], 1024)]
+    np.testing.assert_array_equal(*results)
+
+
+@settings(max_examples=60, deadline=None)
+@given(panels_a=st.integers(1, 300), panels_b=st.integers(1, 100), per_a=st.integers(1, 400),
+       per_b=st.integers(1, 40), workers=st.integers(1, 32))
+def test_block_bounds_cover_the_panels_evenly(panels_a, panels_b, per_a, per_b, workers):
+    rows, cols = cpu.block_bounds(panels_a, panels_b, per_a, per_b, workers)
+    for bounds, panels in ((rows, panels_a), (cols, panels_b)):
+        sizes = np.diff(bounds)
+        assert bounds[0] == 0 and bounds[-1] == panels and sizes.min() >= 1
+        assert sizes.max() - sizes.min() <= 1
+    assert np.diff(cols).max() <= per_b and np.diff(rows).max() <= per_a
+    blocks = (rows.size - 1) * (cols.size - 1)
+    assert blocks >= cpu.BLOCKS_PER_THREAD * workers or rows.size - 1 == panels_a
 
 
 # --- every configuration the spaces allow ------------------------------------------------------
+
+def register_tiled_configs(space, machine, dims):
+    """Every register block the restriction allows with the default blocking, and every
+    blocking with the default register block: the product of the two is thousands of runs of
+    the same code paths."""
+    default = space.default
+    configs = allowed(space, machine, dims)
+    blocks = sorted({(c["r"], c["width"]) for c in configs})
+    blockings = sorted({(c["mc"], c["kc"], c["nc"]) for c in configs
+                        if (c["r"], c["width"]) == (default["r"], default["width"])})
+    candidates = ([{**default, "r": r, "width": width} for r, width in blocks]
+                  + [{**default, "mc": mc, "kc": kc, "nc": nc} for mc, kc, nc in blockings])
+    return [c for c in candidates if space.restriction(c, dims, machine) is None]
+
 
 @pytest.mark.parametrize("variant", ["cpu-blocked", "cpu-register-tiled"])
 def test_every_allowed_configuration_matches_golden(variant, machine):
@@ -104,7 +157,8 @@ def test_every_allowed_configuration_matches_golden(variant, machine):
     for dims in SPACE_SHAPES:
         inputs = product_inputs(dims["m"], dims["n"], dims["k"])
         golden, tolerance = CASE.golden(inputs), CASE.tolerance_for(inputs)
-        configs = allowed(space, machine, dims)
+        configs = (register_tiled_configs(space, machine, dims)
+                   if variant.name == "cpu-register-tiled" else allowed(space, machine, dims))
         assert space.default in configs
         for config in configs:
             result = variant.setup(inputs, poisoned(dims["m"], dims["n"]), machine,
@@ -148,48 +202,90 @@ def test_blocked_restriction_rejects_tiles_beyond_the_caches(machine):
 
 @pytest.mark.parametrize("isa, r, width, reason", [
     ("AVX-512", 2, 16, "cannot hide the FMA latency"),  # 2 accumulators
-    ("AVX-512", 8, 64, "vector registers of 32"),  # 32 accumulators + 4
-    ("AVX2", 6, 32, "vector registers of 16"),  # 24 accumulators + 4
-    ("AVX-512", 6, 32, None),
-    ("AVX2", 6, 16, None),
+    ("AVX-512", 8, 64, "vector registers of 32"),  # 32 accumulators + 4 + a broadcast
+    ("AVX-512", 12, 48, "vector registers of 32"),  # 36 + 3 + 1
+    ("AVX2", 6, 32, "vector registers of 16"),  # 24 + 4 + 1
+    ("AVX2", 6, 20, "not whole 8-lane vectors"),
+    ("AVX-512", 14, 32, None),  # 28 + 2 + 1 = 31
+    ("AVX-512", 6, 64, None),
+    ("AVX2", 6, 16, None),  # 12 + 2 + 1 = 15
 ])
 def test_register_tiled_restriction_guards_the_register_file(isa, r, width, reason, machine):
-    here = with_cpu(machine, isa=isa, l2_bytes=1 << 20)
-    config = {"r": r, "width": width, "tile_i": 256, "tile_j": 256, "tile_k": 256}
+    here = with_cpu(machine, isa=isa, l1d_bytes=48 * 1024, l2_bytes=1 << 20)
+    config = {"r": r, "width": width, "mc": 256, "kc": 256, "nc": 256}
     got = cpu.register_tiled_restriction(config, {}, here)
     assert (got is None) if reason is None else (reason in got)
 
 
 def test_register_tiled_restriction_rejects_small_and_oversized_blocks(machine):
-    here = with_cpu(machine, isa="AVX-512", l2_bytes=1 << 20)
-    config = {"r": 4, "width": 64, "tile_i": 256, "tile_j": 256, "tile_k": 256}
+    here = with_cpu(machine, isa="AVX-512", l1d_bytes=32 * 1024, l2_bytes=1 << 20)
+    config = {"r": 14, "width": 32, "mc": 256, "kc": 256, "nc": 256}
     reject = cpu.register_tiled_restriction
-    assert "smaller than one 4x64" in reject({**config, "tile_j": 32}, {}, here)
-    assert "exceeds L2" in reject({**config, "tile_j": 1024, "tile_k": 512}, {}, here)
+    assert reject(config, {}, here) is None
+    assert "smaller than one 14x32" in reject({**config, "nc": 16}, {}, here)
+    assert "smaller than one 14x32" in reject({**config, "mc": 8}, {}, here)
+    assert "panel of A exceeds L1d" in reject({**config, "kc": 1024}, {}, here)  # 56 KiB
+    assert "block of B exceeds L2" in reject({**config, "kc": 512, "nc": 1024}, {}, here)
+
+
+@pytest.mark.parametrize("isa, block, bits", [
+    ("AVX-512", (14, 32), 512), ("AVX2", (4, 24), 256), ("AVX", (4, 24), 256),
+    ("NEON", (14, 8), 128), ("SSE2", (4, 12), 128), (None, (4, 12), 128)])
+def test_register_block_fills_the_detected_vector_registers(isa, block, bits, machine):
+    """The ISA's full width, whatever LLVM would prefer: 16 lanes on AVX-512, in the most
+    accumulators that leave a register for each vector of B and one for a broadcast, with
+    fewer loads than FMAs (14 x 1 vectors, 14 accumulators in 16 registers, would not)."""
+    here = with_cpu(machine, isa=isa)
+    default = cpu.register_tiled_space(here).default
+    assert (default["r"], default["width"]) == block
+    params = cpu.register_tiled(product_inputs(5, 7, 3), poisoned(5, 7), here).params
+    assert (params["isa"], params["vector_bits"]) == (isa, bits)
+
+
+@pytest.mark.parametrize("caches", CACHES)
+def test_register_tiled_blocking_follows_the_caches(caches, machine):
+    """kc: the deepest r-row panel of A in half of L1d; nc: the widest kc x nc block of B in
+    half of L2; mc: the tallest mc x kc block of A in half a core's share of the LLC. The next
+    candidate up would overflow each."""
+    here = with_cpu(machine, isa="AVX-512", **caches)
+    info = here.cpu
+    default = cpu.register_tiled_space(here).default
+    kc = default["kc"]
+    for value, candidates, budget, unit in (
+            (kc, cpu.DEPTHS, info.l1d_bytes / 2, default["r"] * 4),
+            (default["nc"], cpu.BLOCK_COLUMNS, info.l2_bytes / 2, kc * 4),
+            (default["mc"], cpu.BLOCK_ROWS, info.llc_share_bytes / (2 * info.cores), kc * 4)):
+        assert value * unit <= budget or value == candidates[0]
+        bigger = [c for c in candidates if c > value]
+        assert not bigger or bigger[0] * unit > budget
 
 
 # --- code generation ----------------------------------------------------------------------------
 
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="reads x86 assembly")
-def test_register_block_accumulates_in_vector_registers(machine):
-    """The lesson of the variant: LLVM vectorizes the block along j and keeps it in registers,
-    so its loop has at least one packed FMA per accumulator vector and no gathers."""
+def test_register_block_accumulates_in_full_width_vector_registers(machine):
+    """The lesson of the variant: the block lives in vector registers of the ISA's full width
+    (zmm on AVX-512, where LLVM's own vectorizer would pick ymm), so the loop over k has one
+    packed FMA per accumulator vector, on registers of that width only, and no gathers."""
     from numba import njit
 
     lanes, _ = cpu.vector_registers(machine.cpu)
-    if machine.cpu.isa not in ("AVX-512", "AVX2"):
+    register = {16: "zmm", 8: "ymm"}.get(lanes)
+    if machine.cpu.isa not in ("AVX-512", "AVX2") or register is None:
         pytest.skip(f"no FMA vectors to look for ({machine.cpu.isa})")
-    r, width = 6, 2 * lanes
-    block = njit(fastmath=cpu.CONTRACT)(cpu.register_block.py_func)  # uncached: inspectable
+    r, vectors = cpu.register_block(lanes, cpu.vector_registers(machine.cpu)[1])
 
-    @njit
-    def one_block(pa, pb, out):
-        block(pa, pb, out, 0, 0, True, r, width)
+    @njit  # not cached: inspectable
+    def one_block(pa, pb, out, depth):
+        fma_block(pa, 0, pb, 0, depth, out, 0, 0, False, r, vectors, lanes)
 
-    pa, pb = np.ones((3, r), np.float32), np.ones((3, width), np.float32)
+    width = vectors * lanes
+    depth = 3
     out = poisoned(r, width)
-    one_block(pa, pb, out)
-    np.testing.assert_array_equal(out, np.full((r, width), 3, np.float32))
-    asm = block.inspect_asm(block.signatures[0])
-    assert len(re.findall(r"vfmadd\w*ps\s+[^\n]*[yz]mm", asm)) >= r * width // lanes
+    one_block(np.ones(depth * r, np.float32), np.ones(depth * width, np.float32), out, depth)
+    np.testing.assert_array_equal(out, np.full((r, width), depth, np.float32))
+    asm = one_block.inspect_asm(one_block.signatures[0])
+    fmas = re.findall(r"vfmadd\w*ps\s+[^\n]*", asm)
+    assert len([f for f in fmas if register in f]) >= r * vectors
+    assert all(register in f for f in fmas), fmas
     assert not re.search(r"gather|scatter", asm)

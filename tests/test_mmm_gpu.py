@@ -38,7 +38,8 @@ def test_restrictions_say_why(h200):
     optimized = dict(gpu.OPTIMIZED_DEFAULT)
     assert "warp" in gpu.optimized_restriction({**optimized, "lanes_m": 3}, {}, h200)
     assert "divide" in gpu.optimized_restriction({**optimized, "bm": 64}, {}, h200)
-    assert "bytes" in gpu.optimized_restriction({**optimized, "bk": 32}, {}, h200)
+    assert "bytes" in gpu.optimized_restriction({**optimized, "bk": 32, "stages": 5}, {}, h200)
+    assert "in flight" in gpu.optimized_restriction({**optimized, "stages": 1}, {}, h200)
     assert "registers" in gpu.optimized_restriction({**optimized, "blocks_per_sm": 2}, {}, h200)
     assert "threads" in gpu.register_tiled_restriction({"tile": 64, "r": 1}, {}, h200)
     assert "shared" in gpu.register_tiled_restriction({"tile": 32, "r": 8}, {}, h200)
@@ -47,7 +48,7 @@ def test_restrictions_say_why(h200):
 
 def test_the_default_kernel_is_the_one_ci_compiles():
     name = gpu.optimized_kernel(gpu.OPTIMIZED_DEFAULT, True)
-    assert name == "mmm_optimized<128,256,8,128,32,16,8,true,1>"  # warp tile 128 x 32
+    assert name == "mmm_optimized<128,256,16,128,32,16,8,3,true,8,1>"  # warp tile 128 x 32
     assert name in gpu.KERNELS.name_expressions
 
 
@@ -61,6 +62,17 @@ def test_setup_refuses_a_configuration_its_space_rejects(machine):
     inputs = {"a": np.ones((4, 4), np.float32), "b": np.ones((4, 4), np.float32)}
     with pytest.raises(LaunchError, match="warp"):
         gpu.optimized(inputs, None, replace(machine, gpu=H200), lanes_m=3)
+
+
+def test_the_default_tile_turns_where_that_takes_fewer_waves(h200):
+    default = gpu.OPTIMIZED_DEFAULT
+    assert h200.gpu.sms == 132
+    assert gpu.waves(default, 4096, 4096, h200) == 4  # 512 tiles of 128 x 256
+    assert gpu.waves(default, 4096, 4097, h200) == 5  # a 17th column of tiles: 544
+    turned = gpu.fitted_to_waves(default, 4096, 4097, h200)
+    assert (turned["bm"], turned["bn"]) == (256, 128) and gpu.waves(turned, 4096, 4097, h200) == 4
+    assert gpu.fitted_to_waves(default, 4096, 4096, h200) == default  # no fewer: kept
+    assert gpu.fitted_to_waves(default, 4097, 4096, h200) == default  # turning adds waves
 
 
 def test_untiled_loops_are_skipped_beyond_the_default_sizes(machine):
@@ -90,6 +102,26 @@ def test_sampled_configurations_of_every_space_at_odd_shapes(name, dims, machine
         result = getattr(gpu, name)(staged, out, machine, **config).run()
         check = compare(cupy.asnumpy(result), CASE.golden(inputs), CASE.tolerance_for(inputs))
         assert check.valid, (config, check.problem)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m, n, aligned, padded", [
+    (64, 64, True, []), (63, 64, True, ["a"]), (64, 65, True, ["b"]), (61, 67, True, ["a", "b"]),
+    (64, 64, False, ["b"])])
+def test_optimized_pads_rows_that_are_not_whole_16_byte_groups(m, n, aligned, padded, machine):
+    """A^T's and B's rows are copied 16 bytes at a time: A (B) goes through a padded buffer
+    where m (n) is not a multiple of 4 or B does not start on a 16-byte boundary."""
+    import cupy
+
+    inputs = CASE.make_inputs({"m": m, "n": n, "k": 37}, np.random.default_rng(m + n))
+    a = cupy.asarray(inputs["a"])
+    b = cupy.empty(inputs["b"].size + (not aligned), cupy.float32)[(not aligned):].reshape(37, n)
+    b[...] = cupy.asarray(inputs["b"])
+    out = cupy.full((m, n), cupy.nan, cupy.float32)
+    bound = gpu.optimized({"a": a, "b": b}, out, machine)
+    assert bound.params["padded"] == padded
+    check = compare(cupy.asnumpy(bound.run()), CASE.golden(inputs), CASE.tolerance_for(inputs))
+    assert check.valid, check.problem
 
 
 @pytest.mark.gpu

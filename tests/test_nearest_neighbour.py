@@ -266,6 +266,18 @@ def test_sizes(machine):
         nn.check_dims(dims)  # every size the case names is one its variants accept
 
 
+def test_the_kernels_best_update_adds_minus_zero_exactly():
+    """nn_shared's best = |d| + -0 (an FADD, to keep the update off the ALU pipe) must be |d|
+    bit for bit for every distance, +0, subnormals and infinity included (points past n are
+    +inf): -0 is IEEE addition's identity, where +0 would turn a -0 into +0."""
+    d = np.array([0.0, -0.0, 1e-45, -1e-45, 1.1754942e-38, 0.5, -3.0, 1e38, np.inf, -np.inf],
+                 np.float32)
+    d = np.concatenate([d, np.random.default_rng(0).standard_normal(10_000).astype(np.float32)])
+    distance = np.abs(d)
+    updated = distance + np.float32(-0.0)
+    np.testing.assert_array_equal(updated.view(np.int32), distance.view(np.int32))
+
+
 def test_issue_limit_is_a_pair_per_lane_and_clock_at_four_instructions(machine):
     h200 = replace(machine, gpu=H200)
     assert nn.issue_limit(h200, 4) == pytest.approx(132 * 32 * 1.98e9)

@@ -191,6 +191,18 @@ def test_the_expected_time_counts_budgets_and_the_golden_work():
     assert timing < small.expected_seconds() < large.expected_seconds()
 
 
+def test_an_auto_row_is_expected_to_take_longer():
+    """auto-cpu plans, compiles and times loclab optimize's candidates before its runs."""
+    from loclab.bench.runner import AUTO_OVERHEAD_S, VARIANT_OVERHEAD_S
+
+    copy = plan(cases=["copy"], device="cpu", size="small")  # copy has no auto row
+    both = plan(cases=["transpose"], device="cpu", size="small")  # copy and transpose
+    rows = both.variant_count - copy.variant_count
+    per_row = both.budget.seconds + VARIANT_OVERHEAD_S
+    extra = both.expected_seconds() - copy.expected_seconds() - rows * per_row
+    assert extra > AUTO_OVERHEAD_S  # the one auto-cpu row, and transpose's size
+
+
 def test_the_peak_clock_is_the_higher_of_measured_and_detected(machine):
     from dataclasses import replace
 

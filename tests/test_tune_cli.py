@@ -171,7 +171,7 @@ def test_bad_tune_arguments_are_one_line_exit_2(built, argv, fragment, capsys):
     ([*TUNE, "--variant", "nope"], "unknown variant of tiles 'nope'; choose from good, tiled"),
     ([*TUNE, "--variant", "good"], "variant 'good' of tiles has no parameter space to tune; "
                                    "tunable: tiled"),
-    (["tune", "transpose", "--device", "cpu"], "transpose has no tunable variant on the cpu"),
+    (["tune", "copy", "--device", "cpu"], "copy has no tunable variant on the cpu"),
 ])
 def test_untunable_requests_are_one_line_exit_2(built, argv, fragment, capsys):
     assert main(argv) == 2

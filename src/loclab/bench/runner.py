@@ -28,6 +28,7 @@ from loclab.bench.tuning.cache import load as load_tuning_cache
 from loclab.bench.tuning.space import text as config_text
 from loclab.cases import (LINK_ROOF_CASE, ROOF_CASE, case_choices, case_names,
                           expand_families, family_of, get_case)
+from loclab.cases.auto import AUTO_VARIANTS
 from loclab.cases.base import DEVICE_CHOICES, SIZE_PRESETS, Case, Variant, dims_text
 from loclab.errors import GpuUnavailableError, UsageError
 from loclab.gpu import gpu_unavailable_reason
@@ -44,6 +45,10 @@ CUSTOM_SIZE = "custom"  # the document's size when the user gave dims instead of
 # validate, warm up, the runs a slow variant takes beyond its budget); per size (inputs, the
 # golden output in float64 on the host, staging) a second and the golden work at these rates.
 VARIANT_OVERHEAD_S = 1.0
+# An auto row (cases/auto.py) also plans, compiles and times ``loclab optimize``'s candidate
+# recipes before its own runs: the 13 auto-cpu rows of the default preset took about 80 s more
+# than the other rows' rule gives on a 2-core VM (4 min 47 s in all, 2026-11-27).
+AUTO_OVERHEAD_S = 6.0
 SIZE_OVERHEAD_S = 1.0
 HOST_BYTES_PER_S = 1e9
 HOST_FLOPS_PER_S = 20e9
@@ -222,7 +227,10 @@ class Plan:
         sizes = sum(SIZE_OVERHEAD_S + work.bytes / HOST_BYTES_PER_S
                     + work.flops / HOST_FLOPS_PER_S
                     for work in (case.work(dims) for case, _, dims in self.work))
-        return self.variant_count * (self.budget.seconds + VARIANT_OVERHEAD_S) + sizes
+        autos = sum(variant.name in AUTO_VARIANTS for case, device, _ in self.work
+                    for variant in case.variants_on(device))
+        return (self.variant_count * (self.budget.seconds + VARIANT_OVERHEAD_S)
+                + autos * AUTO_OVERHEAD_S + sizes)
 
     def tuned(self, case: Case, device: str, dims: dict[str, int]) -> dict[str, Entry]:
         """The cached configurations of the tunable variants at this size, by variant name."""

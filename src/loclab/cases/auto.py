@@ -42,15 +42,20 @@ class Nest:
         return list(self.module.arguments(inputs, out))
 
 
+# The rows auto_variants adds to a case (the runner expects them to take longer: they plan).
+AUTO_VARIANTS = ("auto-cpu", "auto-gpu")
+
+
 def auto_variants(package: str, function: str) -> tuple[Variant, Variant]:
     """The two rows of a case whose golden nest is ``function`` of its ``nest.py``."""
     nest = Nest(package, function)
+    cpu_name, gpu_name = AUTO_VARIANTS
     return (
-        Variant("auto-cpu", "cpu", "optimized",
+        Variant(cpu_name, "cpu", "optimized",
                 f"loclab optimize --target cpu of nest.py::{function} (Numba prange; the "
                 "first legal recipe, the cache model's tiles)",
                 functools.partial(lazy(__name__, "cpu"), nest)),
-        Variant("auto-gpu", "gpu", "optimized",
+        Variant(gpu_name, "gpu", "optimized",
                 f"loclab optimize --target gpu of nest.py::{function} (CUDA C from the "
                 "nest: threads, staging, register tiles by the model)",
                 functools.partial(lazy(__name__, "gpu"), nest)),

@@ -1,8 +1,9 @@
 """GPU variants of the masked batch product: CUDA C in kernels.cu, launched through CuPy.
 
-The kernels take K as a template argument (the block is K x K threads, the register tiles
-depend on K^2): each K compiles on first use; ``KERNELS`` lists the default sizes' (K = 4, 8,
-16), which the nvcc check compiles without a GPU.
+The kernels take K as a template argument (gpu-naive's and gpu-tiled's block is K x K
+threads; gpu-optimized's tiles of Y follow C's K^2 columns, ``optimized_layout``): each K
+compiles on first use; ``KERNELS`` lists the default sizes' (K = 4, 8, 16), which the nvcc
+check compiles without a GPU.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import numpy as np
 from loclab.cases.base import Bound
 from loclab.cases.bmmm import DEFAULT_KS
 from loclab.gpu.kernels import KernelAccesses, KernelSource, Launch, blocks, source_for
-from loclab.gpu.limits import SHARED_WITHOUT_OPT_IN
 from loclab.hw import Machine
 from loclab.model.access import DeclaredAccess
 
@@ -24,46 +24,60 @@ SOURCE = Path(__file__).with_name("kernels.cu")
 TILED_ROWS = 31  # the slides' T: rows of X per block, acc[T] per thread
 TRANSPOSE_TILE = 32  # the slides': 32 x 32 threads, one byte each
 MAX_BLOCK_SIDE = 32  # K x K threads per block
-ROW_TILE = 8  # rows of Y per thread in gpu-optimized
-THREADS_TARGET = 256
+THREAD_TILE = 8  # rows (and, from 64 columns up, columns) of Y per thread in gpu-optimized
+WIDE_COLUMNS = 128  # gpu-optimized's widest column tile: K > 11 splits C's columns over blocks
+SLICE = 16  # gpu-optimized's slice along q: one 16-byte vector of a mask row
 PRODUCT_THREADS = 256
 INT_INDEX_LIMIT = 2 ** 31
+VECTOR_BYTES = 16
 
 
 @dataclass(frozen=True)
 class Layout:
-    """gpu-optimized's tiles for one K: C's K^2 columns padded to ``padded`` (whole vectors of
-    ``tn``), ``bm`` rows of Y per block, slices of ``bq`` along q, tm x tn results per thread."""
+    """gpu-optimized's tiles for one K: C's K^2 columns padded to ``padded`` (whole tiles of
+    ``bn``), a ``bm`` x ``bn`` tile of Y per block, slices of ``bq`` along q, tm x tn results
+    per thread, ``wc`` threads of a warp across columns (32 / wc across rows)."""
 
     k: int
     padded: int
     bm: int
+    bn: int
     bq: int
     tm: int
     tn: int
+    wc: int
 
     @property
     def threads(self) -> int:
-        return (self.bm // self.tm) * (self.padded // self.tn)
+        return (self.bm // self.tm) * (self.bn // self.tn)
 
-    def kernel(self, words: bool) -> str:
-        flag = "true" if words else "false"
-        return (f"bmmm_optimized<{self.k},{self.padded},{self.bm},{self.bq},{self.tm},"
-                f"{self.tn},{flag}>")
+    @property
+    def shared_bytes(self) -> int:
+        """Two buffers of a slice of the mask (as floats) and of C."""
+        return 2 * self.bq * (self.bm + self.bn) * 4
+
+    def rows(self, n: int) -> int:
+        """C's rows: N padded to whole slices."""
+        return -(-n // self.bq) * self.bq
+
+    def kernel(self, vectors: bool) -> str:
+        flag = "true" if vectors else "false"
+        return (f"bmmm_optimized<{self.k},{self.padded},{self.bm},{self.bn},{self.bq},"
+                f"{self.tm},{self.tn},{self.wc},{flag}>")
 
 
-def optimized_layout(k: int) -> Layout | None:
-    """Column tiles of 4 (up to 64 columns) or 8, about 256 threads, at most 32 rows of
-    threads; the longest slice along q whose shared arrays fit; None when none does."""
+def optimized_layout(k: int) -> Layout:
+    """The narrowest column tile of 16, 32, 64 or 128 that holds K^2 columns (wider K^2 spread
+    over several blocks of 128), 8 rows per thread; columns 4 per thread up to 32, else 8 (a
+    thread's register tile, 8 x 8 from 64 columns up, gives 64 FMAs per 4 shared loads);
+    about 128 threads for narrow tiles (K <= 5: they are memory-bound) and 256 for wide
+    ones (two blocks per SM at 128 registers)."""
     kk = k * k
-    tn = 4 if kk <= 64 else 8
-    padded = -(-kk // tn) * tn
-    rows = max(1, min(32, THREADS_TARGET // (padded // tn)))
-    bm = rows * ROW_TILE
-    for bq in (32, 16, 8):
-        if 4 * bq * (bm + 4 + padded) <= SHARED_WITHOUT_OPT_IN:
-            return Layout(k, padded, bm, bq, ROW_TILE, tn)
-    return None
+    bn = min(WIDE_COLUMNS, max(16, 1 << (kk - 1).bit_length()))
+    tn = 4 if bn <= 32 else THREAD_TILE
+    threads = 128 if bn <= 32 else 256
+    bm = threads // (bn // tn) * THREAD_TILE
+    return Layout(k, -(-kk // bn) * bn, bm, bn, SLICE, THREAD_TILE, tn, min(8, bn // tn))
 
 
 def naive_kernel(k: int) -> str:
@@ -129,50 +143,57 @@ ACCESSES = (
         DeclaredAccess(f"B[{_E} / KKP * K + {_E} % KKP % K]", "global", 4,
                        note="B[q][j2]: along a row", count="n*K*K"),
         DeclaredAccess(f"C[{_E}]", "global", 4, note="C[q][j]: along a row", write=True,
-                       count="n*KKP")),
+                       count=f"(n + {SLICE} - 1)/{SLICE}*{SLICE}*KKP")),
         block=(PRODUCT_THREADS,)),
 )
-# bmmm_optimized at q0 = 0, c = 0, r = 0, j = 0. The mask is staged a word (WORDS) or a byte
-# per thread: W = 1 + 3*WORDS bytes at byte W*(e % (BQ/W)) of row e / (BQ/W), declared in
-# bytes (one element size per template), so that both get their sectors right.
-_W = "(1 + 3*WORDS)"
-_TR, _TC = "threadIdx.x/(KKP/TN)", "threadIdx.x % (KKP/TN)"  # a thread's rows and columns
-OPTIMIZED_ACCESSES = KernelAccesses("bmmm_optimized", ("K", "KKP", "BM", "BQ", "TM", "TN",
-                                                       "WORDS"), (
-    DeclaredAccess(f"X[(blockIdx.x*BM + threadIdx.x/(BQ/{_W}))*n + q0 + "
-                   f"threadIdx.x % (BQ/{_W})*{_W}]", "global", 1,
-                   note="stage the mask: along rows, a word or a byte a thread",
-                   count=f"m*((n + {_W} - 1)/{_W})"),
-    DeclaredAccess(f"Xs[threadIdx.x % (BQ/{_W})*{_W}][threadIdx.x/(BQ/{_W})]", "shared", 4,
-                   ("BQ", "BM + 4"), note="Xs[q][row]: the mask transposed, as 0/1",
-                   write=True),
-    DeclaredAccess("C4[q0*(KKP/4) + threadIdx.x]", "global", 16,
-                   note="stage a slice of C, float4: along rows (from L2)",
-                   count="(m + BM - 1)/BM*n*(KKP/4)"),
-    DeclaredAccess("Cs4[threadIdx.x/(KKP/4)][threadIdx.x % (KKP/4)]", "shared", 16,
-                   ("BQ", "KKP/4"), note="Cs[q][col], float4", write=True),
-    DeclaredAccess(f"Xs4[c][{_TR}*(TM/4) + r/4]", "shared", 16, ("BQ", "(BM + 4)/4"),
-                   note="TM rows of Xs[q], float4s"),
-    DeclaredAccess(f"Cs4[c][{_TC}*(TN/4) + j/4]", "shared", 16, ("BQ", "KKP/4"),
-                   note="TN columns of Cs[q], float4s"),
-    DeclaredAccess(f"Y4[(blockIdx.x*BM + {_TR}*TM + r)*(K*K/4) + {_TC}*(TN/4) + j/4]",
-                   "global", 16, note="Y[i][col], float4 (K*K % 4 == 0)", write=True,
-                   count="m*((K*K + 3)/4)")),
-    at=(("q0", 0), ("c", 0), ("r", 0), ("j", 0)), block=("(BM/TM)*(KKP/TN)",))
+# bmmm_optimized at q0 = 0, c = 0, r = 0, j = 0, a thread's first load of each slice. The mask
+# is staged W = 4 + 12*VECTORS bytes per load (a vector, or 4 bytes), load e at q W*(e / BM)
+# of row e % BM, declared in bytes (one element size per template: a lane's first byte gives
+# its sector either way). Where a slice has fewer loads (of the mask, of C's 16 bytes) than
+# the block threads, the others idle: "% loads" keeps them on an address a loader uses.
+_W = "(4 + 12*VECTORS)"
+_XE = f"threadIdx.x % (BM*BQ/{_W})"
+_CE = "threadIdx.x % (BQ*BN/4)"
+# A thread's row of threads and its first column (in float4s): warps tile the block, each a
+# (32/WC) x WC grid of threads.
+_TR = "(threadIdx.x/32/(BN/TN/WC)*(32/WC) + threadIdx.x % 32/WC)"
+_TC4 = "(threadIdx.x/32 % (BN/TN/WC)*(WC*TN/4) + threadIdx.x % 32 % WC)"
+OPTIMIZED_ACCESSES = KernelAccesses(
+    "bmmm_optimized", ("K", "KKP", "BM", "BN", "BQ", "TM", "TN", "WC", "VECTORS"), (
+        DeclaredAccess(f"X[(blockIdx.x/(KKP/BN)*BM + {_XE} % BM)*n + q0 + {_XE}/BM*{_W}]",
+                       "global", 1, note="stage the mask: a row a lane, 16 or 4 bytes",
+                       count=f"KKP/BN*m*((n + {_W} - 1)/{_W})"),
+        DeclaredAccess(f"Xs[{_XE}/BM*{_W}][{_XE} % BM]", "shared", 4, ("BQ", "BM"),
+                       note="Xs[q][row]: the mask transposed, as 0/1", write=True),
+        DeclaredAccess(f"C4[q0*(KKP/4) + blockIdx.x % (KKP/BN)*(BN/4) + "
+                       f"{_CE}/(BN/4)*(KKP/4) + {_CE} % (BN/4)]", "global", 16,
+                       note="cp.async a slice of C: along rows (from L2)",
+                       count="(m + BM - 1)/BM*((n + BQ - 1)/BQ*BQ)*(KKP/4)"),
+        DeclaredAccess(f"Cs4[{_CE}/(BN/4)][{_CE} % (BN/4)]", "shared", 16,
+                       ("BQ", "BN/4"), note="Cs[q][col], float4", write=True),
+        DeclaredAccess(f"Xs4[c][{_TR}*(TM/4) + r/4]", "shared", 16, ("BQ", "BM/4"),
+                       note="TM rows of Xs[q]: 32/WC addresses a warp"),
+        DeclaredAccess(f"Cs4[c][{_TC4} + j/4*WC]", "shared", 16, ("BQ", "BN/4"),
+                       note="TN columns of Cs[q]: WC consecutive float4s a warp"),
+        DeclaredAccess(f"Y4[(blockIdx.x/(KKP/BN)*BM + {_TR}*TM + r)*(K*K/4) + "
+                       f"blockIdx.x % (KKP/BN)*(BN/4) + {_TC4} + j/4*WC]", "global", 16,
+                       note="Y[i][col], float4 (K*K % 4 == 0)", write=True,
+                       count="m*((K*K + 3)/4)")),
+    at=(("q0", 0), ("c", 0), ("r", 0), ("j", 0)), block=("(BM/TM)*(BN/TN)",))
 
 KERNELS = KernelSource(SOURCE, (
     TRANSPOSE,
     *(naive_kernel(k) for k in DEFAULT_KS),
     *(tiled_kernel(k) for k in DEFAULT_KS),
     *(products_kernel(optimized_layout(k)) for k in DEFAULT_KS),
-    *(optimized_layout(k).kernel(words) for k in DEFAULT_KS for words in (True, False)),
+    *(optimized_layout(k).kernel(vectors) for k in DEFAULT_KS for vectors in (True, False)),
 ), (*ACCESSES, OPTIMIZED_ACCESSES))
 
 
 def _launch(name: str, grid: tuple[int, ...], block: tuple[int, ...], args: tuple,
-            result: Any) -> Launch:
+            result: Any, shared_mem: int = 0) -> Launch:
     return Launch(source_for(KERNELS, name), name, grid=grid, block=block, args=args,
-                  result=result)
+                  result=result, shared_mem=shared_mem)
 
 
 def _sizes(inputs: dict) -> tuple[int, int, int]:
@@ -195,12 +216,6 @@ def tiled_fits(dims: dict[str, int], machine: Machine) -> str | None:
         return (f"M x N = {dims['m'] * dims['n']:,} mask bytes: the slides' kernel indexes "
                 f"them with 32-bit ints (limit 2^31)")
     return block_fits(dims, machine)
-
-
-def optimized_fits(dims: dict[str, int], machine: Machine) -> str | None:
-    if optimized_layout(dims["k"]) is None:
-        return f"K = {dims['k']}: a slice of C (K^2 floats per q) does not fit shared memory"
-    return None
 
 
 def naive(inputs: dict, out: Any, machine: Machine) -> Bound:
@@ -237,19 +252,26 @@ def optimized(inputs: dict, out: Any, machine: Machine) -> Bound:
 
     m, k, n = _sizes(inputs)
     layout = optimized_layout(k)
-    c = cupy.empty((n, layout.padded), cupy.float32)
-    products = _launch(products_kernel(layout), (blocks(n * layout.padded, PRODUCT_THREADS),),
-                       (PRODUCT_THREADS,), (inputs["a"], inputs["b"], c, np.int32(n)), c)
-    words = n % 4 == 0  # rows of X start 4-byte aligned (CuPy aligns the array)
-    product = _launch(layout.kernel(words), (blocks(m, layout.bm),), (layout.threads,),
-                      (inputs["x"], c, out, np.int32(m), np.int32(n)), out)
+    rows = layout.rows(n)
+    c = cupy.empty((rows, layout.padded), cupy.float32)
+    products = _launch(products_kernel(layout), (blocks(rows * layout.padded, PRODUCT_THREADS),),
+                       (PRODUCT_THREADS,),
+                       (inputs["a"], inputs["b"], c, np.int32(n), np.int32(rows)), c)
+    # 16-byte loads of the mask need every row to start on 16 bytes.
+    vectors = n % VECTOR_BYTES == 0 and inputs["x"].data.ptr % VECTOR_BYTES == 0
+    product = _launch(layout.kernel(vectors),
+                      (layout.padded // layout.bn * blocks(m, layout.bm),), (layout.threads,),
+                      (inputs["x"], c, out, np.int32(m), np.int32(n)), out,
+                      shared_mem=layout.shared_bytes)
 
     def run() -> Any:
         products()
         return product()
 
-    return Bound(run, {"block_rows": layout.bm, "slice": layout.bq,
-                       "thread_tile": [layout.tm, layout.tn], "words": words,
+    return Bound(run, {"block_tile": [layout.bm, layout.bn],
+                       "column_tiles": layout.padded // layout.bn, "slice": layout.bq,
+                       "thread_tile": [layout.tm, layout.tn],
+                       "warp_threads": [32 // layout.wc, layout.wc], "vectors": vectors,
                        "reuse": f"each mask value serves {layout.tn} columns and each C value "
                                 f"{layout.tm} rows from registers; C's slice serves "
                                 f"{layout.bm} rows from shared memory"})

@@ -2,6 +2,8 @@
 // for A (K x N), B (N x K) float32, X (M x N) bytes, Y (M x K x K). Compiled through NVRTC;
 // every kernel checks its bounds, so any M, N, K works.
 
+#include "../../gpu/async_copy.cuh"
+
 typedef unsigned char u8;
 typedef long long i64;
 
@@ -75,78 +77,138 @@ __global__ void bmmm_tiled(const float* __restrict__ A, const float* __restrict_
     }
 }
 
-// gpu-optimized, step 1: C[q][j1 K + j2] = A[j1][q] B[q][j2], N x K^2 (small: stays in L2),
-// each row padded with zeros to KKP columns (whole vectors of the thread tiles).
+// gpu-optimized, step 1: C[q][j1 K + j2] = A[j1][q] B[q][j2], ROWS x KKP (small: stays in L2),
+// padded with zeros to KKP columns (whole column tiles of step 2) and to ROWS >= N rows (whole
+// slices along q), so that step 2 copies C's slices without bounds checks.
 template <int K, int KKP>
 __global__ void bmmm_products(const float* __restrict__ A, const float* __restrict__ B,
-                              float* __restrict__ C, int N) {
+                              float* __restrict__ C, int N, int ROWS) {
     const int e = blockIdx.x * blockDim.x + threadIdx.x;
-    if (e >= N * KKP) return;
+    if (e >= ROWS * KKP) return;
     const int q = e / KKP, j = e % KKP;
-    C[e] = j < K * K ? A[(j / K) * N + q] * B[q * K + j % K] : 0.0f;
+    C[e] = j < K * K && q < N ? A[(j / K) * N + q] * B[q * K + j % K] : 0.0f;
+}
+
+// Word i of a vector (i a constant once loops are unrolled: the vector stays in registers).
+__device__ __forceinline__ unsigned word(const uint4& v, int i) {
+    return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
 }
 
 // gpu-optimized, step 2: Y (M x K^2) = mask (M x N, 0/1) . C, a tiled matrix product. A block
-// computes BM rows of Y (all K^2 columns, padded to KKP); per slice of BQ along q it stages the
-// mask as 0/1 floats, transposed (Xs[q][row]), and C's slice (Cs[q][col]) in shared memory;
-// each thread holds TM consecutive rows x TN consecutive columns of Y in registers, reading
-// TM + TN floats per q (16-byte vectors; lanes that share rows or columns read the same
-// address) for TM x TN FMAs. WORDS: the mask read 4 bytes at a time (N a multiple of 4).
-template <int K, int KKP, int BM, int BQ, int TM, int TN, bool WORDS>
-__global__ void __launch_bounds__((BM / TM) * (KKP / TN))
+// computes a BM x BN tile of Y (C's K^2 columns padded to KKP, a multiple of BN). Along q it
+// runs over slices of BQ, double-buffered in dynamic shared memory: while the block multiplies
+// slice t, C's slice t + 1 arrives by cp.async and the mask's waits in registers, loaded before
+// the products and stored after them as 0/1 floats, transposed (Xs[q][row]): one barrier per
+// slice. VECTORS: the mask read as 16-byte vectors, 16 q's of a row each (N % 16 == 0, X
+// 16-byte aligned), else 4 q's a byte at a time. Lanes take consecutive rows, so that the
+// transposed stores are conflict-free.
+// Each thread accumulates TM rows x TN columns of Y in registers: per q it reads TM + TN floats
+// (16-byte vectors) for TM x TN FMAs. A warp's threads form a (32 / WC) x WC grid, so that a
+// warp's reads of the mask hit 32 / WC addresses (a broadcast each) and its reads of C
+// contiguous 16 WC bytes: a thread's columns are TN / 4 vectors, WC vectors apart. With
+// TM = TN = 8, WC = 8 a warp reads 4 wavefronts of shared memory per q for 64 FMAs.
+// At least 16 warps per SM (the launch bounds): at most 128 registers a thread.
+template <int K, int KKP, int BM, int BN, int BQ, int TM, int TN, int WC, bool VECTORS>
+__global__ void __launch_bounds__((BM / TM) * (BN / TN),
+                                  (BM / TM) * (BN / TN) >= 512 ? 1 : 512 / ((BM / TM) * (BN / TN)))
 bmmm_optimized(const u8* __restrict__ X, const float* __restrict__ C, float* __restrict__ Y,
                int M, int N) {
-    constexpr int KK = K * K, COLS = KKP / TN, THREADS = (BM / TM) * COLS;
-    static_assert(KKP % TN == 0 && KKP >= KK && BM % TM == 0 && TM % 4 == 0 && TN % 4 == 0,
-                  "whole 4-float vectors of rows and columns");
-    __shared__ __align__(16) float Xs[BQ][BM + 4];
-    __shared__ __align__(16) float Cs[BQ][KKP];
-    const int tc = threadIdx.x % COLS, tr = threadIdx.x / COLS;
-    const int i0 = blockIdx.x * BM;
+    constexpr int KK = K * K, COLS = BN / TN, THREADS = (BM / TM) * COLS, WR = 32 / WC;
+    constexpr int WIDTH = VECTORS ? 16 : 4;  // q's per mask load (per thread)
+    constexpr int XLOADS = (BM * BQ / WIDTH + THREADS - 1) / THREADS;  // per thread and slice
+    constexpr int CLOADS = (BQ * BN / 4 + THREADS - 1) / THREADS;
+    static_assert(KKP % BN == 0 && KKP >= KK && BN % TN == 0 && BM % TM == 0 &&
+                  TM % 4 == 0 && TN % 4 == 0 && 32 % WC == 0 && COLS % WC == 0 &&
+                  (BM / TM) % WR == 0 && BQ % WIDTH == 0, "whole warps of whole vectors");
+    extern __shared__ __align__(16) float shared[];
+    float* const Xs = shared;                // [2][BQ][BM]
+    float* const Cs = shared + 2 * BQ * BM;  // [2][BQ][BN]
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int tr = (warp / (COLS / WC)) * WR + lane / WC;      // the thread's row of threads
+    const int tc = (warp % (COLS / WC)) * WC * TN + lane % WC * 4;  // its first column
+    // Blocks of one row tile run side by side (their mask rows are read from L2 once).
+    const int i0 = blockIdx.x / (KKP / BN) * BM, col0 = blockIdx.x % (KKP / BN) * BN;
+
+    // The vector path loads a slice's mask before the products and stores it after them; the
+    // byte path (other N) loads and stores a word's 4 bytes at a time after them (its words,
+    // 4x more, would not fit beside the accumulators).
+    uint4 x[VECTORS ? XLOADS : 1];
+    auto load_vectors = [&](int q0) {
+#pragma unroll
+        for (int s = 0; s < XLOADS; ++s) {
+            const int e = threadIdx.x + s * THREADS, r = e % BM, q = q0 + e / BM * WIDTH;
+            x[s] = e < BM * BQ / WIDTH && i0 + r < M && q < N
+                ? __ldg(reinterpret_cast<const uint4*>(X + (i64)(i0 + r) * N + q))
+                : make_uint4(0, 0, 0, 0);
+        }
+    };
+    auto store_mask = [&](int q0, int buffer) {
+#pragma unroll(VECTORS ? XLOADS : 1)
+        for (int s = 0; s < XLOADS; ++s) {
+            const int e = threadIdx.x + s * THREADS, r = e % BM, c = e / BM * WIDTH;
+            if (XLOADS * THREADS == BM * BQ / WIDTH || e < BM * BQ / WIDTH) {
+                const u8* at = X + (i64)(i0 + r) * N + q0 + c;
+#pragma unroll
+                for (int b = 0; b < WIDTH; ++b) {
+                    const bool set = VECTORS
+                        ? (word(x[VECTORS ? s : 0], b / 4) >> (8 * (b % 4))) & 0xffu
+                        : i0 + r < M && q0 + c + b < N && at[b] != 0;
+                    Xs[(buffer * BQ + c + b) * BM + r] = set ? 1.0f : 0.0f;
+                }
+            }
+        }
+    };
+    auto load_products = [&](int q0, int buffer) {
+#pragma unroll
+        for (int s = 0; s < CLOADS; ++s) {
+            const int e = threadIdx.x + s * THREADS, c = e / (BN / 4), j = e % (BN / 4) * 4;
+            if (CLOADS * THREADS == BQ * BN / 4 || e < BQ * BN / 4)
+                loclab::copy_async<16>(Cs + (buffer * BQ + c) * BN + j,
+                                       C + (i64)(q0 + c) * KKP + col0 + j);
+        }
+    };
+
     float acc[TM][TN];
 #pragma unroll
     for (int r = 0; r < TM; ++r)
 #pragma unroll
-        for (int c = 0; c < TN; ++c) acc[r][c] = 0.0f;
-    for (int q0 = 0; q0 < N; q0 += BQ) {
-        if (WORDS) {
-            for (int e = threadIdx.x; e < BM * BQ / 4; e += THREADS) {
-                const int r = e / (BQ / 4), c = (e % (BQ / 4)) * 4;
-                const int i = i0 + r, q = q0 + c;
-                const unsigned w = i < M && q < N
-                    ? *reinterpret_cast<const unsigned*>(X + (i64)i * N + q) : 0u;
-#pragma unroll
-                for (int b = 0; b < 4; ++b) Xs[c + b][r] = (w >> (8 * b)) & 0xffu ? 1.0f : 0.0f;
-            }
-        } else {
-            for (int e = threadIdx.x; e < BM * BQ; e += THREADS) {
-                const int r = e / BQ, c = e % BQ;
-                const int i = i0 + r, q = q0 + c;
-                Xs[c][r] = i < M && q < N && X[(i64)i * N + q] != 0 ? 1.0f : 0.0f;
-            }
+        for (int j = 0; j < TN; ++j) acc[r][j] = 0.0f;
+    const int slices = (N + BQ - 1) / BQ;
+    load_products(0, 0);
+    if (VECTORS) load_vectors(0);
+    store_mask(0, 0);
+    loclab::commit_copies();
+    loclab::wait_copies<0>();
+    __syncthreads();
+    for (int t = 0; t < slices; ++t) {
+        const int buffer = t & 1;
+        const bool next = t + 1 < slices;
+        if (next) {
+            load_products((t + 1) * BQ, buffer ^ 1);
+            if (VECTORS) load_vectors((t + 1) * BQ);
         }
-        for (int e = threadIdx.x; e < BQ * KKP / 4; e += THREADS) {
-            const int c = e / (KKP / 4), j = (e % (KKP / 4)) * 4;
-            *reinterpret_cast<float4*>(&Cs[c][j]) = q0 + c < N
-                ? *reinterpret_cast<const float4*>(C + (i64)(q0 + c) * KKP + j)
-                : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        }
-        __syncthreads();
+        const float* xs = Xs + buffer * BQ * BM + tr * TM;
+        const float* cs = Cs + buffer * BQ * BN + tc;
 #pragma unroll
         for (int c = 0; c < BQ; ++c) {
-            float x[TM], y[TN];
+            float xv[TM], cv[TN];
 #pragma unroll
             for (int r = 0; r < TM; r += 4)
-                *reinterpret_cast<float4*>(&x[r]) =
-                    *reinterpret_cast<const float4*>(&Xs[c][tr * TM + r]);
+                *reinterpret_cast<float4*>(&xv[r]) =
+                    *reinterpret_cast<const float4*>(xs + c * BM + r);
 #pragma unroll
             for (int j = 0; j < TN; j += 4)
-                *reinterpret_cast<float4*>(&y[j]) =
-                    *reinterpret_cast<const float4*>(&Cs[c][tc * TN + j]);
+                *reinterpret_cast<float4*>(&cv[j]) =
+                    *reinterpret_cast<const float4*>(cs + c * BN + j / 4 * WC * 4);
 #pragma unroll
             for (int r = 0; r < TM; ++r)
 #pragma unroll
-                for (int j = 0; j < TN; ++j) acc[r][j] += x[r] * y[j];
+                for (int j = 0; j < TN; ++j) acc[r][j] = fmaf(xv[r], cv[j], acc[r][j]);
+        }
+        if (next) {
+            store_mask((t + 1) * BQ, buffer ^ 1);
+            loclab::commit_copies();
+            loclab::wait_copies<0>();  // this thread's copies of C; the barrier: everyone's
         }
         __syncthreads();
     }
@@ -157,7 +219,7 @@ bmmm_optimized(const u8* __restrict__ X, const float* __restrict__ C, float* __r
         float* row = Y + (i64)i * KK;
 #pragma unroll
         for (int j = 0; j < TN; j += 4) {
-            const int col = tc * TN + j;
+            const int col = col0 + tc + j / 4 * WC * 4;
             if (KK % 4 == 0) {  // rows of Y start 16-byte aligned; col < KK or col >= KK + 3
                 if (col < KK)
                     *reinterpret_cast<float4*>(row + col) =

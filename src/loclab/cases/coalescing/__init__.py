@@ -141,9 +141,10 @@ CASE = Case(
                 "memory accesses of gpu-naive",
                 lazy(GPU, "transposed")),
         Variant("gpu-staged", "gpu", "optimized",
-                "fused: a block of 128 rows moves chunks of 32 columns (whole rows of up to "
-                "64 where cols % 8 != 0) through shared memory (row stride chunk + 1) with "
-                "coalesced loads and stores; each thread walks its row's chunk there",
+                "fused: a block of 128 rows moves whole rows of up to 64 columns (else chunks "
+                "of 32) through shared memory with coalesced 16-byte copies (4-byte where "
+                "cols % 4 != 0), all in flight (cp.async), and stores; each thread walks its "
+                "row's chunk there",
                 lazy(GPU, "staged")),
         *auto_variants("loclab.cases.coalescing", "row_program"),
     ),

@@ -11,6 +11,13 @@ the input into buckets small enough for one block's shared memory (beyond the le
 turns every update into a shared-memory atomic at the price of one more write and read of the
 input.
 
+What that price means against the copy roof (rates count the golden bytes, 8 an element): one
+pass that read the input once could reach 100% of copy, but beyond the cache it updates random
+lines. A scatter into buckets and then a pass per bucket reads 8 bytes an element, writes a
+record and reads it back: with 6-byte records (the bin's 16-bit offset in its bucket and the
+value) 20 bytes, so at most 40% of copy; 8-byte records and a counting pass first, 28 bytes
+(29%). gpu-bucketed's row gives its own bound (``max_pct_of_copy``).
+
 Sizes sweep the histogram against the detected cache: about 1/4 of a core's L2 (CPU) or a
 block's shared memory (GPU), where private sub-histograms fit; and 0.25x, 2x and 8x the
 last-level cache (CPU) or L2 (GPU); the CPU's default preset stops at 2x. The input is always
@@ -164,8 +171,10 @@ CASE = Case(
                 "pass per chunk over its own elements only",
                 lazy(GPU, "partitioned")),
         Variant("gpu-bucketed", "gpu", "optimized",
-                "counting sort of the input into buckets of bins that fit one block's shared "
-                "memory, then one block per bucket: shared-memory atomics only",
+                "one scatter of the input into buckets of bins that fit one block's shared "
+                "memory, as 6-byte records (rooms sized from a 1/64 sample, overflow added by "
+                "global atomics), then one block per bucket: shared-memory atomics only; 20 "
+                "bytes moved an element against one pass's 8 (at most 40% of copy)",
                 lazy(GPU, "bucketed"), skip=lazy(GPU, "bucketed_fits")),
         Variant("gpu-shared", "gpu", "optimized",
                 "a sub-histogram per block in shared memory, merged with global atomics; "

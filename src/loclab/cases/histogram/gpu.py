@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -11,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from loclab.cases.base import Bound
-from loclab.cases.histogram import OUT_OF_RANGE_SHARE
+from loclab.cases.histogram import OUT_OF_RANGE_SHARE, work
 from loclab.gpu.kernels import KernelAccesses, KernelSource, Launch, blocks, in_order, zeroed
 from loclab.hw import Machine
 from loclab.model.access import DeclaredAccess
@@ -31,15 +32,29 @@ L2_FRACTION = 0.5
 # Enough blocks to fill every SM several times over; grid-stride loops do the rest.
 BLOCKS_PER_SM = 16
 
-# gpu-bucketed: tiles of 16,384 elements sorted by bucket in shared memory (long runs per
-# bucket for the writes); the per-bucket histograms with 1,024 threads, 8 loads in flight each.
-COUNT_THREADS, COUNT_ITEMS = 512, 8
-SCATTER_THREADS, SCATTER_ITEMS = 1024, 16
-SCATTER_TILE_BYTES = SCATTER_THREADS * SCATTER_ITEMS * 8  # an index and a value per element
-BUCKET_THREADS, BUCKET_ITEMS = 1024, 8
-BUCKET_COUNT = f"bucket_count<{COUNT_THREADS},{COUNT_ITEMS}>"
+# gpu-bucketed: a sample of 1 chunk of 1,024 indices in 64; a one-block room plan; tiles of
+# 20,480 elements sorted by bucket in shared memory (long runs per bucket for the writes), one
+# block per SM, 20 elements a thread in registers (64 registers, no spills; the H100 at 2x L2:
+# 3.72 ms for the scatter against 4.06 with 16,384-element tiles); per-bucket sums with 1,024
+# threads, four 4-record groups in flight each (eight: no faster).
+SAMPLE_THREADS, SAMPLE_EVERY = 256, 64
+SAMPLE_CHUNK = 4 * SAMPLE_THREADS  # a 16-byte load per thread
+ROOM_THREADS = 1024
+# A bucket's room: its sampled count scaled up, plus this many standard deviations of that
+# estimate: at 2^29 uniform elements and 1,848 buckets, a spill is a 4-sigma event per bucket.
+ROOM_SPREAD = 4.0
+SCATTER_THREADS, SCATTER_ITEMS = 1024, 20
+SCATTER_TILE = SCATTER_THREADS * SCATTER_ITEMS
+SCATTER_BUCKET_BYTES = 16  # shared memory per bucket beside the tile (a position, two counts)
+SUM_THREADS, SUM_GROUPS = 1024, 4
+RECORD_BYTES = 6  # a record: the bin's offset in its bucket (16 bits) and the value
+RECORD_GROUP = 8  # records per 16-byte load of offsets; rooms hold whole groups
+MAX_BUCKET_BINS = 2**16  # offsets are 16 bits
+BUCKET_SAMPLE = f"bucket_sample<{SAMPLE_THREADS}>"
+BUCKET_ROOM = f"bucket_room<{ROOM_THREADS}>"
 BUCKET_SCATTER = f"bucket_scatter<{SCATTER_THREADS},{SCATTER_ITEMS}>"
-BUCKET_HISTOGRAM = f"bucket_histogram<{BUCKET_THREADS},{BUCKET_ITEMS}>"
+BUCKET_SUM = f"bucket_sum<{SUM_THREADS},{SUM_GROUPS}>"
+SPILL_SUM = f"histogram_segment<{ITEMS}>"  # the spill list, added by global atomics
 # Shared memory the CUDA runtime keeps for itself in each block.
 RESERVED_SHARED = 1024
 
@@ -100,37 +115,40 @@ ACCESSES = (
         DeclaredAccess("part_vals[cursor + threadIdx.x]", "global", 4, note="the values, as "
                        "the indices", write=True, count=KEPT)),
         at=(("k", 0), ("cursor", _START)), block=("BLOCK",)),
-    KernelAccesses("bucket_count", ("THREADS", "ITEMS"), (
-        DeclaredAccess(f"inds[{_TILED.format('THREADS')}]", "global", 4, note="read the "
-                       "indices (tally[bucket]: data-dependent shared atomics, not declared)",
-                       count="n"),),
-        at=(("k", 0),), block=("THREADS",)),
+    KernelAccesses("bucket_sample", ("THREADS",), (
+        DeclaredAccess(f"inds4[blockIdx.x*{SAMPLE_EVERY}*THREADS + threadIdx.x]", "global", 16,
+                       note=f"read one chunk of indices in {SAMPLE_EVERY} (tally[bucket]: "
+                       "data-dependent shared atomics, not declared)",
+                       count=f"(n + {SAMPLE_CHUNK * SAMPLE_EVERY - 1})/"
+                             f"{SAMPLE_CHUNK * SAMPLE_EVERY}*THREADS"),),
+        block=("THREADS",)),
+    # One block over per-bucket tables, whose size depends on the GPU (SMs, shared memory).
+    KernelAccesses("bucket_room", ("THREADS",), (), block=("THREADS",)),
     KernelAccesses("bucket_scatter", ("THREADS", "ITEMS"), (
-        DeclaredAccess(f"inds[{_TILED.format('THREADS')}]", "global", 4,
-                       note="read the indices", count="n"),
-        DeclaredAccess(f"vals[{_TILED.format('THREADS')}]", "global", 4,
-                       note="read the values", count="n"),
-        DeclaredAccess("tile_inds[threadIdx.x]", "shared", 4, ("THREADS*ITEMS",),
-                       note="read the sorted tile (its writes go to data-dependent ranks: "
+        DeclaredAccess("inds4[blockIdx.x*THREADS*ITEMS/4 + threadIdx.x]", "global", 16,
+                       note="read the indices", count="(n + 3)/4"),
+        DeclaredAccess("vals4[blockIdx.x*THREADS*ITEMS/4 + threadIdx.x]", "global", 16,
+                       note="read the values", count="(n + 3)/4"),
+        DeclaredAccess("tile_keys[threadIdx.x]", "shared", 4, ("THREADS*ITEMS",),
+                       note="read the sorted tile (its writes go to data-dependent slots: "
                        "not declared)"),
         DeclaredAccess("tile_vals[threadIdx.x]", "shared", 4, ("THREADS*ITEMS",),
                        note="read the sorted tile's values"),
-        DeclaredAccess("sorted_inds[to_tile + threadIdx.x]", "global", 4, note="write the "
-                       "bucket's run (to_tile = 1: unaligned; a warp crossing into the next "
+        DeclaredAccess("rec_offsets[to + threadIdx.x]", "global", 2, note="write the bucket's "
+                       "run of records (to = 1: unaligned; a warp crossing into the next "
                        "bucket's run touches a sector or two more)", write=True, count=KEPT),
-        DeclaredAccess("sorted_vals[to_tile + threadIdx.x]", "global", 4, note="the values, "
-                       "as the indices", write=True, count=KEPT)),
-        at=(("k", 0), ("to_tile", _START)), block=("THREADS",)),
-    KernelAccesses("bucket_histogram", ("THREADS", "ITEMS"), (
-        DeclaredAccess("sorted_inds[first + threadIdx.x + k*THREADS]", "global", 4,
-                       note="read the bucket's indices from offsets[bucket] (first = 1: "
-                       "unaligned; sub[ind - lo]: shared atomics, random banks, not declared)",
-                       count=KEPT),
-        DeclaredAccess("sorted_vals[first + threadIdx.x + k*THREADS]", "global", 4,
-                       note="read the bucket's values", count=KEPT),
+        DeclaredAccess("rec_vals[to + threadIdx.x]", "global", 4, note="the values, as the "
+                       "offsets", write=True, count=KEPT)),
+        at=(("to", _START),), block=("THREADS",)),
+    KernelAccesses("bucket_sum", ("THREADS", "GROUPS"), (
+        DeclaredAccess("offsets2[first + threadIdx.x]", "global", 8, note="read the bucket's "
+                       "offsets, 4 a load, from its room's sector-aligned start (sub[offset]: "
+                       "shared atomics, random banks, not declared)", count=f"({KEPT} + 3)/4"),
+        DeclaredAccess("values4[first + threadIdx.x]", "global", 16,
+                       note="read the bucket's values, 4 a load", count=f"({KEPT} + 3)/4"),
         DeclaredAccess("hist[threadIdx.x]", "global", 4, note="write each bin once (block 0: "
                        "lo = 0)", write=True, count="bins")),
-        at=(("k", 0), ("first", _START)), block=("THREADS",)),
+        at=(("first", 0),), block=("THREADS",)),
 )
 
 KERNELS = KernelSource(Path(__file__).with_name("kernels.cu"), (
@@ -139,9 +157,10 @@ KERNELS = KernelSource(Path(__file__).with_name("kernels.cu"), (
     "histogram_shared",
     f"partition_count{PARTITION_TEMPLATE}",
     f"partition_scatter{PARTITION_TEMPLATE}",
-    BUCKET_COUNT,
+    BUCKET_SAMPLE,
+    BUCKET_ROOM,
     BUCKET_SCATTER,
-    BUCKET_HISTOGRAM,
+    BUCKET_SUM,
 ), ACCESSES)
 
 
@@ -269,21 +288,22 @@ def shared(inputs: dict, out: Any, machine: Machine) -> Bound:
 
 def bucket_layout(bins: int, machine: Machine, bucket_bytes: int | None = None) -> tuple[int, int]:
     """(buckets, bins per bucket). A bucket's histogram fills at most ``bucket_bytes`` of shared
-    memory (default: all that one block may have on an SM), and there are at least as many
-    buckets as SMs, in whole multiples of the SM count, so that every SM gets the same work."""
+    memory (default: all that one block may have on an SM) and has at most 65,536 bins (a
+    record's offset has 16 bits); there are at least as many buckets as SMs, in whole multiples
+    of the SM count, so that every SM gets the same work."""
     gpu = machine.gpu
     if bucket_bytes is None:
         bucket_bytes = min(gpu.shared_mem_per_block_optin, gpu.shared_mem_per_sm - RESERVED_SHARED)
-    most = max(1, bucket_bytes // 4)
+    most = max(1, min(bucket_bytes // 4, MAX_BUCKET_BINS))
     width = -(-bins // (gpu.sms * -(-bins // (most * gpu.sms))))
     return -(-bins // width), width
 
 
 def max_buckets(machine: Machine) -> int:
-    """Buckets a scatter tile can count and place: 12 bytes of shared memory per bucket
-    beside the tile (a count, then a position; an output offset)."""
-    room = machine.gpu.shared_mem_per_block_optin - SCATTER_TILE_BYTES - RESERVED_SHARED
-    return max(0, room // 12)
+    """Buckets a scatter tile can count and place: SCATTER_BUCKET_BYTES of shared memory per
+    bucket beside the tile (8 bytes an element) and the scan's warp totals."""
+    beside = SCATTER_TILE * 8 + RESERVED_SHARED + 4 * SCATTER_THREADS // 32
+    return max(0, (machine.gpu.shared_mem_per_block_optin - beside) // SCATTER_BUCKET_BYTES)
 
 
 def bucketed_fits(dims: dict[str, int], machine: Machine) -> str | None:
@@ -297,45 +317,86 @@ def bucketed_fits(dims: dict[str, int], machine: Machine) -> str | None:
     return None
 
 
-def bucketed(inputs: dict, out: Any, machine: Machine, bucket_bytes: int | None = None) -> Bound:
-    """A counting sort of the input by bucket (bins small enough for one block's shared
-    memory), then one block per bucket: every update is a shared-memory atomic, and each bin
-    of the histogram is written once, by the block that owns it."""
+def sampled_elements(n: int) -> int:
+    """Elements the sample reads: chunks 0, SAMPLE_EVERY, 2 SAMPLE_EVERY... of SAMPLE_CHUNK
+    consecutive elements (the input's last chunk may be short)."""
+    chunks = -(-n // SAMPLE_CHUNK)
+    picked = -(-chunks // SAMPLE_EVERY)
+    last_is_short = picked > 0 and (picked - 1) * SAMPLE_EVERY == chunks - 1
+    return picked * SAMPLE_CHUNK - (chunks * SAMPLE_CHUNK - n if last_is_short else 0)
+
+
+def records_bound(n: int, buckets: int, spread: float = ROOM_SPREAD) -> int:
+    """The most records the rooms can add up to, whatever the sample saw. bucket_room gives
+    bucket b ceil(e_b + spread sqrt(s e_b) + s), rounded up to a multiple of 16, where s = n /
+    sampled and the estimates e_b add up to at most n: by Cauchy-Schwarz the rooms hold at most
+    n + spread sqrt(s n buckets) + buckets (s + 16) (and a record a bucket for rounding)."""
+    scale = n / max(1, sampled_elements(n))
+    spread_room = max(0.0, spread) * math.sqrt(scale * n * buckets)
+    return int(n + spread_room + buckets * (scale + 17)) + 1
+
+
+def bucketed_traffic(n: int, bins: int) -> dict[str, Any]:
+    """What gpu-bucketed moves when nothing spills, against the golden bytes: the sampled
+    indices, the input read (8 bytes an element), a record written and read back per kept
+    element (at most n), the histogram written. The copy roof counts bytes read and written, so
+    golden / moved bounds the variant's fraction of copy; one pass that read the input once
+    could reach 100%."""
+    moved = 4 * sampled_elements(n) + (8 + 2 * RECORD_BYTES) * n + 4 * bins
+    golden = work({"n": n, "bins": bins}).bytes
+    return {"moved_bytes": moved, "bytes_per_element": round(moved / max(1, n), 2),
+            "max_pct_of_copy": round(100 * golden / moved, 1)}
+
+
+def bucketed(inputs: dict, out: Any, machine: Machine, bucket_bytes: int | None = None,
+             spread: float = ROOM_SPREAD) -> Bound:
+    """One scatter of the input into buckets of bins small enough for one block's shared
+    memory, as 6-byte records in rooms sized from a 1/64 sample of the indices (no counting
+    pass), then one block per bucket: every update is a shared-memory atomic and each bin of
+    the histogram is written once, by the block that owns it. Records that overflow a room
+    (uneven inputs) are added by global atomics at the end. ``spread``: standard deviations of
+    the sampled estimate a room allows beyond it (negative: rooms too small, to test spills)."""
     import cupy
 
     inds, vals, bins, n = inputs["inds"], inputs["vals"], out.size, inputs["inds"].size
+    gpu = machine.gpu
     buckets, width = bucket_layout(bins, machine, bucket_bytes)
-    totals = cupy.zeros(buckets, cupy.uint64)
-    offsets = cupy.zeros(buckets + 1, cupy.uint64)  # offsets[0] stays 0
-    cursor = cupy.empty(buckets, cupy.uint64)
-    sorted_inds = cupy.empty(n, cupy.uint32)
-    sorted_vals = cupy.empty(n, cupy.float32)
+    sampled = cupy.empty(buckets, cupy.uint64)
+    room, fill = cupy.empty(buckets, cupy.int64), cupy.empty(buckets, cupy.uint64)
+    region = cupy.empty(buckets + 1, cupy.int64)
+    spill_range = cupy.empty(2, cupy.int64)  # [0, records spilled]
+    records = records_bound(n, buckets, spread)
+    rec_offsets, rec_vals = cupy.empty(records, cupy.uint16), cupy.empty(records, cupy.float32)
+    spill_inds, spill_vals = cupy.empty(max(1, n), cupy.uint32), cupy.empty(max(1, n), cupy.float32)
     sizes = (np.uint32(bins), np.uint32(width), np.int32(buckets))
-    count = Launch(KERNELS, BUCKET_COUNT, grid=(machine.gpu.sms * 4,), block=(COUNT_THREADS,),
-                   args=(inds, np.int64(n), *sizes, totals), result=totals,
-                   shared_mem=buckets * 4)
-    scatter_shared = SCATTER_TILE_BYTES + buckets * 12
-    per_sm = max(1, machine.gpu.shared_mem_per_sm // (scatter_shared + RESERVED_SHARED))
-    scatter = Launch(KERNELS, BUCKET_SCATTER,
-                     grid=(min(blocks(n, SCATTER_TILE_BYTES // 8), machine.gpu.sms * per_sm),),
+    sample = Launch(KERNELS, BUCKET_SAMPLE,
+                    grid=(min(blocks(n, SAMPLE_CHUNK * SAMPLE_EVERY), gpu.sms * BLOCKS_PER_SM),),
+                    block=(SAMPLE_THREADS,),
+                    args=(inds, np.int64(n), *sizes, np.int32(SAMPLE_EVERY), sampled),
+                    result=sampled, shared_mem=buckets * 4)
+    scale = n / max(1, sampled_elements(n))
+    plan = Launch(KERNELS, BUCKET_ROOM, grid=(1,), block=(ROOM_THREADS,),
+                  args=(sampled, np.int32(buckets), np.float64(scale), np.float64(spread), room,
+                        region, fill, spill_range), result=region)
+    # One scatter block per SM: its tile takes over half the SM's shared memory, its 1,024
+    # threads of 64 registers all of the register file.
+    scatter = Launch(KERNELS, BUCKET_SCATTER, grid=(min(blocks(n, SCATTER_TILE), gpu.sms),),
                      block=(SCATTER_THREADS,),
-                     args=(inds, vals, np.int64(n), *sizes, cursor, sorted_inds, sorted_vals),
-                     result=sorted_inds, shared_mem=scatter_shared)
-    histogram = Launch(KERNELS, BUCKET_HISTOGRAM, grid=(buckets,), block=(BUCKET_THREADS,),
-                       args=(sorted_inds, sorted_vals, offsets, np.int32(buckets), np.uint32(bins),
-                             np.uint32(width), out),
-                       result=out, shared_mem=width * 4)
-
-    def run() -> Any:
-        totals.fill(0)
-        count()
-        cupy.cumsum(totals, out=offsets[1:])
-        cursor[...] = offsets[:-1]
-        scatter()
-        return histogram()
-
-    return Bound(run, {"buckets": buckets, "bucket_bins": width,
-                       "tile": SCATTER_TILE_BYTES // 8})
+                     args=(inds, vals, np.int64(n), *sizes, room, region, fill, rec_offsets,
+                           rec_vals, spill_range, spill_inds, spill_vals),
+                     result=rec_offsets,
+                     shared_mem=SCATTER_TILE * 8 + buckets * SCATTER_BUCKET_BYTES)
+    total = Launch(KERNELS, BUCKET_SUM, grid=(buckets,), block=(SUM_THREADS,),
+                   args=(rec_offsets, rec_vals, room, region, fill, np.int32(buckets),
+                         np.uint32(bins), np.uint32(width), out),
+                   result=out, shared_mem=width * 4)
+    spills = Launch(KERNELS, SPILL_SUM, grid=(gpu.sms * 2,), block=(THREADS,),
+                    args=(spill_inds, spill_vals, out, spill_range, np.int64(0), np.int64(1)),
+                    result=out)
+    return Bound(in_order(sample, plan, scatter, total, spills, before=partial(zeroed, sampled)),
+                 {"buckets": buckets, "bucket_bins": width, "tile": SCATTER_TILE,
+                  "sampled": f"1/{SAMPLE_EVERY}", "record_bytes": RECORD_BYTES,
+                  **bucketed_traffic(n, bins)})
 
 
 def bincount(inputs: dict, out: Any, machine: Machine) -> Bound:

@@ -2,6 +2,8 @@
 // Compiled through NVRTC (no host headers): templates are instantiated by name expression.
 // Every kernel walks its input with a grid-stride loop, so any n works with any grid.
 
+#include "../../gpu/block_scan.cuh"
+
 typedef unsigned int u32;
 typedef long long i64;
 
@@ -165,167 +167,260 @@ __global__ void histogram_shared(const u32* __restrict__ inds, const float* __re
 }
 
 
-// gpu-sorted: the input grouped into buckets of bins small enough for one block's shared
-// memory, then one block per bucket. Three kernels: count per bucket, scatter, histogram.
+// gpu-bucketed: one scatter of the input into buckets of bins small enough for one block's
+// shared memory, then one block per bucket. An element becomes a 6-byte record in its bucket's
+// room (its bin's offset in the bucket, 16 bits: a bucket has at most 65,536 bins; its value),
+// so the input is read once (8 bytes an element), written once as records (6) and read once
+// more (6): 20 bytes where one pass alone would move 8, at best 40% of the copy rate. Each
+// bucket's room is sized from a sample of the input, not from a counting pass over all of it;
+// records beyond a bucket's room spill to a list that global atomics add in at the end, so any
+// input is summed right (and spread ones never spill). Four kernels: sample, room, scatter, sum;
+// then histogram_segment adds the spill list (an empty one costs a launch of idle blocks).
 
-// Exclusive prefix sum of counts[0, len) in shared memory, in place; returns the total. Each
-// thread scans a contiguous run of entries; warps combine their runs with shuffles.
-// warp_sums holds THREADS / 32 + 1 ints. Every thread of the block must call it.
-template <int THREADS>
-__device__ int block_exclusive_scan(int* counts, int len, int* warp_sums) {
+typedef unsigned long long u64;
+typedef unsigned short u16;
+constexpr u32 NO_KEY = 0xffffffffu;  // an element whose index is out of range: skipped
+constexpr int RECORD_GROUP = 4;      // records a load in step 4: 8 bytes of offsets, 16 of values
+constexpr int ROOM_ALIGN = 16;       // rooms hold whole multiples: each starts on a 32-byte sector
+
+// An in-range index as (bucket << 16) | its offset in the bucket: one division per element.
+__device__ __forceinline__ u32 bucket_key(u32 ind, u32 bucket_bins) {
+    const u32 bucket = ind / bucket_bins;
+    return bucket << 16 | (ind - bucket * bucket_bins);
+}
+
+// Exclusive prefix sum of counts[0, len) in place (shared or global memory); returns the total.
+// Each thread scans a contiguous run of entries, so len may exceed THREADS. warp_totals:
+// THREADS / 32 entries of shared memory. Every thread of the block must call it.
+template <class T, int THREADS>
+__device__ T scan_runs(T* counts, int len, T* warp_totals) {
     const int per = (len + THREADS - 1) / THREADS;
     const int first = min((int)threadIdx.x * per, len), last = min(first + per, len);
-    int own = 0;
+    T own = 0;
     for (int b = first; b < last; ++b) own += counts[b];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    int inclusive = own;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-        const int up = __shfl_up_sync(0xffffffffu, inclusive, d);
-        if (lane >= d) inclusive += up;
-    }
-    if (lane == 31) warp_sums[warp] = inclusive;
-    __syncthreads();
-    if (warp == 0) {
-        const int mine = lane < THREADS / 32 ? warp_sums[lane] : 0;
-        int before = mine;
-#pragma unroll
-        for (int d = 1; d < 32; d <<= 1) {
-            const int up = __shfl_up_sync(0xffffffffu, before, d);
-            if (lane >= d) before += up;
-        }
-        if (lane < THREADS / 32) warp_sums[lane] = before - mine;
-        if (lane == 31) warp_sums[THREADS / 32] = before;
-    }
-    __syncthreads();
-    int running = warp_sums[warp] + inclusive - own;
+    T total;
+    T running = loclab::block_exclusive_scan<T, THREADS>(own, total, warp_totals);
     for (int b = first; b < last; ++b) {
-        const int count = counts[b];
+        const T count = counts[b];
         counts[b] = running;
         running += count;
     }
-    const int total = warp_sums[THREADS / 32];
     __syncthreads();
     return total;
 }
 
-// gpu-sorted, step 1 of 3: elements per bucket (bucket = index / bucket_bins), tallied in
-// shared memory per block, then added into totals (zeroed by the host).
-template <int THREADS, int ITEMS>
+// Step 1 of 4: the buckets of one chunk of 4 * THREADS consecutive indices out of every
+// `every`, tallied per block in shared memory (buckets ints), then added into sampled (zeroed
+// by the host). The host knows how many elements the chunks hold (the scale of the estimate).
+template <int THREADS>
 __global__ void __launch_bounds__(THREADS)
-bucket_count(const u32* __restrict__ inds, i64 n, u32 bins, u32 bucket_bins, int buckets,
-             unsigned long long* __restrict__ totals) {
+bucket_sample(const u32* __restrict__ inds, i64 n, u32 bins, u32 bucket_bins, int buckets,
+              int every, u64* __restrict__ sampled) {
     extern __shared__ int tally[];
     for (int b = threadIdx.x; b < buckets; b += THREADS) tally[b] = 0;
     __syncthreads();
-    const i64 step = (i64)gridDim.x * THREADS * ITEMS;
-    for (i64 base = (i64)blockIdx.x * THREADS * ITEMS + threadIdx.x; base < n; base += step) {
-        u32 ind[ITEMS];
+    constexpr int CHUNK = 4 * THREADS;
+    const i64 chunks = (n + CHUNK - 1) / CHUNK;
+    for (i64 chunk = (i64)blockIdx.x * every; chunk < chunks; chunk += (i64)gridDim.x * every) {
+        u32 ind[4];
+        loclab::load_items<u32, 4>(inds, chunk * CHUNK + 4 * threadIdx.x, n, ind, bins);
 #pragma unroll
-        for (int k = 0; k < ITEMS; ++k) {
-            const i64 i = base + (i64)k * THREADS;
-            ind[k] = i < n ? inds[i] : bins;
-        }
-#pragma unroll
-        for (int k = 0; k < ITEMS; ++k) {
+        for (int k = 0; k < 4; ++k) {
             if (ind[k] < bins) atomicAdd(&tally[ind[k] / bucket_bins], 1);
         }
     }
     __syncthreads();
     for (int b = threadIdx.x; b < buckets; b += THREADS) {
-        if (tally[b]) atomicAdd(&totals[b], (unsigned long long)tally[b]);
+        if (tally[b]) atomicAdd(&sampled[b], (u64)tally[b]);
     }
 }
 
-// gpu-sorted, step 2 of 3 (after a scan of the totals into cursor): each tile of
-// THREADS * ITEMS elements is sorted by bucket in shared memory (a counting sort), takes a
-// range of each bucket's output with one global atomic per bucket, and writes its buckets out
-// as contiguous runs, so that consecutive lanes store to consecutive addresses.
-// Dynamic shared memory: THREADS * ITEMS * 8 + buckets * 12 bytes.
-template <int THREADS, int ITEMS>
+// Step 2 of 4, one block: each bucket's room, its count estimated from the sample (scale input
+// elements per sampled one) plus `spread` standard deviations of that estimate plus `scale`,
+// rounded up to a multiple of ROOM_ALIGN records; the rooms laid end to end (region[b]: bucket
+// b's first record, region[buckets]: all rooms); every bucket's fill and the spill count
+// (spill_range[1]) cleared.
+template <int THREADS>
 __global__ void __launch_bounds__(THREADS)
+bucket_room(const u64* __restrict__ sampled, int buckets, double scale, double spread,
+            i64* __restrict__ room, i64* __restrict__ region, u64* __restrict__ fill,
+            i64* __restrict__ spill_range) {
+    __shared__ i64 warp_totals[THREADS / 32];
+    for (int b = threadIdx.x; b < buckets; b += THREADS) {
+        const double expected = (double)sampled[b] * scale;
+        const double wanted = ceil(expected + spread * sqrt(scale * expected) + scale);
+        const i64 aligned = wanted > 0.0 ? ((i64)wanted + ROOM_ALIGN - 1) / ROOM_ALIGN : 0;
+        room[b] = region[b] = aligned * ROOM_ALIGN;
+        fill[b] = 0;
+    }
+    if (threadIdx.x == 0) spill_range[0] = spill_range[1] = 0;
+    __syncthreads();
+    const i64 total = scan_runs<i64, THREADS>(region, buckets, warp_totals);
+    if (threadIdx.x == 0) region[buckets] = total;
+}
+
+// A tile's elements as a thread holds them: ITEMS / 4 vectors of 4, vector v of thread t at
+// tile position 4 (v THREADS + t), so that each load instruction of a warp reads 512
+// contiguous bytes. Missing elements (past n) get index `bins`: out of range.
+template <int THREADS, int ITEMS>
+__device__ __forceinline__ void load_tile(const u32* __restrict__ inds,
+                                          const float* __restrict__ vals, i64 first, i64 n,
+                                          u32 bins, u32 (&ind)[ITEMS], float (&val)[ITEMS]) {
+#pragma unroll
+    for (int v = 0; v < ITEMS / 4; ++v) {
+        const i64 at = first + 4 * ((i64)v * THREADS + threadIdx.x);
+        u32 ind4[4];
+        float val4[4];
+        loclab::load_items<u32, 4>(inds, at, n, ind4, bins);
+        loclab::load_items<float, 4>(vals, at, n, val4, 0.0f);
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            ind[4 * v + k] = ind4[k];
+            val[4 * v + k] = val4[k];
+        }
+    }
+}
+
+// Step 3 of 4: each tile of THREADS * ITEMS elements is counting-sorted by bucket in shared
+// memory, takes a range of each bucket's room with one global atomic per bucket, and writes
+// its buckets out as runs of records (consecutive lanes, consecutive addresses). The next
+// tile's loads are issued before this tile's records are written, so they overlap. Records
+// past a bucket's room go to the spill list (warp-aggregated claims of spill_range[1]).
+// Dynamic shared memory: THREADS * ITEMS * 8 + buckets * 16 bytes.
+template <int THREADS, int ITEMS>
+__global__ void __launch_bounds__(THREADS, 1)
 bucket_scatter(const u32* __restrict__ inds, const float* __restrict__ vals, i64 n, u32 bins,
-               u32 bucket_bins, int buckets, unsigned long long* __restrict__ cursor,
-               u32* __restrict__ sorted_inds, float* __restrict__ sorted_vals) {
+               u32 bucket_bins, int buckets, const i64* __restrict__ room,
+               const i64* __restrict__ region, u64* __restrict__ fill,
+               u16* __restrict__ rec_offsets, float* __restrict__ rec_vals,
+               i64* __restrict__ spill_range, u32* __restrict__ spill_inds,
+               float* __restrict__ spill_vals) {
+    static_assert(ITEMS % 4 == 0, "tiles load 4-element vectors");
     constexpr int TILE = THREADS * ITEMS;
-    extern __shared__ unsigned long long pool[];
-    i64* to_tile = (i64*)pool;                       // per bucket: output position - tile position
-    u32* tile_inds = (u32*)(to_tile + buckets);
-    float* tile_vals = (float*)(tile_inds + TILE);
-    int* start = (int*)(tile_vals + TILE);           // per bucket: count, then first tile position
-    __shared__ int warp_sums[THREADS / 32 + 1];
+    extern __shared__ i64 pool[];
+    i64* dest = pool;                          // per bucket: record position of tile slot 0
+    u32* tile_keys = (u32*)(dest + buckets);   // the tile sorted by bucket
+    float* tile_vals = (float*)(tile_keys + TILE);
+    int* start = (int*)(tile_vals + TILE);     // per bucket: count, first slot, then past last
+    int* spill_from = start + buckets;         // per bucket: count, then first slot that spills
+    __shared__ int warp_totals[THREADS / 32];
     const i64 tiles = (n + TILE - 1) / TILE;
+    u32 key[ITEMS];
+    float val[ITEMS];
+    if (blockIdx.x < tiles) {
+        load_tile<THREADS, ITEMS>(inds, vals, (i64)blockIdx.x * TILE, n, bins, key, val);
+    }
     for (i64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         for (int b = threadIdx.x; b < buckets; b += THREADS) start[b] = 0;
         __syncthreads();
-        u32 ind[ITEMS];
-        float val[ITEMS];
-        int rank[ITEMS];
 #pragma unroll
         for (int k = 0; k < ITEMS; ++k) {
-            const i64 i = tile * TILE + k * THREADS + threadIdx.x;
-            ind[k] = i < n ? inds[i] : bins;
-        }
-#pragma unroll
-        for (int k = 0; k < ITEMS; ++k) {
-            const i64 i = tile * TILE + k * THREADS + threadIdx.x;
-            val[k] = ind[k] < bins ? vals[i] : 0.0f;
-        }
-#pragma unroll
-        for (int k = 0; k < ITEMS; ++k) {
-            if (ind[k] < bins) rank[k] = atomicAdd(&start[ind[k] / bucket_bins], 1);
+            key[k] = key[k] < bins ? bucket_key(key[k], bucket_bins) : NO_KEY;
+            if (key[k] != NO_KEY) atomicAdd(&start[key[k] >> 16], 1);
         }
         __syncthreads();
         for (int b = threadIdx.x; b < buckets; b += THREADS) {
-            if (start[b]) to_tile[b] = (i64)atomicAdd(&cursor[b], (unsigned long long)start[b]);
+            const int count = start[b];
+            spill_from[b] = count;
+            dest[b] = count ? (i64)atomicAdd(&fill[b], (u64)count) : 0;  // first slot in room
         }
-        const int kept = block_exclusive_scan<THREADS>(start, buckets, warp_sums);
-        for (int b = threadIdx.x; b < buckets; b += THREADS) to_tile[b] -= start[b];
+        const int kept = scan_runs<int, THREADS>(start, buckets, warp_totals);
+        for (int b = threadIdx.x; b < buckets; b += THREADS) {  // the same b as above
+            const i64 claimed = dest[b];
+            const i64 fits = min((i64)spill_from[b], max((i64)0, room[b] - claimed));
+            spill_from[b] = start[b] + (int)fits;
+            dest[b] = region[b] + claimed - start[b];
+        }
+        __syncthreads();
 #pragma unroll
         for (int k = 0; k < ITEMS; ++k) {
-            if (ind[k] < bins) {
-                const int j = start[ind[k] / bucket_bins] + rank[k];
-                tile_inds[j] = ind[k];
-                tile_vals[j] = val[k];
+            if (key[k] != NO_KEY) {
+                const int slot = atomicAdd(&start[key[k] >> 16], 1);
+                tile_keys[slot] = key[k];
+                tile_vals[slot] = val[k];
             }
         }
         __syncthreads();
-        for (int j = threadIdx.x; j < kept; j += THREADS) {
-            const u32 key = tile_inds[j];
-            const i64 to = to_tile[key / bucket_bins] + j;
-            sorted_inds[to] = key;
-            sorted_vals[to] = tile_vals[j];
+        const i64 next = tile + gridDim.x;
+        if (next < tiles) load_tile<THREADS, ITEMS>(inds, vals, next * TILE, n, bins, key, val);
+        for (int first = 0; first < kept; first += THREADS) {  // uniform: whole warps
+            const int j = first + threadIdx.x;
+            const bool here = j < kept;
+            const u32 k = here ? tile_keys[j] : NO_KEY;
+            const float v = here ? tile_vals[j] : 0.0f;
+            const u32 bucket = k >> 16;
+            const bool spill = here && j >= spill_from[bucket];
+            if (here && !spill) {
+                const i64 to = dest[bucket] + j;
+                rec_offsets[to] = (u16)(k & 0xffffu);
+                rec_vals[to] = v;
+            }
+            const u32 spilling = __ballot_sync(loclab::FULL_WARP, spill);
+            if (spilling) {
+                const int leader = __ffs(spilling) - 1, lane = threadIdx.x & 31;
+                i64 base = 0;
+                if (lane == leader) {
+                    base = (i64)atomicAdd((u64*)&spill_range[1], (u64)__popc(spilling));
+                }
+                base = __shfl_sync(loclab::FULL_WARP, base, leader);
+                if (spill) {
+                    const i64 to = base + __popc(spilling & ((1u << lane) - 1u));
+                    spill_inds[to] = bucket * bucket_bins + (k & 0xffffu);
+                    spill_vals[to] = v;
+                }
+            }
         }
         __syncthreads();
     }
 }
 
-// gpu-sorted, step 3 of 3: one block per bucket sums the bucket's elements,
-// [offsets[bucket], offsets[bucket + 1]), into a shared-memory histogram of its bucket_bins
-// bins and writes them out: each bin of hist is written by exactly one block, no global
-// atomics. Dynamic shared memory: bucket_bins * 4 bytes.
-template <int THREADS, int ITEMS>
+// Adds the RECORD_GROUP records of one group (offsets packed two to a word) that lie below
+// `count`.
+__device__ __forceinline__ void add_group(float* sub, const uint2& offsets, const float4& values,
+                                          i64 at, i64 count) {
+    const u32 pairs[2] = {offsets.x, offsets.y};
+    const float value[RECORD_GROUP] = {values.x, values.y, values.z, values.w};
+#pragma unroll
+    for (int e = 0; e < RECORD_GROUP; ++e) {
+        const u32 offset = (pairs[e / 2] >> (16 * (e % 2))) & 0xffffu;
+        if (at + e < count) atomicAdd(&sub[offset], value[e]);
+    }
+}
+
+// Step 4 of 4: one block per bucket sums the records in the bucket's room into a shared-memory
+// histogram of its bins and writes them: each bin of hist is written once, by the block that
+// owns it, and no update is a global atomic. A thread loads a group of records at a time (8
+// bytes of offsets, 16 of values: each load instruction of a warp reads contiguous bytes),
+// GROUPS groups in flight. Dynamic shared memory: bucket_bins floats.
+template <int THREADS, int GROUPS>
 __global__ void __launch_bounds__(THREADS)
-bucket_histogram(const u32* __restrict__ sorted_inds, const float* __restrict__ sorted_vals,
-                 const unsigned long long* __restrict__ offsets, int buckets, u32 bins,
-                 u32 bucket_bins, float* __restrict__ hist) {
+bucket_sum(const u16* __restrict__ rec_offsets, const float* __restrict__ rec_vals,
+           const i64* __restrict__ room, const i64* __restrict__ region,
+           const u64* __restrict__ fill, int buckets, u32 bins, u32 bucket_bins,
+           float* __restrict__ hist) {
     extern __shared__ float sub[];
     for (int bucket = blockIdx.x; bucket < buckets; bucket += gridDim.x) {
         const u32 lo = (u32)bucket * bucket_bins, width = min(bucket_bins, bins - lo);
         for (u32 b = threadIdx.x; b < width; b += THREADS) sub[b] = 0.0f;
         __syncthreads();
-        const i64 first = (i64)offsets[bucket], last = (i64)offsets[bucket + 1];
-        for (i64 base = first + threadIdx.x; base < last; base += (i64)THREADS * ITEMS) {
-            u32 ind[ITEMS];
-            float val[ITEMS];
+        const i64 count = min((i64)fill[bucket], room[bucket]);
+        const i64 groups = (count + RECORD_GROUP - 1) / RECORD_GROUP;
+        const uint2* offsets = (const uint2*)(rec_offsets + region[bucket]);
+        const float4* values = (const float4*)(rec_vals + region[bucket]);
+        for (i64 first = threadIdx.x; first < groups; first += (i64)THREADS * GROUPS) {
+            uint2 pairs[GROUPS];
+            float4 four[GROUPS];
 #pragma unroll
-            for (int k = 0; k < ITEMS; ++k) {
-                const i64 i = base + (i64)k * THREADS;
-                ind[k] = i < last ? sorted_inds[i] : lo;
-                val[k] = i < last ? sorted_vals[i] : 0.0f;
+            for (int u = 0; u < GROUPS; ++u) {
+                const i64 g = first + (i64)u * THREADS;
+                pairs[u] = g < groups ? offsets[g] : make_uint2(0, 0);
+                four[u] = g < groups ? values[g] : make_float4(0, 0, 0, 0);
             }
 #pragma unroll
-            for (int k = 0; k < ITEMS; ++k) atomicAdd(&sub[ind[k] - lo], val[k]);
+            for (int u = 0; u < GROUPS; ++u) {
+                add_group(sub, pairs[u], four[u], (first + (i64)u * THREADS) * RECORD_GROUP,
+                          count);
+            }
         }
         __syncthreads();
         for (u32 b = threadIdx.x; b < width; b += THREADS) hist[lo + b] = sub[b];

@@ -118,8 +118,9 @@ CASE = Case(
                 "a tile's width of times while it is cached",
                 lazy(CPU, "blocked"), space=lazy(CPU, "blocked_space")),
         Variant("cpu-register-tiled", "cpu", "optimized",
-                "the slides' T x R recipe: blocks of T, R x R accumulators per thread in "
-                "registers, slices copied to small local arrays",
+                "GotoBLAS's loop nest: packed kc x nc blocks of B in L2, kc x r panels of A "
+                "in L1, r x width register blocks of the ISA's full vector width (explicit "
+                "512-bit vectors on AVX-512), sums along k in order",
                 lazy(CPU, "register_tiled"), space=lazy(CPU, "register_tiled_space")),
         Variant("numpy", "cpu", "library", "numpy.matmul (the BLAS NumPy links, SGEMM)",
                 lazy(CPU, "library")),
@@ -134,8 +135,8 @@ CASE = Case(
                 "shared slices Aloc[T*R][T] and Bloc[T][T*R]",
                 lazy(GPU, "register_tiled"), space=lazy(GPU, "register_tiled_space")),
         Variant("gpu-optimized", "gpu", "optimized",
-                "warp tiling, 16-byte loads, A transposed in shared memory, double-buffered "
-                "asynchronous copies, conflict-free layouts",
+                "A^T written first, then warp tiling fed by 16-byte cp.async copies of A^T and "
+                "B, 3 slices in flight, one barrier per slice",
                 lazy(GPU, "optimized"), space=lazy(GPU, "optimized_space")),
         Variant("cublas", "gpu", "library", "cuBLAS SGEMM through CuPy, TF32 off",
                 lazy(GPU, "cublas")),

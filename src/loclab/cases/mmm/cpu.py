@@ -3,13 +3,16 @@
 The ladder of case study 5.3 on a multi-core: the golden loop nest (B read down columns),
 B transposed first (spatial locality only), block tiling (each element reused from a cache a
 tile's width of times) and block + register tiling (each value loaded into a register reused
-by a whole row or column of a register block), measured against NumPy's BLAS.
+by a whole row or column of a register block, packed blocks of A and B reused from L1 and L2:
+GotoBLAS's loop nest), measured against NumPy's BLAS.
 
 Floating point: the untiled loop nests sum each C[i][j] in order, exactly as the golden loop
-nest does (a chain of dependent adds, not vectorized). The tiled ones sum in order along k
-within a tile of k and add the tiles' partial sums; they may fuse a multiply and an add into
-an FMA (``fastmath={"contract"}``) but never reassociate. Their innermost loops run along j,
-across independent sums, which is what lets LLVM vectorize them without reassociating.
+nest does (a chain of dependent adds, not vectorized). Block tiling sums in order along k
+within a tile of k and adds the tiles' partial sums; block + register tiling sums along k in
+order from the first product to the last (each depth block goes on from C's partial sum). Both
+may fuse a multiply and an add into an FMA (``fastmath={"contract"}``, ``llvm.fmuladd``) but
+never reassociate: their vectors run along j, across independent sums, which is what lets them
+be vectorized without reassociating.
 """
 
 from __future__ import annotations
@@ -18,15 +21,15 @@ from collections.abc import Callable
 from functools import cache, partial
 
 import numpy as np
-from numba import carray, literally, njit, prange, types
-from numba.core import cgutils
-from numba.extending import intrinsic
+from numba import njit, prange
 
 from loclab.cases.base import Bound, Config, Dims, Space
 from loclab.cases.transpose.cpu import blocked_tiles, transpose_blocked
+from loclab.cpu.atomics import atomic_add
 from loclab.cpu.tiles import floor_power_of_two, threads
+from loclab.cpu.vectors import aligned_float32, fma_block
 from loclab.hw import Machine
-from loclab.hw.cpu import CpuInfo, square_tile
+from loclab.hw.cpu import CpuInfo
 
 ITEMSIZE = 4  # float32
 # A multiply and an add may become one FMA; no reassociation: sums along k stay in order.
@@ -163,111 +166,21 @@ def blocked(inputs: dict, out: np.ndarray, machine: Machine, **config: int) -> B
 
 # --- block + register tiling -----------------------------------------------------------------
 
-# (float32 lanes, vector registers) of the widest vector ISA. LLVM may use half the lanes (it
-# prefers 256-bit vectors on Intel's AVX-512 cores): a block sized for 16 lanes then needs
-# twice the registers, which the tuner sees as spills.
+# (float32 lanes, vector registers) of the widest vector ISA.
 VECTOR_REGISTERS = {"AVX-512": (16, 32), "AVX2": (8, 16), "AVX": (8, 16), "NEON": (4, 32),
                     "SSE2": (4, 16)}
 # An FMA takes about 4 cycles and two start every cycle: fewer independent accumulators than
 # this leave the FMA units idle (Little's law).
 MIN_ACCUMULATORS = 8
-REGISTER_ROWS = (2, 4, 6, 8)
-DEPTHS = (64, 128, 256, 512)
-
-
-@intrinsic
-def stack_float32(typingctx, rows, cols):
-    """A rows x cols float32 buffer (compile-time constants) on the stack. NumPy arrays in numba
-    live on the heap, where LLVM keeps every access a load or a store; a stack buffer that is
-    indexed only by constants once the loops over it are unrolled becomes registers."""
-    if not all(isinstance(n, types.IntegerLiteral) for n in (rows, cols)):
-        return None
-
-    def codegen(context, builder, signature, args):
-        return cgutils.alloca_once(builder, context.get_value_type(types.float32),
-                                   size=rows.literal_value * cols.literal_value)
-
-    return types.CPointer(types.float32)(rows, cols), codegen
-
-
-@njit(parallel=True, cache=True)
-def pack_panels(x, packed):
-    """``packed[q, kk, :] = x[kk, q*width:(q+1)*width]`` with ``width = packed.shape[2]``,
-    zeros past the last column: each panel of ``width`` columns becomes one contiguous run that
-    the register block reads in order, and edge blocks need no bounds checks. B is packed as it
-    is and A as A^T (a view), so that a panel of A holds ``r`` rows, k-major."""
-    depth, cols = x.shape
-    width = packed.shape[2]
-    for q in prange(packed.shape[0]):
-        j0 = q * width
-        valid = min(width, cols - j0)
-        for kk in range(depth):
-            xk = x[kk, j0:j0 + valid]
-            pk = packed[q, kk]
-            for j in range(valid):
-                pk[j] = xk[j]
-            for j in range(valid, width):
-                pk[j] = 0
-    return packed
-
-
-@njit(cache=True, fastmath=CONTRACT)
-def register_block(pa, pb, out, i0, j0, first, r, width):
-    """out[i0:i0+r, j0:j0+width] = (or += unless ``first``) a panel of A (k x r) times a panel
-    of B (k x width), for one register block of r x width compile-time constants
-    (``literally``). Loop order k, j, i: LLVM unrolls the i loop, vectorizes the j loop (a
-    vector of B serves r FMAs, a value of A ``width`` lanes), unrolls the vector loop and keeps
-    the block in registers. In the order k, i, j it unrolls j first and vectorizes i, a column
-    of the block, with gathers and scatters."""
-    acc = carray(stack_float32(literally(r), literally(width)), (r, width))
-    for i in range(r):
-        for j in range(width):
-            acc[i, j] = 0
-    for kk in range(pa.shape[0]):
-        for j in range(width):
-            bkj = pb[kk, j]
-            for i in range(r):
-                acc[i, j] += pa[kk, i] * bkj
-    for i in range(min(r, out.shape[0] - i0)):
-        ci = out[i0 + i, j0:j0 + width]
-        if first:
-            for j in range(ci.size):
-                ci[j] = acc[i, j]
-        else:
-            for j in range(ci.size):
-                ci[j] += acc[i, j]
-
-
-@cache
-def register_tiled_kernel(r: int, width: int) -> Callable[..., np.ndarray]:
-    """The product with r x width register blocks: a function of its own for each (r, width),
-    which are constants of its closure (calling a ``literally`` function from Python would
-    type its arguments again on every call, about 14 ms). Each gets its own name: numba's
-    cache keeps closures apart by their variables, but two of one name loaded from the cache
-    into one process share an environment, and the second fails to return its array."""
-
-    def mmm_register_tiled(pa, pb, out, tile_i, tile_j, tile_k):
-        """Blocks of C of about tile_i x tile_j (whole register blocks) are the parallel work.
-        For each tile of k, a panel of A (r x tile_k, in L1) meets every panel of B of the
-        block (tile_k x tile_j together, in L2)."""
-        panels_a, k = pa.shape[0], pa.shape[1]
-        panels_b = pb.shape[0]
-        per_block_a = max(1, tile_i // r)
-        per_block_b = max(1, tile_j // width)
-        blocks_j = (panels_b + per_block_b - 1) // per_block_b
-        for t in prange(((panels_a + per_block_a - 1) // per_block_a) * blocks_j):
-            p0 = (t // blocks_j) * per_block_a
-            q0 = (t % blocks_j) * per_block_b
-            for k0 in range(0, k, tile_k):
-                k1 = min(k0 + tile_k, k)
-                for p in range(p0, min(p0 + per_block_a, panels_a)):
-                    for q in range(q0, min(q0 + per_block_b, panels_b)):
-                        register_block(pa[p, k0:k1], pb[q, k0:k1], out, p * r, q * width,
-                                       k0 == 0, r, width)
-        return out
-
-    mmm_register_tiled.__qualname__ = f"mmm_register_tiled_{r}x{width}"
-    return njit(parallel=True, cache=True)(mmm_register_tiled)
+REGISTER_ROWS = (2, 4, 6, 8, 12, 14)
+REGISTER_VECTORS = (1, 2, 3, 4)
+DEPTHS = (64, 128, 192, 256, 384, 512, 768, 1024)
+BLOCK_COLUMNS = (64, 128, 256, 384, 512, 768, 1024, 1536, 2048)
+BLOCK_ROWS = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
+# Blocks of C per thread at least: threads take the next block when done (a shared counter),
+# so a thread slowed down (turbo, a neighbour on a VM) leaves a block, not 1/threads of the
+# work, to the others.
+BLOCKS_PER_THREAD = 4
 
 
 def vector_registers(cpu: CpuInfo) -> tuple[int, int]:
@@ -275,58 +188,198 @@ def vector_registers(cpu: CpuInfo) -> tuple[int, int]:
     return VECTOR_REGISTERS.get(cpu.isa or "", VECTOR_REGISTERS["SSE2"])
 
 
+def register_block(lanes: int, registers: int) -> tuple[int, int]:
+    """(rows, vectors) of the register block: the most accumulators that fit the register file
+    beside a row of B (``vectors`` registers) and a broadcast value of A (one), with no more
+    loads than FMAs a step (``rows + vectors <= rows * vectors``: cores load about as many
+    operands a cycle as they start FMAs), and of those the fewest loads per FMA: 14 x 2
+    vectors with 32 registers (AVX-512, NEON; 28 accumulators, 16 loads), 4 x 3 with 16 (AVX2;
+    12 accumulators, 7 loads)."""
+    fits = [(r, v) for r in REGISTER_ROWS for v in REGISTER_VECTORS
+            if r * v + v + 1 <= registers and r * v >= max(MIN_ACCUMULATORS, r + v)]
+    return max(fits, key=lambda block: (block[0] * block[1],
+                                        -(block[0] + block[1]) / (block[0] * block[1])))
+
+
+def largest(candidates: tuple[int, ...], limit: float) -> int:
+    """The largest candidate <= limit, else the smallest."""
+    return max((value for value in candidates if value <= limit), default=candidates[0])
+
+
 def register_tiled_space(machine: Machine) -> Space:
-    """Register blocks of 2 to 8 rows by 1, 2 or 4 vectors. By default 6 rows by 2 vectors
-    (the shape of BLIS's AVX2 SGEMM kernel): 12 accumulators hide the FMA latency, and with a
-    row of B the block takes 14 registers, which fits every ISA's register file, also where
-    LLVM splits AVX-512 into 256-bit vectors (28 of 32). Square blocks of C and B: the B
-    block (tile_k x tile_j) fills half of L2."""
-    lanes, _ = vector_registers(machine.cpu)
-    tile = square_tile(machine.cpu.l2_bytes, ITEMSIZE)
-    return Space(values={"r": REGISTER_ROWS, "width": (lanes, 2 * lanes, 4 * lanes),
-                         "tile_i": TILES, "tile_j": TILES, "tile_k": DEPTHS},
-                 default={"r": 6, "width": 2 * lanes, "tile_i": tile, "tile_j": tile,
-                          "tile_k": min(max(tile, DEPTHS[0]), DEPTHS[-1])},
+    """GotoBLAS's blocking around a register block of the ISA's full vector width.
+
+    Defaults from the detected CPU: the register block from the vector registers
+    (``register_block``); depth ``kc`` so that an r-row panel of A (kc x r, reused by every
+    panel of B of its block) fills at most half of L1d; ``nc`` columns so that the kc x nc
+    block of B (reused by every panel of A of its block) fills at most half of L2; at most
+    ``mc`` rows so that the mc x kc block of A fits a core's share of the LLC twice over."""
+    cpu = machine.cpu
+    lanes, registers = vector_registers(cpu)
+    r, vectors = register_block(lanes, registers)
+    kc = largest(DEPTHS, cpu.l1d_bytes / (2 * ITEMSIZE * r))
+    nc = largest(BLOCK_COLUMNS, cpu.l2_bytes / (2 * ITEMSIZE * kc))
+    mc = largest(BLOCK_ROWS, cpu.llc_share_bytes / (2 * cpu.cores * ITEMSIZE * kc))
+    return Space(values={"r": REGISTER_ROWS, "width": tuple(v * lanes for v in REGISTER_VECTORS),
+                         "mc": BLOCK_ROWS, "kc": DEPTHS, "nc": BLOCK_COLUMNS},
+                 default={"r": r, "width": vectors * lanes, "mc": mc, "kc": kc, "nc": nc},
                  restriction=register_tiled_restriction)
 
 
 def register_tiled_restriction(config: Config, dims: Dims, machine: Machine) -> str | None:
-    """Register blocks that spill or cannot keep the FMA units busy, blocks of C smaller than
-    one register block, and B blocks larger than L2."""
-    r, width, tile_j, tile_k = config["r"], config["width"], config["tile_j"], config["tile_k"]
-    lanes, registers = vector_registers(machine.cpu)
-    accumulators = r * width // lanes
+    """Register blocks that are not whole vectors, spill or cannot keep the FMA units busy;
+    blocks of C smaller than one register block; panels of A beyond L1d and blocks of B beyond
+    L2."""
+    r, width, kc, nc = config["r"], config["width"], config["kc"], config["nc"]
+    cpu = machine.cpu
+    lanes, registers = vector_registers(cpu)
+    if width % lanes:
+        return f"a block {width} wide is not whole {lanes}-lane vectors"
+    vectors = width // lanes
+    accumulators = r * vectors
     if accumulators < MIN_ACCUMULATORS:
         return f"{accumulators} accumulators cannot hide the FMA latency ({MIN_ACCUMULATORS})"
-    if accumulators + width // lanes > registers:
-        return (f"an {r}x{width} block and a row of B need {accumulators + width // lanes} "
-                f"vector registers of {registers}")
-    if config["tile_i"] < r or tile_j < width:
-        return f"a {config['tile_i']}x{tile_j} block of C is smaller than one {r}x{width}"
-    if tile_k * tile_j * ITEMSIZE > machine.cpu.l2_bytes:
-        return f"a {tile_k}x{tile_j} block of B exceeds L2"
+    if accumulators + vectors + 1 > registers:
+        return (f"an {r}x{width} block, a row of B and a broadcast need "
+                f"{accumulators + vectors + 1} vector registers of {registers}")
+    if config["mc"] < r or nc < width:
+        return f"a {config['mc']}x{nc} block of C is smaller than one {r}x{width}"
+    if kc * r * ITEMSIZE > cpu.l1d_bytes:
+        return f"a {kc}x{r} panel of A exceeds L1d"
+    if kc * nc * ITEMSIZE > cpu.l2_bytes:
+        return f"a {kc}x{nc} block of B exceeds L2"
     return None
 
 
+@njit(parallel=True, cache=True)
+def pack_blocks(x, packed, width, depth, workers):
+    """Copy ``x`` (depth_all x cols) into ``packed`` (1-D) block by block of ``depth`` rows,
+    and within a block panel by panel of ``width`` columns, each panel row-major (k-major),
+    zeros past the last column: a panel is the contiguous run a register block reads in order,
+    a block of panels is contiguous too (no two panels of one block compete for the same cache
+    sets, as panels a whole matrix depth apart did), and edge blocks need no bounds checks. B
+    is packed as it is and A as A^T (a view), so that a panel of A holds ``r`` rows. The
+    panels are taken in turn from a shared counter by ``workers`` workers, as the blocks of
+    the product are."""
+    rows, cols = x.shape
+    panels = -(-cols // width)
+    items = -(-rows // depth) * panels
+    taken = np.zeros(1, np.int64)
+    for _ in prange(workers):
+        t = atomic_add(taken, 0, 1)
+        while t < items:
+            k0 = (t // panels) * depth
+            q = t % panels
+            height = min(depth, rows - k0)
+            start = k0 * panels * width + q * height * width
+            valid = min(width, cols - q * width)
+            for kk in range(height):
+                source = x[k0 + kk, q * width:q * width + valid]
+                target = packed[start + kk * width:start + (kk + 1) * width]
+                for j in range(valid):
+                    target[j] = source[j]
+                for j in range(valid, width):
+                    target[j] = 0
+            t = atomic_add(taken, 0, 1)
+    return packed
+
+
+@cache
+def register_tiled_kernel(r: int, vectors: int, lanes: int) -> Callable[..., np.ndarray]:
+    """The product over packed blocks with r x (vectors * lanes) register blocks (``fma_block``):
+    a function of its own for each block shape, whose constants are its closure's. Each gets
+    its own name: numba's cache keeps closures apart by their variables, but two of one name
+    loaded from the cache into one process share an environment, and the second fails to
+    return its array."""
+    width = vectors * lanes
+
+    def mmm_register_tiled(pa, pb, out, k, kc, row_bounds, col_bounds, workers):
+        """Blocks of C (panels row_bounds[b]:row_bounds[b+1] of A by col_bounds[...] of B)
+        are the parallel work, taken in turn from a shared counter by ``workers`` workers
+        (one a thread).
+        Within a block, for each depth block of kc: each r-row panel of A (in L1) meets every
+        panel of the kc x nc block of B (in L2). Edge register blocks go through a small
+        buffer, so that the vector stores never leave C."""
+        m, n = out.shape
+        panels_a, panels_b = -(-m // r), -(-n // width)
+        blocks_j = col_bounds.size - 1
+        blocks = (row_bounds.size - 1) * blocks_j
+        taken = np.zeros(1, np.int64)
+        for _ in prange(workers):
+            edge = np.empty((r, width), np.float32)
+            block = atomic_add(taken, 0, 1)
+            while block < blocks:
+                bi, bj = block // blocks_j, block % blocks_j
+                for k0 in range(0, k, kc):
+                    depth = min(kc, k - k0)
+                    for p in range(row_bounds[bi], row_bounds[bi + 1]):
+                        i0, a_start = p * r, (k0 * panels_a + p * depth) * r
+                        rows = min(r, m - i0)
+                        for q in range(col_bounds[bj], col_bounds[bj + 1]):
+                            j0, b_start = q * width, (k0 * panels_b + q * depth) * width
+                            cols = min(width, n - j0)
+                            if rows == r and cols == width:
+                                fma_block(pa, a_start, pb, b_start, depth, out, i0, j0, k0 > 0,
+                                          r, vectors, lanes)
+                                continue
+                            for i in range(rows):
+                                for j in range(cols):
+                                    edge[i, j] = out[i0 + i, j0 + j]
+                            fma_block(pa, a_start, pb, b_start, depth, edge, 0, 0, k0 > 0,
+                                      r, vectors, lanes)
+                            for i in range(rows):
+                                for j in range(cols):
+                                    out[i0 + i, j0 + j] = edge[i, j]
+                block = atomic_add(taken, 0, 1)
+        return out
+
+    mmm_register_tiled.__qualname__ = f"mmm_register_tiled_{r}x{vectors}x{lanes}"
+    return njit(parallel=True, cache=True)(mmm_register_tiled)
+
+
+def split(panels: int, parts: int) -> np.ndarray:
+    """Bounds cutting ``panels`` into ``parts`` runs whose lengths differ by at most one."""
+    return np.array([part * panels // parts for part in range(parts + 1)], np.int64)
+
+
+def block_bounds(panels_a: int, panels_b: int, per_a: int, per_b: int,
+                 workers: int) -> tuple[np.ndarray, np.ndarray]:
+    """(row bounds, column bounds) of the blocks of C in panels: at most ``per_b`` panels of B
+    a block (its kc x nc block stays in L2), and rows cut finer than ``per_a`` panels of A
+    until every worker has BLOCKS_PER_THREAD blocks (or every block is one panel high)."""
+    cols = -(-panels_b // per_b)
+    rows = max(-(-panels_a // per_a), -(-BLOCKS_PER_THREAD * workers // cols))
+    return split(panels_a, min(rows, panels_a)), split(panels_b, cols)
+
+
 def register_tiled(inputs: dict, out: np.ndarray, machine: Machine, **config: int) -> Bound:
-    """The panels of A and B are allocated here and packed inside the timed run."""
+    """The packed blocks of A and B are allocated here (aligned to cache lines) and packed
+    inside the timed run."""
     config = register_tiled_space(machine).configure(config)
     a, b = inputs["a"], inputs["b"]
     (m, k), n = a.shape, b.shape[1]
-    r, width = config["r"], config["width"]
-    pa = np.empty((-(-m // r), k, r), np.float32)
-    pb = np.empty((-(-n // width), k, width), np.float32)
-    kernel = register_tiled_kernel(r, width)
-    tiles = config["tile_i"], config["tile_j"], config["tile_k"]
+    r, width, kc = config["r"], config["width"], config["kc"]
+    lanes, _ = vector_registers(machine.cpu)
+    panels_a, panels_b = -(-m // r), -(-n // width)
+    pa = aligned_float32(panels_a * r * k)
+    pb = aligned_float32(panels_b * width * k)
+    workers = threads()["threads"]
+    rows, cols = block_bounds(panels_a, panels_b, max(config["mc"] // r, 1),
+                              max(config["nc"] // width, 1), workers)
+    kernel = register_tiled_kernel(r, width // lanes, lanes)
 
     def run() -> np.ndarray:
-        pack_panels(a.T, pa)
-        pack_panels(b, pb)
-        return kernel(pa, pb, out, *tiles)
+        pack_blocks(a.T, pa, r, kc, workers)
+        pack_blocks(b, pb, width, kc, workers)
+        return kernel(pa, pb, out, k, kc, rows, cols, workers)
 
-    reuse = (f"{min(config['tile_i'], m)} (B) and {min(config['tile_j'], n)} (A) products per "
-             f"element packed in L2 and L1, {r} (B) and {width} (A) per element in a register")
-    return Bound(run, {**config, "reuse": reuse, **threads()})
+    high, wide = int(np.diff(rows).max()) * r, int(np.diff(cols).max()) * width
+    reuse = (f"{width} (A) and {r} (B) products per element loaded into a register; "
+             f"{min(high, m)} (B) per element of a {min(kc, k)}x{min(wide, n)} block in L2, "
+             f"{min(wide, n)} (A) per element of a {min(kc, k)}x{r} panel in L1")
+    return Bound(run, {**config, "isa": machine.cpu.isa, "vector_bits": lanes * 8 * ITEMSIZE,
+                       "blocks": f"{rows.size - 1}x{cols.size - 1}", "reuse": reuse,
+                       "threads": workers})
 
 
 def library(inputs: dict, out: np.ndarray, machine: Machine) -> Bound:

@@ -9,13 +9,16 @@ nvcc check compiles without a GPU.
 from __future__ import annotations
 
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from loclab.cases.base import Bound, Config, Dims, Space
 from loclab.gpu import require_fp32_matmul
-from loclab.gpu.kernels import KernelAccesses, KernelSource, Launch, blocks, source_for
+from loclab.cases.transpose import gpu as transpose_gpu
+from loclab.gpu.kernels import (KernelAccesses, KernelSource, Launch, blocks, in_order,
+                                source_for)
 from loclab.gpu.limits import (MAX_REGISTERS_PER_THREAD, SHARED_WITHOUT_OPT_IN, refuse,
                                registers_fit, threads_fit)
 from loclab.hw import Machine
@@ -54,16 +57,27 @@ def optimized_kernel(config: Config, vec: bool) -> str:
     """The instantiation of ``config`` (the warp tile derived from it)."""
     wm, wn = warp_tile(config)
     return (f"mmm_optimized<{config['bm']},{config['bn']},{config['bk']},{wm},{wn},"
-            f"{config['tm']},{config['tn']},{_flag(vec)},{config['blocks_per_sm']}>")
+            f"{config['tm']},{config['tn']},{config['stages']},{_flag(vec)},{GROUP},"
+            f"{config['blocks_per_sm']}>")
+
+
+def optimized_shared_bytes(config: Config) -> int:
+    """Dynamic shared memory: ``stages`` slices of A^T (bk x bm) and B (bk x bn)."""
+    return config["stages"] * config["bk"] * (config["bm"] + config["bn"]) * 4
 
 
 BLOCK_TILED_DEFAULT = {"tile": 32}
 # Measured on an H200 at 4096^3 (ms): the slides' T = 16, R = 4 5.49; T = 32, R = 4 4.93, the
-# best of the space (cuBLAS 2.70). gpu-optimized: 3.12 (86% of cuBLAS) with the default below,
-# the best of 111 sampled configurations at 4096^3 and 8192^3 together (87% at 8192^3).
+# best of the space (cuBLAS 2.70).
 REGISTER_TILED_DEFAULT = {"tile": 32, "r": 4}
-OPTIMIZED_DEFAULT = {"bm": 128, "bn": 256, "bk": 8, "tm": 16, "tn": 8, "lanes_m": 8,
-                     "blocks_per_sm": 1}
+# gpu-optimized on an H100 at 4096^3 (% of cuBLAS, same run): the register-staged kernel this
+# replaced (bk 8, double-buffered through registers) 85.3; cp.async from A^T: bk 8 and 4
+# stages 88.7, bk 16 and 3 stages 95.3 (bk 32 89.3; 128 x 128 tiles, 2 blocks an SM, 86.0).
+OPTIMIZED_DEFAULT = {"bm": 128, "bn": 256, "bk": 16, "tm": 16, "tn": 8, "lanes_m": 8,
+                     "stages": 3, "blocks_per_sm": 1}
+# Rows of tiles whose blocks are numbered together (kernels.cu), so that the blocks resident at
+# once share tiles of A^T and B in L2.
+GROUP = 8
 
 # The inner loops' accesses at their first iteration (kk = 0, kt = 0); the size is m, n, k.
 _FLAT = "(r*T*T + threadIdx.y*T + threadIdx.x)"
@@ -108,19 +122,19 @@ ACCESSES = (
                        "threadIdx.x*R + jr]", "global", 4, note="C: R floats apart",
                        write=True, count="m*n")),
         at=(("r", 0), ("kk", 0), ("kr", 0), ("ir", 0), ("jr", 0)), block=("T", "T")),
-    # mmm_optimized with 16-byte accesses (VEC; the scalar instantiation runs at shapes that
-    # are not multiples of 4: its loads are 4 scalars in the same sectors). Float4 accesses
-    # are indexed in float4s; thread g = threadIdx.x moves 4-float group g of each slice.
-    KernelAccesses("mmm_optimized", ("BM", "BN", "BK", "WM", "WN", "TM", "TN", "VEC", "MIN"), (
-        DeclaredAccess("A4[(blockIdx.y*BM + threadIdx.x/(BK/4))*(k/4) + threadIdx.x % (BK/4)]",
-                       "global", 16, note="a slice of A, float4",
-                       count=f"{_OPTIMIZED_SLICES}*(BM*BK/4)"),
+    # mmm_optimized with 16-byte copies (VEC; the scalar instantiation runs at shapes that are not
+# multiples of 4: its copies are 4-byte ones in the same sectors), indexed in float4s: thread g
+# copies 4-float group g of each slice (at0 = A^T, row-major k x m). Tiles are numbered in
+# groups of rows (declared here in the plain order: the same sectors per block).
+    KernelAccesses("mmm_optimized", ("BM", "BN", "BK", "WM", "WN", "TM", "TN", "STAGES", "VEC",
+                                     "GROUP", "MIN"), (
+        DeclaredAccess("At4[(threadIdx.x/(BM/4))*(m/4) + blockIdx.y*(BM/4) + "
+                       "threadIdx.x % (BM/4)]", "global", 16, note="a slice of A^T, float4",
+                       count=f"{_OPTIMIZED_SLICES}*(BK*BM/4)"),
         DeclaredAccess("B4[(threadIdx.x/(BN/4))*(n/4) + blockIdx.x*(BN/4) + "
                        "threadIdx.x % (BN/4)]", "global", 16, note="a slice of B, float4",
                        count=f"{_OPTIMIZED_SLICES}*(BK*BN/4)"),
-        DeclaredAccess("As[4*(threadIdx.x % (BK/4))][threadIdx.x/(BK/4)]", "shared", 4,
-                       ("BK", "BM + 4"), note="A stored transposed", write=True),
-        DeclaredAccess(f"As4[0][({_WARP_ROW})/4]", "shared", 16, ("BK", "(BM + 4)/4"),
+        DeclaredAccess(f"As4[0][({_WARP_ROW})/4]", "shared", 16, ("BK", "BM/4"),
                        note="a lane's 4 rows of A, float4"),
         DeclaredAccess(f"Bs4[0][({_WARP_COL})/4]", "shared", 16, ("BK", "BN/4"),
                        note="a lane's 4 columns of B, float4"),
@@ -213,13 +227,13 @@ def register_tiled(inputs: dict, out: Any, machine: Machine, tile: int = 32,
                                    f"{r} per element in a register"})
 
 
-# --- warp tiling, vector loads, double buffering -----------------------------------------------
+# --- A^T, warp tiling, cp.async pipelining -----------------------------------------------------
 
 def optimized_restriction(config: Config, dims: Dims, machine: Machine) -> str | None:
-    """The static asserts of kernels.cu's OptimizedTile, plus threads, shared memory and a
-    floor of registers (tm x tn accumulators, tm + tn operands, the staged loads)."""
+    """The static asserts of kernels.cu's OptimizedTile and copy_slice, plus threads, shared
+    memory and a floor of registers (tm x tn accumulators, tm + tn operands, addresses)."""
     bm, bn, bk, tm, tn = (config[key] for key in ("bm", "bn", "bk", "tm", "tn"))
-    blocks_per_sm = config["blocks_per_sm"]
+    stages, blocks_per_sm = config["stages"], config["blocks_per_sm"]
     if tm % 4 or tn % 4 or WARP % config["lanes_m"]:
         return f"lanes of {tm} x {tn} or {config['lanes_m']} lanes along m do not make a warp"
     wm, wn = warp_tile(config)
@@ -228,15 +242,17 @@ def optimized_restriction(config: Config, dims: Dims, machine: Machine) -> str |
     threads = (bm // wm) * (bn // wn) * WARP
     if reason := threads_fit(threads, machine.gpu):
         return reason
-    if bk % 4 or (bm * bk // 4) % threads or (bk * bn // 4) % threads:
-        return f"{threads} threads cannot share the {bm}x{bk} and {bk}x{bn} slices evenly"
-    shared = 2 * bk * (bm + 4 + bn) * 4
-    if shared > SHARED_WITHOUT_OPT_IN:
-        return f"double-buffered slices of {shared} bytes exceed {SHARED_WITHOUT_OPT_IN} bytes"
+    if (bk * bm // 4) % threads or (bk * bn // 4) % threads:
+        return f"{threads} threads cannot share the {bk}x{bm} and {bk}x{bn} slices evenly"
+    if stages < 2:
+        return "one stage leaves no slice in flight while one is multiplied"
+    shared = optimized_shared_bytes(config)
+    if shared > machine.gpu.shared_mem_per_block_optin:
+        return (f"{stages} stages of {bk}-deep slices ({shared} bytes) exceed "
+                f"{machine.gpu.shared_mem_per_block_optin} bytes of shared memory a block")
     if shared * blocks_per_sm > machine.gpu.shared_mem_per_sm:
         return f"{blocks_per_sm} blocks x {shared} bytes of shared memory do not fit an SM"
-    staged = (bm * bk + bk * bn) // threads
-    registers = tm * tn + tm + tn + staged + 16
+    registers = tm * tn + tm + tn + 16
     cap = min(MAX_REGISTERS_PER_THREAD, machine.gpu.registers_per_sm // (threads * blocks_per_sm))
     if registers > cap:
         return (f"{blocks_per_sm} blocks of {threads} threads leave {cap} registers per "
@@ -247,26 +263,95 @@ def optimized_restriction(config: Config, dims: Dims, machine: Machine) -> str |
 def optimized_space(machine: Machine) -> Space:
     return Space({"bm": (32, 64, 128, 256), "bn": (32, 64, 128, 256), "bk": (8, 16, 32),
                   "tm": (4, 8, 16), "tn": (4, 8, 16), "lanes_m": (1, 2, 4, 8, 16, 32),
-                  "blocks_per_sm": (1, 2)},
+                  "stages": (2, 3, 4, 5), "blocks_per_sm": (1, 2)},
                  OPTIMIZED_DEFAULT, optimized_restriction)
 
 
 def optimized(inputs: dict, out: Any, machine: Machine, bm: int = 128, bn: int = 256,
-              bk: int = 8, tm: int = 16, tn: int = 8, lanes_m: int = 8,
+              bk: int = 16, tm: int = 16, tn: int = 8, lanes_m: int = 8, stages: int = 3,
               blocks_per_sm: int = 1) -> Bound:
+    """A^T first, into a buffer allocated here, by the transposition case's gpu-optimized
+    kernel, then the product of A^T and B, both read along rows in 16-byte copies; all of it
+    counted in the time (the transposition is 2% of it at 4096^3). The rows of A^T and B must
+    be whole 16-byte groups: where m (n) is not a multiple of 4, A (B) is first copied into
+    a buffer whose rows (columns) are padded to one (3% more at 4095 x 4097 x 4099)."""
     config = {"bm": bm, "bn": bn, "bk": bk, "tm": tm, "tn": tn, "lanes_m": lanes_m,
-              "blocks_per_sm": blocks_per_sm}
+              "stages": stages, "blocks_per_sm": blocks_per_sm}
     refuse(optimized_restriction(config, {}, machine))
     m, n, k = _shape(inputs)
-    vec = k % 4 == 0 and n % 4 == 0  # rows start 16-byte aligned (CuPy aligns the arrays)
+    if config == OPTIMIZED_DEFAULT:
+        config = fitted_to_waves(config, m, n, machine)
+    bm, bn = config["bm"], config["bn"]
+    lda, ldb = _padded(m), _padded(n)
+    a_rows, a_copy = _padded_copy(inputs["a"], (lda, k))
+    a_t, transposition = _transposed(a_rows, machine)
+    b, b_copy = _padded_copy(inputs["b"], (k, ldb))
+    vec = n % 4 == 0  # rows of C start 16-byte aligned (CuPy aligns the arrays)
     wm, wn = warp_tile(config)
     threads = (bm // wm) * (bn // wn) * WARP
-    launch = _launch(optimized_kernel(config, vec), (blocks(n, bn), blocks(m, bm)), (threads,),
-                     inputs, out)
-    return Bound(launch, {**config, "warp_tile": [wm, wn], "vec": vec, "threads": threads,
-                          "reuse": f"{bn} (A) and {bm} (B) products per element staged in "
-                                   f"shared memory, {tn} (A) and {tm} (B) per element in a "
-                                   f"register"})
+    name = optimized_kernel(config, vec)
+    product = Launch(source_for(KERNELS, name), name, grid=(blocks(m, bm) * blocks(n, bn),),
+                     block=(threads,), args=(a_t, b, out, *map(np.int32, (m, n, k, lda, ldb))),
+                     result=out, shared_mem=optimized_shared_bytes(config))
+    steps = [step for step in (a_copy, transposition, b_copy) if step is not None]
+    return Bound(in_order(*steps, product),
+                 {**config, "warp_tile": [wm, wn], "vec": vec, "threads": threads,
+                  "waves": waves(config, m, n, machine),
+                  "a": "transposed first (A^T), in the time",
+                  "padded": [name for name, step in (("a", a_copy), ("b", b_copy)) if step],
+                  "reuse": f"{bn} (A) and {bm} (B) products per element staged in shared "
+                           f"memory, {tn} (A) and {tm} (B) per element in a register"})
+
+
+def waves(config: Config, m: int, n: int, machine: Machine) -> int:
+    """How many times the SMs fill with blocks of ``config`` to cover an m x n C: the last
+    wave costs a whole wave's time however few blocks it has."""
+    tiles = blocks(m, config["bm"]) * blocks(n, config["bn"])
+    return -(-tiles // (machine.gpu.sms * config["blocks_per_sm"]))
+
+
+def fitted_to_waves(config: Config, m: int, n: int, machine: Machine) -> Config:
+    """``config`` with its block tile turned (bm x bn to bn x bm) where that takes fewer waves.
+    One column past a multiple of the tile adds a column of blocks: at 4096 x 4097 on 132 SMs,
+    128 x 256 tiles take 5 waves, 256 x 128 tiles 4 (measured on an H100: 74% of cuBLAS, and
+    about 92% turned). Applied to the default only: a tuned configuration runs as tuned."""
+    turned = {**config, "bm": config["bn"], "bn": config["bm"]}
+    if (optimized_restriction(turned, {}, machine) is None
+            and waves(turned, m, n, machine) < waves(config, m, n, machine)):
+        return turned
+    return config
+
+
+def _padded(extent: int) -> int:
+    return -(-extent // 4) * 4
+
+
+def _padded_copy(x: Any, shape: tuple[int, int]) -> tuple[Any, Callable[[], Any] | None]:
+    """``x`` itself where its rows are whole 16-byte groups and it starts on one; otherwise a
+    zeroed ``shape`` buffer (allocated here) and the copy of ``x`` into its top-left corner,
+    for the timed run (cudaMemcpy2D: rows of ``x`` to rows of the buffer)."""
+    import cupy
+
+    if shape == x.shape and x.data.ptr % 16 == 0:
+        return x, None
+    padded = cupy.zeros(shape, np.float32)
+    row_bytes = x.shape[1] * x.itemsize
+
+    def copy() -> Any:
+        cupy.cuda.runtime.memcpy2DAsync(
+            padded.data.ptr, shape[1] * x.itemsize, x.data.ptr, x.strides[0], row_bytes,
+            x.shape[0], cupy.cuda.runtime.memcpyDeviceToDevice, cupy.cuda.get_current_stream().ptr)
+        return padded
+
+    return padded, copy
+
+
+def _transposed(a: Any, machine: Machine) -> tuple[Any, Callable[[], Any]]:
+    """A buffer for A^T (allocated here) and the transposition case's best kernel into it."""
+    import cupy
+
+    a_t = cupy.empty(a.shape[::-1], np.float32)
+    return a_t, transpose_gpu.optimized({"a": a}, a_t, machine).run
 
 
 def cublas(inputs: dict, out: Any, machine: Machine) -> Bound:

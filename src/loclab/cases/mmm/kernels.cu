@@ -2,6 +2,8 @@
 // Compiled through NVRTC (no host headers); tile sizes are template parameters, instantiated
 // by name expression. Every kernel checks its bounds, so any M, N, K works with any tile.
 
+#include "../../gpu/async_copy.cuh"
+
 // gpu-naive: a thread per element of C, threadIdx.x along a row of C so that the loads of B
 // and the stores of C are coalesced. Every product reads both operands from global memory
 // (through L1/L2): data reuse O(1) from DRAM's point of view, whatever the caches catch.
@@ -97,46 +99,48 @@ mmm_register_tiled(const float* __restrict__ A, const float* __restrict__ B,
     }
 }
 
-// gpu-optimized: a BM x BN tile of C per block, split into WM x WN warp tiles; each lane holds
-// a TM x TN block of C in registers, as (TM/4) x (TN/4) sub-blocks of 4 x 4 spread WM/(TM/4)
-// rows and WN/(TN/4) columns apart, so that a warp's shared-memory reads are 16-byte vectors
-// of consecutive floats (lanes that share a row or column read the same address: a broadcast,
-// no bank conflict). Per step along k a lane loads TM + TN floats for TM x TN FMAs: register
-// reuse TM x TN / (TM + TN). A is stored transposed in shared memory (As[k][m], rows padded
-// by 4 floats so that the transposing stores spread over the banks), B as it is (Bs[k][n]).
-// Double buffering: the next BK-slice is loaded from global memory into registers while the
-// current one is multiplied, then stored into the other buffer; one barrier per slice.
-// VEC: 16-byte global loads and stores (K and N multiples of 4, arrays 16-byte aligned);
-// otherwise scalar. Edges are zero-filled, so any M, N, K works. MIN_BLOCKS: blocks that must
-// fit an SM at once (the compiler caps registers per thread to make them fit).
+// gpu-optimized: C = A . B from A^T (K x M, written first by the transposition case's kernel)
+// and B, both read along rows. A BM x BN tile of C per block, split into WM x WN warp tiles;
+// each lane holds a TM x TN block of C in registers, as (TM/4) x (TN/4) sub-blocks of 4 x 4
+// spread WM/(TM/4) rows and WN/(TN/4) columns apart, so that a warp's shared-memory reads are
+// 16-byte vectors of consecutive floats (lanes that share a row or column read the same
+// address: a broadcast, no bank conflict). Per step along k a lane loads TM + TN floats for
+// TM x TN FMAs: register reuse TM x TN / (TM + TN).
+// Slices of BK along k go from global to shared memory by cp.async (sm_80+), which needs no
+// staging registers: STAGES - 1 slices are in flight while one is multiplied, one barrier per
+// slice. With A^T both slices are rows of 16-byte groups; copying A itself transposed takes
+// 4-byte copies and their address arithmetic, which cost more issue slots than the
+// transposition does (measured on an H100: 84-86% of cuBLAS, against 95% from A^T). The rows of
+// A^T and B are lda and ldb floats apart (multiples of 4: the host pads them), so every copy
+// is 16 bytes at any shape; slices are zero-filled past M, N and K. VEC: 16-byte stores of C
+// (N a multiple of 4); otherwise 4-byte. Blocks are numbered in groups of GROUP
+// rows of tiles, walked column by column, so that the blocks resident at once share tiles of
+// A^T and B in L2. MIN_BLOCKS: blocks that must fit an SM at once.
 template <int BM, int BN, int BK, int WM, int WN, int TM, int TN>
 struct OptimizedTile {
     static constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
     static constexpr int LANES_N = WN / TN;      // lanes across a warp tile's columns
     static constexpr int STRIDE_M = WM / (TM / 4), STRIDE_N = WN / (TN / 4);  // sub-blocks
-    static constexpr int A_PAD = 4;
-    static constexpr int A_LOADS = BM * BK / 4 / THREADS;  // 4-float groups per thread
-    static constexpr int B_LOADS = BK * BN / 4 / THREADS;
     static_assert(TM % 4 == 0 && TN % 4 == 0, "lane tiles are made of 4 x 4 sub-blocks");
     static_assert((WM / TM) * (WN / TN) == 32, "a warp tile is 32 lanes of TM x TN");
     static_assert(BM % WM == 0 && BN % WN == 0, "warp tiles must divide the block tile");
-    static_assert(A_LOADS * THREADS * 4 == BM * BK && B_LOADS * THREADS * 4 == BK * BN,
-                  "every thread loads whole 4-float groups of both slices");
 };
 
-// Four consecutive floats of a row-major matrix at (row, col), zeros past its edges.
-template <bool VEC>
-__device__ __forceinline__ float4 load4(const float* __restrict__ X, int rows, int cols,
-                                        int row, int col) {
-    if (row >= rows) return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    const float* p = X + (long long)row * cols + col;
-    if (VEC && col + 3 < cols) return *reinterpret_cast<const float4*>(p);
-    float4 v;
-    v.x = col < cols ? p[0] : 0.0f;
-    v.y = col + 1 < cols ? p[1] : 0.0f;
-    v.z = col + 2 < cols ? p[2] : 0.0f;
-    v.w = col + 3 < cols ? p[3] : 0.0f;
-    return v;
+// ROWS x COLS floats of X (rows x cols, rows ld floats apart, ld a multiple of 4) at (row0,
+// col0) into S (ROWS x COLS, row-major), asynchronously, 16 bytes a copy, zeros outside X.
+template <int ROWS, int COLS, int THREADS>
+__device__ __forceinline__ void copy_slice(float* S, const float* __restrict__ X, int rows,
+                                           int cols, int ld, int row0, int col0) {
+    constexpr int COPIES = ROWS * COLS / 4 / THREADS;
+    static_assert(COPIES * THREADS * 4 == ROWS * COLS,
+                  "every thread copies the same number of 4-float groups of the slice");
+#pragma unroll
+    for (int l = 0; l < COPIES; ++l) {
+        const int e = (l * THREADS + threadIdx.x) * 4, r = e / COLS, c = e % COLS;
+        const bool valid = row0 + r < rows && col0 + c < cols;
+        loclab::copy_async<16>(S + e, valid ? X + (long long)(row0 + r) * ld + col0 + c : X,
+                               valid);
+    }
 }
 
 template <bool VEC>
@@ -153,74 +157,62 @@ __device__ __forceinline__ void store4(float* __restrict__ C, int M, int N, int 
         if (col + c < N) p[c] = v[c];
 }
 
-template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, bool VEC, int MIN_BLOCKS>
+template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int STAGES, bool VEC,
+          int GROUP, int MIN_BLOCKS>
 __global__ void __launch_bounds__(OptimizedTile<BM, BN, BK, WM, WN, TM, TN>::THREADS, MIN_BLOCKS)
-mmm_optimized(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
-              int M, int N, int K) {
+mmm_optimized(const float* __restrict__ At, const float* __restrict__ B, float* __restrict__ C,
+              int M, int N, int K, int lda, int ldb) {
     using Tile = OptimizedTile<BM, BN, BK, WM, WN, TM, TN>;
-    __shared__ __align__(16) float As[2][BK][BM + Tile::A_PAD];
-    __shared__ __align__(16) float Bs[2][BK][BN];
+    static_assert(STAGES >= 2, "at least one slice in flight while one is multiplied");
+    extern __shared__ __align__(16) float shared[];
+    float* As = shared;                     // [STAGES][BK][BM]: slices of A^T
+    float* Bs = shared + STAGES * BK * BM;  // [STAGES][BK][BN]
+
+    const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+    const int per_group = GROUP * tiles_n, first_m = blockIdx.x / per_group * GROUP;
+    const int rows = min(tiles_m - first_m, GROUP), in_group = blockIdx.x % per_group;
+    const int row0 = (first_m + in_group % rows) * BM, col0 = (in_group / rows) * BN;
+
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
     const int wm = (warp / (BN / WN)) * WM, wn = (warp % (BN / WN)) * WN;
     const int lm = (lane / Tile::LANES_N) * 4, ln = (lane % Tile::LANES_N) * 4;
 
-    float4 a_next[Tile::A_LOADS], b_next[Tile::B_LOADS];
-    auto fetch = [&](int kk) {  // global -> registers
-#pragma unroll
-        for (int l = 0; l < Tile::A_LOADS; ++l) {
-            const int g = l * Tile::THREADS + threadIdx.x;  // 4-float group of the A slice
-            a_next[l] = load4<VEC>(A, M, K, row0 + g / (BK / 4), kk + (g % (BK / 4)) * 4);
-        }
-#pragma unroll
-        for (int l = 0; l < Tile::B_LOADS; ++l) {
-            const int g = l * Tile::THREADS + threadIdx.x;
-            b_next[l] = load4<VEC>(B, K, N, kk + g / (BN / 4), col0 + (g % (BN / 4)) * 4);
-        }
-    };
-    auto stash = [&](int buf) {  // registers -> shared, A transposed
-#pragma unroll
-        for (int l = 0; l < Tile::A_LOADS; ++l) {
-            const int g = l * Tile::THREADS + threadIdx.x;
-            const int m = g / (BK / 4), k = (g % (BK / 4)) * 4;
-            As[buf][k][m] = a_next[l].x;
-            As[buf][k + 1][m] = a_next[l].y;
-            As[buf][k + 2][m] = a_next[l].z;
-            As[buf][k + 3][m] = a_next[l].w;
-        }
-#pragma unroll
-        for (int l = 0; l < Tile::B_LOADS; ++l) {
-            const int g = l * Tile::THREADS + threadIdx.x;
-            *reinterpret_cast<float4*>(&Bs[buf][g / (BN / 4)][(g % (BN / 4)) * 4]) = b_next[l];
-        }
+    auto fetch = [&](int slice) {
+        const int stage = slice % STAGES, kk = slice * BK;
+        copy_slice<BK, BM, Tile::THREADS>(As + stage * BK * BM, At, K, M, lda, kk, row0);
+        copy_slice<BK, BN, Tile::THREADS>(Bs + stage * BK * BN, B, K, N, ldb, kk, col0);
     };
 
     float c[TM][TN] = {};
-    fetch(0);
-    stash(0);
-    __syncthreads();
     const int slices = (K + BK - 1) / BK;
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < slices) fetch(s);
+        loclab::commit_copies();  // an empty group where there is no slice: counts stay in step
+    }
     for (int s = 0; s < slices; ++s) {
-        const int buf = s & 1;
-        if (s + 1 < slices) fetch((s + 1) * BK);
+        loclab::wait_copies<STAGES - 2>();  // this thread's copies of slice s have landed,
+        __syncthreads();                    // everyone's too, and slice s - 1's stage is free
+        if (s + STAGES - 1 < slices) fetch(s + STAGES - 1);
+        loclab::commit_copies();
+        const float* as = As + (s % STAGES) * BK * BM;
+        const float* bs = Bs + (s % STAGES) * BK * BN;
 #pragma unroll
         for (int k = 0; k < BK; ++k) {
             float a[TM], b[TN];
 #pragma unroll
             for (int i = 0; i < TM; i += 4)
                 *reinterpret_cast<float4*>(&a[i]) = *reinterpret_cast<const float4*>(
-                    &As[buf][k][wm + (i / 4) * Tile::STRIDE_M + lm]);
+                    as + k * BM + wm + (i / 4) * Tile::STRIDE_M + lm);
 #pragma unroll
             for (int j = 0; j < TN; j += 4)
                 *reinterpret_cast<float4*>(&b[j]) = *reinterpret_cast<const float4*>(
-                    &Bs[buf][k][wn + (j / 4) * Tile::STRIDE_N + ln]);
+                    bs + k * BN + wn + (j / 4) * Tile::STRIDE_N + ln);
 #pragma unroll
             for (int i = 0; i < TM; ++i)
 #pragma unroll
                 for (int j = 0; j < TN; ++j) c[i][j] += a[i] * b[j];
         }
-        if (s + 1 < slices) stash(buf ^ 1);
-        __syncthreads();
     }
 #pragma unroll
     for (int i = 0; i < TM; ++i) {

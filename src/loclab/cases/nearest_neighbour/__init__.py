@@ -245,7 +245,8 @@ CASE = Case(
                 lazy(GPU, "naive")),
         Variant("gpu-shared", "gpu", "optimized",
                 "the slides' kernel: points staged B at a time in shared memory; Q queries "
-                "per thread in registers, broadcast float4 reads, branch-free selects",
+                "per thread in registers, broadcast float4 reads, branch-free updates on the "
+                "FMA pipe (one ALU instruction a pair)",
                 lazy(GPU, "shared"), space=lazy(GPU, "shared_space")),
         Variant("gpu-min-first", "gpu", "optimized",
                 "gpu-shared's staging, but the inner loop only finds the smallest distance "

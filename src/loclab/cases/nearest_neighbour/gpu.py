@@ -26,15 +26,17 @@ SOURCE = Path(__file__).with_name("kernels.cu")
 ITEMSIZE = 4
 NAIVE_THREADS = 256
 LIBRARY_CHUNK_BYTES = 256 * 2**20  # cupy's distances for a chunk of queries
-# 128 threads x 4 queries: at M = 2^18, 512 blocks, 3.9 per SM of an H100 or H200 (132 SMs),
-# all resident at once, each SM with 16 warps of 4 independent chains each. 8 queries per
-# thread would save a little more of the index adds (4.125 instructions a pair instead of
-# 4.25) but leave 256 blocks: 2 warps per scheduler.
-SHARED_DEFAULT = {"threads": 128, "b": 1024, "q": 4}
+# 128 threads x 8 queries: at M = 2^18, 256 blocks, about 2 per SM of an H100 or H200 (132
+# SMs), all resident at once, 2 warps per scheduler of 8 independent chains each. On an H100
+# (2026-11-27, one run, M = N = 2^18, two repetitions): 84.9-85.0% of the 4-instruction issue
+# limit; 256 x 8 84.7-84.9%, 64 x 8 84.2-84.6%; 128 x 4 80.0-80.2% (4.44 instructions a pair:
+# the index adds and the loop take 1.75/q); 128 x 16 77% (128 blocks: 4 SMs idle, one warp
+# per scheduler).
+SHARED_DEFAULT = {"threads": 128, "b": 1024, "q": 8}
 # Chunks of 64 points: with 4 queries a thread, the shared loads, the notes (an FSETP and a
 # SEL per query) and the loop take 33 instructions per chunk of 256 pairs, 0.13 a pair; the
 # rescan reads 64 points per query (0.02% of the pairs at N = 2^18).
-MIN_FIRST_DEFAULT = {**SHARED_DEFAULT, "c": 64}
+MIN_FIRST_DEFAULT = {"threads": 128, "b": 1024, "q": 4, "c": 64}
 THREADS = (64, 128, 256, 512)
 POINTS_PER_STAGE = (256, 512, 1024, 2048, 4096)
 QUERIES_PER_THREAD = (1, 2, 4, 8, 16)
@@ -143,15 +145,18 @@ def shared_space(machine: Machine) -> Space:
 
 
 def shared(inputs: dict, out: Any, machine: Machine, threads: int = 128, b: int = 1024,
-           q: int = 4) -> Bound:
-    """FADD, FSETP, FSEL, SEL per pair, and an IADD per point (its index) for q pairs; with
-    the shared loads and the loop, 4 + 1/q instructions a pair (the sm_90 SASS has 272 per 64
-    pairs at q = 4, 528 per 128 at q = 8)."""
+           q: int = 8) -> Bound:
+    """FADD, FSETP and the predicated FADD and IMAD per pair (one ALU instruction of the four:
+    see note_pair in kernels.cu), and per 16 points an IADD3 each (its index, for q pairs), 4
+    shared loads and about 8 of loop: 4 + 1.75/q instructions a pair (the sm_90 SASS has 285
+    per 64 pairs at q = 4, 540 per 128 at q = 8; the selects of C, FSEL and SEL, had 272 and
+    528, 3 ALU instructions a pair)."""
     refuse(shared_restriction({"threads": threads, "b": b, "q": q}, {}, machine))
     launch = _launch(shared_kernel(threads, b, q), inputs, out, threads, threads * q)
-    return Bound(launch, {"threads": threads, "b": b, "q": q,
+    return Bound(launch, {"threads": threads, "b": b, "q": q, "alu_per_pair": 1,
                           "reuse": f"{threads * q} queries per point staged in shared memory, "
-                                   f"{q} per point read from it; {_rates(machine, 4 + 1 / q)}"})
+                                   f"{q} per point read from it; "
+                                   f"{_rates(machine, 4 + 1.75 / q)}"})
 
 
 def min_first_restriction(config: Config, dims: Dims, machine: Machine) -> str | None:

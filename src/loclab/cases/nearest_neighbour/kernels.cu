@@ -12,11 +12,12 @@
 // subtraction, a compare of |d| with the best so far and two selects (the distance and the
 // index), 4 instructions, and at one warp instruction per clock per scheduler that is the
 // roof. nn_min_first drops the index from the inner loop: 2 instructions a pair.
-// Which pipes (not measured here): FADD goes to the FMA pipe (a warp instruction per clock per
-// scheduler on sm_90); FSETP, FSEL, SEL and FMNMX most likely to the ALU pipe, 16 lanes per
-// scheduler (a warp instruction every other clock). If so, nn_shared's 3 ALU instructions a
-// pair bind it at 2/3 of the 4-instruction issue limit, while nn_min_first's one ALU and one
-// FMA instruction can reach the issue limit of its 2.
+// Which pipes: FADD and IMAD go to the FMA pipe (a warp instruction per clock per scheduler on
+// sm_90, IMAD on its heavy half only); FSETP, FSEL, SEL, IADD3 and FMNMX to the ALU pipe, 16
+// lanes per scheduler (a warp instruction every other clock). A pair written as C (FADD, FSETP,
+// FSEL, SEL) has 3 ALU instructions, which bind it at 2/3 of the 4-instruction issue limit:
+// measured on an H100, 66.1%. nn_shared therefore keeps one ALU instruction a pair (see
+// note_pair); nn_min_first's one ALU and one FMA instruction can reach the issue limit of its 2.
 
 // +infinity, for points past n: |q - inf| = inf never beats a finite best, so the last tile
 // needs no test. (NVRTC knows no INFINITY without headers.)
@@ -62,15 +63,35 @@ __device__ __forceinline__ void stage(float* tile, const float* __restrict__ poi
     }
 }
 
+// One pair of the lectures' loop: if |q - p| < best, then best = |q - p| and nearest = index,
+// with the loop's strict < (the smaller index wins a tie). Written as C, ptxas makes the two
+// updates an FSEL and a SEL, ALU instructions like the FSETP, and 3 ALU instructions a pair
+// bind the kernel at 2/3 of its issue limit. Here the updates are predicated FMA-pipe
+// instructions: best = |d| + -0 (an FADD; exactly |d|, +0 included) and nearest = nearest *
+// zero + index (an IMAD). `zero` is 0 (the kernel's n >> 31, n >= 0) but ptxas cannot know
+// it: a literal 0 would let it fold the IMAD back into a SEL. Per pair: FADD, FSETP, FADD,
+// IMAD, one of them on the ALU pipe.
+__device__ __forceinline__ void note_pair(float q, float p, float& best, int& nearest, int index,
+                                          int zero) {
+    const float d = q - p;  // one rounded subtraction, as in every kernel and the golden
+    asm("{\n\t.reg .pred closer;\n\t.reg .f32 distance;\n\t"
+        "abs.f32 distance, %2;\n\t"
+        "setp.lt.f32 closer, distance, %0;\n\t"
+        "@closer add.f32 %0, distance, 0f80000000;\n\t"
+        "@closer mad.lo.s32 %1, %1, %3, %4;\n\t}"
+        : "+f"(best), "+r"(nearest)
+        : "f"(d), "r"(zero), "r"(index));
+}
+
 // gpu-shared: the slides' kernel, strip-mined: the block's THREADS threads stage B points at a
 // time in shared memory (one global load per point per block instead of one per pair), then
 // every thread walks the tile for its queries. Made fast:
 // - Q queries per thread, in registers: each point read from shared memory serves Q queries,
-//   and Q independent best -> compare -> best chains hide the ALU latency;
+//   and Q independent best -> compare -> best chains hide the latency;
 // - every lane reads the same tile word at the same time (a broadcast, no bank conflict), 4
 //   points per 16-byte read;
-// - the compare and selects are branch-free (FSETP, FSEL, SEL after the FADD), 4 instructions
-//   per pair; the index j0 + j + c takes one IADD per point, shared by the Q queries.
+// - branch-free pairs with one ALU instruction each (note_pair): 4 instructions a pair, and
+//   the index j0 + j + c takes one IADD3 per point, shared by the Q queries.
 template <int THREADS, int B, int Q>
 __global__ void __launch_bounds__(THREADS)
 nn_shared(const float* __restrict__ queries, const float* __restrict__ points,
@@ -79,6 +100,7 @@ nn_shared(const float* __restrict__ queries, const float* __restrict__ points,
     __shared__ __align__(16) float tile[B];
     float q[Q], best[Q];
     int nearest[Q];
+    const int zero = n >> 31;  // see note_pair
 #pragma unroll
     for (int k = 0; k < Q; ++k) {
         const int i = query_index<THREADS, Q>(k);
@@ -97,10 +119,7 @@ nn_shared(const float* __restrict__ queries, const float* __restrict__ points,
             for (int c = 0; c < 4; ++c) {
 #pragma unroll
                 for (int k = 0; k < Q; ++k) {
-                    const float d = fabsf(q[k] - four[c]);
-                    const bool closer = d < best[k];
-                    best[k] = closer ? d : best[k];
-                    nearest[k] = closer ? j0 + j + c : nearest[k];
+                    note_pair(q[k], four[c], best[k], nearest[k], j0 + j + c, zero);
                 }
             }
         }
