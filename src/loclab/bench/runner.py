@@ -137,6 +137,19 @@ def empty_row(case: Case, variant: Variant, dims: dict[str, int], timer: str,
             "baseline": variant.baseline, "phases": {}}
 
 
+def _other_parameters(config: dict[str, int], names: Mapping[str, Any]) -> str | None:
+    """Why a tuned configuration cannot be this variant's: it was tuned for a version of it
+    whose parameters were other than ``names`` (a space that gained, lost or renamed one)."""
+    missing = sorted(set(names) - set(config))
+    unknown = sorted(set(config) - set(names))
+    if not missing and not unknown:
+        return None
+    differences = [f"lacks {', '.join(missing)}" if missing else "",
+                   f"has {', '.join(unknown)}" if unknown else ""]
+    return (f"tuned for another version of this variant (it "
+            f"{' and '.join(filter(None, differences))}): run loclab tune again")
+
+
 def measure_variant(case: Case, variant: Variant, dims: dict[str, int], staging: Staging,
                     golden: Golden, machine: Machine, budget: Budget,
                     tuned: Entry | None = None) -> Row:
@@ -154,9 +167,11 @@ def measure_variant(case: Case, variant: Variant, dims: dict[str, int], staging:
     problem = None
     try:
         row["skipped"] = variant.skip_reason(dims, machine)
-        rejected = (variant.space(machine).restriction(config, dims, machine)
-                    if config is not None and variant.space else None)
-        problem = rejected and f"rejected on this machine: {rejected}"
+        if config is not None and variant.space:
+            space = variant.space(machine)
+            problem = _other_parameters(config, space.values) or (
+                (rejected := space.restriction(config, dims, machine))
+                and f"rejected on this machine: {rejected}")
     except Exception as err:  # a bug in a skip rule or a space: recorded, the run goes on
         problem = describe(err)
     if row["skipped"]:
