@@ -326,12 +326,18 @@ def sampled_elements(n: int) -> int:
     return picked * SAMPLE_CHUNK - (chunks * SAMPLE_CHUNK - n if last_is_short else 0)
 
 
+def sample_scale(n: int) -> float:
+    """Elements of the input per sampled element: what a bucket's sampled count is scaled by
+    (bucket_room), and what the bound on the rooms' total allows for."""
+    return n / max(1, sampled_elements(n))
+
+
 def records_bound(n: int, buckets: int, spread: float = ROOM_SPREAD) -> int:
     """The most records the rooms can add up to, whatever the sample saw. bucket_room gives
     bucket b ceil(e_b + spread sqrt(s e_b) + s), rounded up to a multiple of 16, where s = n /
     sampled and the estimates e_b add up to at most n: by Cauchy-Schwarz the rooms hold at most
     n + spread sqrt(s n buckets) + buckets (s + 16) (and a record a bucket for rounding)."""
-    scale = n / max(1, sampled_elements(n))
+    scale = sample_scale(n)
     spread_room = max(0.0, spread) * math.sqrt(scale * n * buckets)
     return int(n + spread_room + buckets * (scale + 17)) + 1
 
@@ -374,10 +380,9 @@ def bucketed(inputs: dict, out: Any, machine: Machine, bucket_bytes: int | None 
                     block=(SAMPLE_THREADS,),
                     args=(inds, np.int64(n), *sizes, np.int32(SAMPLE_EVERY), sampled),
                     result=sampled, shared_mem=buckets * 4)
-    scale = n / max(1, sampled_elements(n))
     plan = Launch(KERNELS, BUCKET_ROOM, grid=(1,), block=(ROOM_THREADS,),
-                  args=(sampled, np.int32(buckets), np.float64(scale), np.float64(spread), room,
-                        region, fill, spill_range), result=region)
+                  args=(sampled, np.int32(buckets), np.float64(sample_scale(n)),
+                        np.float64(spread), room, region, fill, spill_range), result=region)
     # One scatter block per SM: its tile takes over half the SM's shared memory, its 1,024
     # threads of 64 registers all of the register file.
     scatter = Launch(KERNELS, BUCKET_SCATTER, grid=(min(blocks(n, SCATTER_TILE), gpu.sms),),
