@@ -9,7 +9,10 @@ from hypothesis import strategies as st
 
 from loclab.bench.validate import compare
 from loclab.cases.bmmm import CASE, cpu, gpu, make_inputs
-from loclab.gpu.limits import SHARED_WITHOUT_OPT_IN
+from loclab.gpu.warp_tile import warp_tile
+
+# Dynamic shared memory a block may opt in to on every GPU from sm_80 (sm_86, sm_89: 99 KB).
+SMALLEST_OPT_IN = 99 * 1024
 
 
 def lectures_loop(a, b, x):
@@ -56,17 +59,16 @@ def test_cpu_tiled_at_any_tile(m, k, n, tile, seed):
 def test_optimized_tiles_cover_every_column_in_whole_warps_and_fit(k):
     layout = gpu.optimized_layout(k)
     assert layout.padded >= k * k > layout.padded - layout.bn  # no tile of padding alone
-    assert layout.padded % layout.bn == 0 and layout.bn % layout.tn == 0
-    assert layout.tm % 4 == 0 and layout.tn % 4 == 0 and layout.bm % layout.tm == 0
-    warp_rows = 32 // layout.wc
-    assert 32 % layout.wc == 0 and (layout.bn // layout.tn) % layout.wc == 0
-    assert (layout.bm // layout.tm) % warp_rows == 0 and layout.threads <= 1024
-    assert layout.shared_bytes <= SHARED_WITHOUT_OPT_IN
+    assert layout.padded % layout.bn == 0 and layout.tm % 4 == 0 and layout.tn % 4 == 0
+    wm, wn = warp_tile(layout.lanes_m, layout.tm, layout.tn)
+    assert 32 % layout.lanes_m == 0 and layout.bm % wm == 0 and layout.bn % wn == 0
+    assert 32 <= layout.threads <= 1024 and layout.stages >= 2
+    assert layout.shared_bytes <= SMALLEST_OPT_IN and layout.bq % 16 == 0
 
 
 def test_optimized_pads_c_to_whole_slices():
     layout = gpu.optimized_layout(16)
-    assert [layout.rows(n) for n in (1, 16, 17, 512)] == [16, 16, 32, 512]
+    assert [layout.rows(n) for n in (1, 32, 33, 512)] == [32, 32, 64, 512]
 
 
 def test_skip_rules_name_k(machine):
@@ -111,3 +113,24 @@ def test_gpu_variants_at_odd_k(k, n, machine):
         result = cupy.asnumpy(variant.setup(staged, out, machine).run())
         check = compare(result, CASE.golden(inputs), CASE.tolerance_for(inputs))
         assert check.valid, (variant.name, check.problem)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("k", [4, 5, 8, 16])
+@pytest.mark.parametrize("n", [130, 48])
+def test_gpu_optimized_blocks_walk_several_tiles(k, n, machine):
+    """More tiles than the persistent grid has blocks, not a multiple of it: each block's
+    stream of slices crosses tiles (the pipeline and the mask's buffers carry on), and the
+    last round of tiles is partial; bytes (n = 130) and vectors (n = 48) of the mask."""
+    import cupy
+
+    m = 9 * gpu.optimized_layout(k).bm * machine.gpu.sms + 37
+    dims = {"m": m, "k": k, "n": n}
+    inputs = make_inputs(dims, np.random.default_rng(k + n))
+    staged = {name: cupy.asarray(array) for name, array in inputs.items()}
+    out = cupy.full((m, k, k), cupy.nan, cupy.float32)
+    bound = gpu.optimized(staged, out, machine)
+    tiles, blocks = bound.params["tiles"], bound.params["blocks"]
+    assert tiles > blocks and tiles % blocks
+    check = compare(cupy.asnumpy(bound.run()), CASE.golden(inputs), CASE.tolerance_for(inputs))
+    assert check.valid, check.problem

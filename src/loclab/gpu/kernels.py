@@ -185,6 +185,13 @@ class Launch:
             self._handle, threads or self.threads,
             self.shared_mem if dynamic_shared is None else dynamic_shared))
 
+    def filling_the_gpu(self, tiles: int, sms: int) -> "Launch":
+        """This launch with the grid of a persistent kernel, whose blocks loop over ``tiles``
+        tiles of work: as many blocks as fit ``sms`` SMs at once (CUDA's occupancy for this
+        kernel), never more than the tiles."""
+        self.grid = (max(1, min(tiles, sms * self.cuda_blocks_per_sm())),)
+        return self
+
     @property
     def shape(self) -> str:
         return f"grid={self.grid} block={self.block} shared={self.shared_mem}B"

@@ -17,6 +17,7 @@ import numpy as np
 from loclab.cases.base import Bound
 from loclab.cases.bmmm import DEFAULT_KS
 from loclab.gpu.kernels import KernelAccesses, KernelSource, Launch, blocks, source_for
+from loclab.gpu.warp_tile import LANE_COL, LANE_ROW, block_threads, warp_tile
 from loclab.hw import Machine
 from loclab.model.access import DeclaredAccess
 
@@ -24,19 +25,17 @@ SOURCE = Path(__file__).with_name("kernels.cu")
 TILED_ROWS = 31  # the slides' T: rows of X per block, acc[T] per thread
 TRANSPOSE_TILE = 32  # the slides': 32 x 32 threads, one byte each
 MAX_BLOCK_SIDE = 32  # K x K threads per block
-THREAD_TILE = 8  # rows (and, from 64 columns up, columns) of Y per thread in gpu-optimized
-WIDE_COLUMNS = 128  # gpu-optimized's widest column tile: K > 11 splits C's columns over blocks
-SLICE = 16  # gpu-optimized's slice along q: one 16-byte vector of a mask row
 PRODUCT_THREADS = 256
 INT_INDEX_LIMIT = 2 ** 31
-VECTOR_BYTES = 16
+VECTOR_BYTES = 16  # gpu-optimized's loads of the mask
 
 
 @dataclass(frozen=True)
 class Layout:
     """gpu-optimized's tiles for one K: C's K^2 columns padded to ``padded`` (whole tiles of
-    ``bn``), a ``bm`` x ``bn`` tile of Y per block, slices of ``bq`` along q, tm x tn results
-    per thread, ``wc`` threads of a warp across columns (32 / wc across rows)."""
+    ``bn``), a ``bm`` x ``bn`` tile of Y per block, slices of ``bq`` along q (``stages`` of
+    C's in shared memory), ``lanes_m`` x (32 / lanes_m) lanes a warp of tm x tn results each
+    (gpu/warp_tile.py), launch bounds asking ``blocks_per_sm`` blocks an SM."""
 
     k: int
     padded: int
@@ -45,39 +44,50 @@ class Layout:
     bq: int
     tm: int
     tn: int
-    wc: int
+    lanes_m: int
+    stages: int
+    blocks_per_sm: int
 
     @property
     def threads(self) -> int:
-        return (self.bm // self.tm) * (self.bn // self.tn)
+        return block_threads(self.bm, self.bn, self.lanes_m, self.tm, self.tn)
 
     @property
     def shared_bytes(self) -> int:
-        """Two buffers of a slice of the mask (as floats) and of C."""
-        return 2 * self.bq * (self.bm + self.bn) * 4
+        """Two buffers of a slice of the mask (as floats), ``stages`` of C's."""
+        return (2 * self.bm + self.stages * self.bn) * self.bq * 4
 
     def rows(self, n: int) -> int:
         """C's rows: N padded to whole slices."""
         return -(-n // self.bq) * self.bq
 
     def kernel(self, vectors: bool) -> str:
+        wm, wn = warp_tile(self.lanes_m, self.tm, self.tn)
         flag = "true" if vectors else "false"
-        return (f"bmmm_optimized<{self.k},{self.padded},{self.bm},{self.bn},{self.bq},"
-                f"{self.tm},{self.tn},{self.wc},{flag}>")
+        return (f"bmmm_optimized<{self.k},{self.padded},{self.bm},{self.bn},{self.bq},{wm},"
+                f"{wn},{self.tm},{self.tn},{self.stages},{flag},{self.blocks_per_sm}>")
+
+
+# By the column tile (C's K^2 columns, padded to a power of two from 16 up to 256, wider K^2
+# spread over several blocks of 256): the row tile, the slice along q, lanes of tm x tn,
+# lanes_m, C's stages and blocks an SM. From 128 columns up, mmm's warp tile: lanes of 16 x 8
+# (128 FMAs per 6 shared loads), 256 threads, one block an SM, slices of 32 (at K = 16 on an
+# H100: 0.77 ms against 0.88 with slices of 16, whose barriers and edges a slice cost more than
+# two warps a scheduler hide); narrower tiles take 256 rows and lanes of 8 x 8 or 8 x 4, two
+# blocks an SM.
+_TILES = {256: (128, 32, 16, 8, 8, 2, 1), 128: (256, 32, 16, 8, 8, 2, 1),
+          64: (256, 32, 8, 8, 8, 2, 2), 32: (256, 16, 8, 4, 8, 2, 2),
+          16: (256, 16, 8, 4, 8, 2, 2)}
+WIDE_COLUMNS = max(_TILES)
 
 
 def optimized_layout(k: int) -> Layout:
-    """The narrowest column tile of 16, 32, 64 or 128 that holds K^2 columns (wider K^2 spread
-    over several blocks of 128), 8 rows per thread; columns 4 per thread up to 32, else 8 (a
-    thread's register tile, 8 x 8 from 64 columns up, gives 64 FMAs per 4 shared loads);
-    about 128 threads for narrow tiles (K <= 5: they are memory-bound) and 256 for wide
-    ones (two blocks per SM at 128 registers)."""
+    """The narrowest column tile that holds K^2 columns (or several of the widest), the rest
+    of its layout from ``_TILES``."""
     kk = k * k
-    bn = min(WIDE_COLUMNS, max(16, 1 << (kk - 1).bit_length()))
-    tn = 4 if bn <= 32 else THREAD_TILE
-    threads = 128 if bn <= 32 else 256
-    bm = threads // (bn // tn) * THREAD_TILE
-    return Layout(k, -(-kk // bn) * bn, bm, bn, SLICE, THREAD_TILE, tn, min(8, bn // tn))
+    bn = min(WIDE_COLUMNS, max(min(_TILES), 1 << (kk - 1).bit_length()))
+    bm, bq, tm, tn, lanes_m, stages, blocks_per_sm = _TILES[bn]
+    return Layout(k, -(-kk // bn) * bn, bm, bn, bq, tm, tn, lanes_m, stages, blocks_per_sm)
 
 
 def naive_kernel(k: int) -> str:
@@ -89,7 +99,7 @@ def tiled_kernel(k: int) -> str:
 
 
 def products_kernel(layout: Layout) -> str:
-    return f"bmmm_products<{layout.k},{layout.padded}>"
+    return f"bmmm_products<{layout.k},{layout.padded},{layout.bq}>"
 
 
 TRANSPOSE = f"transpose_bytes<{TRANSPOSE_TILE}>"
@@ -137,49 +147,46 @@ ACCESSES = (
         DeclaredAccess("Y[(blockIdx.x*T + r)*K*K + threadIdx.y*K + threadIdx.x]", "global", 4,
                        note="Y[ii + r][j1][j2]: along a row", write=True, count="m*K*K")),
         at=(("q", 0), ("r", 0)), block=("K", "K")),
-    KernelAccesses("bmmm_products", ("K", "KKP"), (
+    KernelAccesses("bmmm_products", ("K", "KKP", "BQ"), (
         DeclaredAccess(f"A[{_E} % KKP / K * n + {_E} / KKP]", "global", 4,
                        note="A[j1][q]: n apart, K lanes each", count="n*K*K"),
         DeclaredAccess(f"B[{_E} / KKP * K + {_E} % KKP % K]", "global", 4,
                        note="B[q][j2]: along a row", count="n*K*K"),
         DeclaredAccess(f"C[{_E}]", "global", 4, note="C[q][j]: along a row", write=True,
-                       count=f"(n + {SLICE} - 1)/{SLICE}*{SLICE}*KKP")),
+                       count="(n + BQ - 1)/BQ*BQ*KKP")),
         block=(PRODUCT_THREADS,)),
 )
-# bmmm_optimized at q0 = 0, c = 0, r = 0, j = 0, a thread's first load of each slice. The mask
-# is staged W = 4 + 12*VECTORS bytes per load (a vector, or 4 bytes), load e at q W*(e / BM)
-# of row e % BM, declared in bytes (one element size per template: a lane's first byte gives
-# its sector either way). Where a slice has fewer loads (of the mask, of C's 16 bytes) than
-# the block threads, the others idle: "% loads" keeps them on an address a loader uses.
+# bmmm_optimized at q0 = 0, c = 0, a thread's first load of each slice. The mask is staged
+# W = 4 + 12*VECTORS bytes per load (a vector, or 4 bytes), load e at q W*(e / BM) of row
+# e % BM, declared in bytes (one element size per template: a lane's first byte gives its
+# sector either way). Where a slice has fewer loads (of the mask, of C's 16 bytes) than the
+# block threads, the others idle: "% loads" keeps them on an address a loader uses.
 _W = "(4 + 12*VECTORS)"
 _XE = f"threadIdx.x % (BM*BQ/{_W})"
 _CE = "threadIdx.x % (BQ*BN/4)"
-# A thread's row of threads and its first column (in float4s): warps tile the block, each a
-# (32/WC) x WC grid of threads.
-_TR = "(threadIdx.x/32/(BN/TN/WC)*(32/WC) + threadIdx.x % 32/WC)"
-_TC4 = "(threadIdx.x/32 % (BN/TN/WC)*(WC*TN/4) + threadIdx.x % 32 % WC)"
+_ROW0 = "blockIdx.x/(KKP/BN)*BM"
+_COL0 = "blockIdx.x % (KKP/BN)*BN"
 OPTIMIZED_ACCESSES = KernelAccesses(
-    "bmmm_optimized", ("K", "KKP", "BM", "BN", "BQ", "TM", "TN", "WC", "VECTORS"), (
-        DeclaredAccess(f"X[(blockIdx.x/(KKP/BN)*BM + {_XE} % BM)*n + q0 + {_XE}/BM*{_W}]",
+    "bmmm_optimized", ("K", "KKP", "BM", "BN", "BQ", "WM", "WN", "TM", "TN", "STAGES",
+                       "VECTORS", "MIN"), (
+        DeclaredAccess(f"X[({_ROW0} + {_XE} % BM)*n + q0 + {_XE}/BM*{_W}]",
                        "global", 1, note="stage the mask: a row a lane, 16 or 4 bytes",
                        count=f"KKP/BN*m*((n + {_W} - 1)/{_W})"),
         DeclaredAccess(f"Xs[{_XE}/BM*{_W}][{_XE} % BM]", "shared", 4, ("BQ", "BM"),
                        note="Xs[q][row]: the mask transposed, as 0/1", write=True),
-        DeclaredAccess(f"C4[q0*(KKP/4) + blockIdx.x % (KKP/BN)*(BN/4) + "
-                       f"{_CE}/(BN/4)*(KKP/4) + {_CE} % (BN/4)]", "global", 16,
-                       note="cp.async a slice of C: along rows (from L2)",
+        DeclaredAccess(f"C4[q0*(KKP/4) + {_COL0}/4 + {_CE}/(BN/4)*(KKP/4) + {_CE} % (BN/4)]",
+                       "global", 16, note="cp.async a slice of C: along rows (from L2)",
                        count="(m + BM - 1)/BM*((n + BQ - 1)/BQ*BQ)*(KKP/4)"),
         DeclaredAccess(f"Cs4[{_CE}/(BN/4)][{_CE} % (BN/4)]", "shared", 16,
                        ("BQ", "BN/4"), note="Cs[q][col], float4", write=True),
-        DeclaredAccess(f"Xs4[c][{_TR}*(TM/4) + r/4]", "shared", 16, ("BQ", "BM/4"),
-                       note="TM rows of Xs[q]: 32/WC addresses a warp"),
-        DeclaredAccess(f"Cs4[c][{_TC4} + j/4*WC]", "shared", 16, ("BQ", "BN/4"),
-                       note="TN columns of Cs[q]: WC consecutive float4s a warp"),
-        DeclaredAccess(f"Y4[(blockIdx.x/(KKP/BN)*BM + {_TR}*TM + r)*(K*K/4) + "
-                       f"blockIdx.x % (KKP/BN)*(BN/4) + {_TC4} + j/4*WC]", "global", 16,
-                       note="Y[i][col], float4 (K*K % 4 == 0)", write=True,
+        DeclaredAccess(f"Xs4[c][({LANE_ROW})/4]", "shared", 16, ("BQ", "BM/4"),
+                       note="a lane's 4 rows of Xs[q], float4"),
+        DeclaredAccess(f"Cs4[c][({LANE_COL})/4]", "shared", 16, ("BQ", "BN/4"),
+                       note="a lane's 4 columns of Cs[q], float4"),
+        DeclaredAccess(f"Y4[({_ROW0} + {LANE_ROW})*(K*K/4) + ({_COL0} + {LANE_COL})/4]",
+                       "global", 16, note="Y[i][col], float4 (K*K % 4 == 0)", write=True,
                        count="m*((K*K + 3)/4)")),
-    at=(("q0", 0), ("c", 0), ("r", 0), ("j", 0)), block=("(BM/TM)*(BN/TN)",))
+    at=(("q0", 0), ("c", 0)), block=("(BM/WM)*(BN/WN)*32",))
 
 KERNELS = KernelSource(SOURCE, (
     TRANSPOSE,
@@ -256,22 +263,24 @@ def optimized(inputs: dict, out: Any, machine: Machine) -> Bound:
     c = cupy.empty((rows, layout.padded), cupy.float32)
     products = _launch(products_kernel(layout), (blocks(rows * layout.padded, PRODUCT_THREADS),),
                        (PRODUCT_THREADS,),
-                       (inputs["a"], inputs["b"], c, np.int32(n), np.int32(rows)), c)
-    # 16-byte loads of the mask need every row to start on 16 bytes.
+                       (inputs["a"], inputs["b"], c, np.int32(n)), c)
+    # Vector loads of the mask need every row to start on a vector.
     vectors = n % VECTOR_BYTES == 0 and inputs["x"].data.ptr % VECTOR_BYTES == 0
-    product = _launch(layout.kernel(vectors),
-                      (layout.padded // layout.bn * blocks(m, layout.bm),), (layout.threads,),
+    column_tiles = layout.padded // layout.bn
+    tiles = column_tiles * blocks(m, layout.bm)
+    product = _launch(layout.kernel(vectors), (tiles,), (layout.threads,),
                       (inputs["x"], c, out, np.int32(m), np.int32(n)), out,
-                      shared_mem=layout.shared_bytes)
-
+                      shared_mem=layout.shared_bytes).filling_the_gpu(tiles, machine.gpu.sms)
     def run() -> Any:
         products()
         return product()
 
     return Bound(run, {"block_tile": [layout.bm, layout.bn],
-                       "column_tiles": layout.padded // layout.bn, "slice": layout.bq,
-                       "thread_tile": [layout.tm, layout.tn],
-                       "warp_threads": [32 // layout.wc, layout.wc], "vectors": vectors,
+                       "column_tiles": column_tiles, "slice": layout.bq,
+                       "stages": layout.stages, "thread_tile": [layout.tm, layout.tn],
+                       "warp_tile": list(warp_tile(layout.lanes_m, layout.tm, layout.tn)),
+                       "threads": layout.threads, "vectors": vectors, "tiles": tiles,
+                       "blocks": product.grid[0],
                        "reuse": f"each mask value serves {layout.tn} columns and each C value "
                                 f"{layout.tm} rows from registers; C's slice serves "
                                 f"{layout.bm} rows from shared memory"})

@@ -2,7 +2,7 @@
 // for A (K x N), B (N x K) float32, X (M x N) bytes, Y (M x K x K). Compiled through NVRTC;
 // every kernel checks its bounds, so any M, N, K works.
 
-#include "../../gpu/async_copy.cuh"
+#include "../../gpu/warp_tile.cuh"
 
 typedef unsigned char u8;
 typedef long long i64;
@@ -77,14 +77,14 @@ __global__ void bmmm_tiled(const float* __restrict__ A, const float* __restrict_
     }
 }
 
-// gpu-optimized, step 1: C[q][j1 K + j2] = A[j1][q] B[q][j2], ROWS x KKP (small: stays in L2),
-// padded with zeros to KKP columns (whole column tiles of step 2) and to ROWS >= N rows (whole
-// slices along q), so that step 2 copies C's slices without bounds checks.
-template <int K, int KKP>
+// gpu-optimized, step 1: C[q][j1 K + j2] = A[j1][q] B[q][j2], N x KKP (small: stays in L2),
+// padded with zeros to KKP columns (whole column tiles of step 2) and to whole slices of BQ
+// rows, so that step 2 copies C's slices without bounds checks.
+template <int K, int KKP, int BQ>
 __global__ void bmmm_products(const float* __restrict__ A, const float* __restrict__ B,
-                              float* __restrict__ C, int N, int ROWS) {
+                              float* __restrict__ C, int N) {
     const int e = blockIdx.x * blockDim.x + threadIdx.x;
-    if (e >= ROWS * KKP) return;
+    if (e >= (N + BQ - 1) / BQ * BQ * KKP) return;
     const int q = e / KKP, j = e % KKP;
     C[e] = j < K * K && q < N ? A[(j / K) * N + q] * B[q * K + j % K] : 0.0f;
 }
@@ -94,141 +94,121 @@ __device__ __forceinline__ unsigned word(const uint4& v, int i) {
     return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
 }
 
-// gpu-optimized, step 2: Y (M x K^2) = mask (M x N, 0/1) . C, a tiled matrix product. A block
-// computes a BM x BN tile of Y (C's K^2 columns padded to KKP, a multiple of BN). Along q it
-// runs over slices of BQ, double-buffered in dynamic shared memory: while the block multiplies
-// slice t, C's slice t + 1 arrives by cp.async and the mask's waits in registers, loaded before
-// the products and stored after them as 0/1 floats, transposed (Xs[q][row]): one barrier per
-// slice. VECTORS: the mask read as 16-byte vectors, 16 q's of a row each (N % 16 == 0, X
-// 16-byte aligned), else 4 q's a byte at a time. Lanes take consecutive rows, so that the
-// transposed stores are conflict-free.
-// Each thread accumulates TM rows x TN columns of Y in registers: per q it reads TM + TN floats
-// (16-byte vectors) for TM x TN FMAs. A warp's threads form a (32 / WC) x WC grid, so that a
-// warp's reads of the mask hit 32 / WC addresses (a broadcast each) and its reads of C
-// contiguous 16 WC bytes: a thread's columns are TN / 4 vectors, WC vectors apart. With
-// TM = TN = 8, WC = 8 a warp reads 4 wavefronts of shared memory per q for 64 FMAs.
-// At least 16 warps per SM (the launch bounds): at most 128 registers a thread.
-template <int K, int KKP, int BM, int BN, int BQ, int TM, int TN, int WC, bool VECTORS>
-__global__ void __launch_bounds__((BM / TM) * (BN / TN),
-                                  (BM / TM) * (BN / TN) >= 512 ? 1 : 512 / ((BM / TM) * (BN / TN)))
+// gpu-optimized, step 2: Y (M x K^2) = mask (M x N, 0/1) . C, a tiled matrix product by
+// loclab::WarpTile (gpu/warp_tile.cuh, as mmm's gpu-optimized): BM x BN tiles of Y (C's K^2
+// columns padded to KKP, a multiple of BN), WM x WN warp tiles, TM x TN of Y a lane.
+// Persistent: as many blocks as fit the GPU at once, block b computing tiles b, b + grid, ...
+// The sum along q runs over slices of BQ, and a block's slices form one stream of steps
+// across its tiles: the copies of a tile's first slices are in flight while the previous
+// tile's last slices are multiplied and its results stored, so the pipeline never drains.
+// Cursors walk the stream (a step's tile and slice by increments: a division per slice cost
+// 8% of the time in stalls on its dependent instructions).
+// C's slices come by cp.async, STAGES - 1 in flight while one is multiplied. The mask's are
+// bytes that the product needs as 0/1 floats, transposed (Xs[q][row]): every thread loads its
+// share of the next slice into registers before multiplying this one and stores it, converted,
+// into the other of two buffers after: one barrier per slice. VECTORS: 16-byte loads, 16 q's
+// of a row each (N % 16 == 0, X 16-byte aligned), else byte loads of 4 q's after the product.
+// Consecutive threads take consecutive rows, so that the transposed stores are conflict-free.
+// The column tiles of one row tile are consecutive tiles (the mask rows they share are read
+// from L2 once). MIN_BLOCKS: blocks that must fit an SM at once.
+template <int K, int KKP, int BM, int BN, int BQ, int WM, int WN, int TM, int TN, int STAGES,
+          bool VECTORS, int MIN_BLOCKS>
+__global__ void __launch_bounds__(loclab::WarpTile<BM, BN, WM, WN, TM, TN>::THREADS, MIN_BLOCKS)
 bmmm_optimized(const u8* __restrict__ X, const float* __restrict__ C, float* __restrict__ Y,
                int M, int N) {
-    constexpr int KK = K * K, COLS = BN / TN, THREADS = (BM / TM) * COLS, WR = 32 / WC;
+    using Tile = loclab::WarpTile<BM, BN, WM, WN, TM, TN>;
+    constexpr int THREADS = Tile::THREADS, COLUMN_TILES = KKP / BN;
     constexpr int WIDTH = VECTORS ? 16 : 4;  // q's per mask load (per thread)
-    constexpr int XLOADS = (BM * BQ / WIDTH + THREADS - 1) / THREADS;  // per thread and slice
-    constexpr int CLOADS = (BQ * BN / 4 + THREADS - 1) / THREADS;
-    static_assert(KKP % BN == 0 && KKP >= KK && BN % TN == 0 && BM % TM == 0 &&
-                  TM % 4 == 0 && TN % 4 == 0 && 32 % WC == 0 && COLS % WC == 0 &&
-                  (BM / TM) % WR == 0 && BQ % WIDTH == 0, "whole warps of whole vectors");
+    constexpr int XGROUPS = BM * BQ / WIDTH, XLOADS = (XGROUPS + THREADS - 1) / THREADS;
+    static_assert(KKP % BN == 0 && KKP >= K * K && BQ % WIDTH == 0 && STAGES >= 2,
+                  "whole column tiles, whole mask loads a slice, one slice in flight");
     extern __shared__ __align__(16) float shared[];
     float* const Xs = shared;                // [2][BQ][BM]
-    float* const Cs = shared + 2 * BQ * BM;  // [2][BQ][BN]
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int tr = (warp / (COLS / WC)) * WR + lane / WC;      // the thread's row of threads
-    const int tc = (warp % (COLS / WC)) * WC * TN + lane % WC * 4;  // its first column
-    // Blocks of one row tile run side by side (their mask rows are read from L2 once).
-    const int i0 = blockIdx.x / (KKP / BN) * BM, col0 = blockIdx.x % (KKP / BN) * BN;
+    float* const Cs = shared + 2 * BQ * BM;  // [STAGES][BQ][BN]
+    const int slices = (N + BQ - 1) / BQ, rows = slices * BQ;  // C's rows: whole slices
+    const int tiles = (M + BM - 1) / BM * COLUMN_TILES;
+    const Tile tile;
 
-    // The vector path loads a slice's mask before the products and stores it after them; the
-    // byte path (other N) loads and stores a word's 4 bytes at a time after them (its words,
-    // 4x more, would not fit beside the accumulators).
+    // A position in this block's stream of steps: a tile and a slice of it.
+    struct Cursor {
+        int tile, slice;
+        __device__ __forceinline__ void advance(int slices) {
+            if (++slice == slices) {
+                slice = 0;
+                tile += gridDim.x;
+            }
+        }
+        __device__ __forceinline__ int row0() const { return tile / COLUMN_TILES * BM; }
+        __device__ __forceinline__ int col0() const { return tile % COLUMN_TILES * BN; }
+    };
+
     uint4 x[VECTORS ? XLOADS : 1];
-    auto load_vectors = [&](int q0) {
+    auto load_vectors = [&](const Cursor& at) {
+        const int i0 = at.row0(), q0 = at.slice * BQ;
 #pragma unroll
         for (int s = 0; s < XLOADS; ++s) {
             const int e = threadIdx.x + s * THREADS, r = e % BM, q = q0 + e / BM * WIDTH;
-            x[s] = e < BM * BQ / WIDTH && i0 + r < M && q < N
+            x[s] = e < XGROUPS && i0 + r < M && q < N
                 ? __ldg(reinterpret_cast<const uint4*>(X + (i64)(i0 + r) * N + q))
                 : make_uint4(0, 0, 0, 0);
         }
     };
-    auto store_mask = [&](int q0, int buffer) {
+    auto store_mask = [&](const Cursor& at, float* xs) {
+        const int i0 = at.row0(), q0 = at.slice * BQ;
 #pragma unroll(VECTORS ? XLOADS : 1)
         for (int s = 0; s < XLOADS; ++s) {
             const int e = threadIdx.x + s * THREADS, r = e % BM, c = e / BM * WIDTH;
-            if (XLOADS * THREADS == BM * BQ / WIDTH || e < BM * BQ / WIDTH) {
-                const u8* at = X + (i64)(i0 + r) * N + q0 + c;
+            if (XLOADS * THREADS == XGROUPS || e < XGROUPS) {
+                const u8* from = X + (i64)(i0 + r) * N + q0 + c;
 #pragma unroll
                 for (int b = 0; b < WIDTH; ++b) {
                     const bool set = VECTORS
                         ? (word(x[VECTORS ? s : 0], b / 4) >> (8 * (b % 4))) & 0xffu
-                        : i0 + r < M && q0 + c + b < N && at[b] != 0;
-                    Xs[(buffer * BQ + c + b) * BM + r] = set ? 1.0f : 0.0f;
+                        : i0 + r < M && q0 + c + b < N && from[b] != 0;
+                    xs[(c + b) * BM + r] = set ? 1.0f : 0.0f;
                 }
             }
         }
     };
-    auto load_products = [&](int q0, int buffer) {
-#pragma unroll
-        for (int s = 0; s < CLOADS; ++s) {
-            const int e = threadIdx.x + s * THREADS, c = e / (BN / 4), j = e % (BN / 4) * 4;
-            if (CLOADS * THREADS == BQ * BN / 4 || e < BQ * BN / 4)
-                loclab::copy_async<16>(Cs + (buffer * BQ + c) * BN + j,
-                                       C + (i64)(q0 + c) * KKP + col0 + j);
-        }
+    auto fetch_products = [&](const Cursor& at, int stage) {
+        loclab::copy_slice<BQ, BN, THREADS>(Cs + stage * BQ * BN, C, rows, KKP, KKP,
+                                            at.slice * BQ, at.col0());
     };
 
-    float acc[TM][TN];
+    if (blockIdx.x >= tiles) return;
+    Cursor now{static_cast<int>(blockIdx.x), 0}, next = now, fetched = now;
+    int fetch_stage = 0;
+    auto fetch_next = [&] {  // the slice of C STAGES - 1 steps ahead of the one multiplied
+        if (fetched.tile < tiles) fetch_products(fetched, fetch_stage);
+        loclab::commit_copies();  // an empty group past the stream: counts stay in step
+        fetched.advance(slices);
+        fetch_stage = fetch_stage == STAGES - 1 ? 0 : fetch_stage + 1;
+    };
 #pragma unroll
-    for (int r = 0; r < TM; ++r)
+    for (int s = 0; s < STAGES - 1; ++s) fetch_next();
+    if (VECTORS) load_vectors(now);
+    store_mask(now, Xs);
+    next.advance(slices);
+
+    float acc[TM][TN] = {};
+    for (int stage = 0, buffer = 0; now.tile < tiles; ) {
+        loclab::wait_copies<STAGES - 2>();  // this thread's copies of C's slice have landed,
+        __syncthreads();  // everyone's too, the mask's slice is stored, the last step's
+        fetch_next();     // buffers are free
+        const bool more = next.tile < tiles;
+        if (VECTORS && more) load_vectors(next);
+        tile.template multiply<BQ>(Xs + buffer * BQ * BM, Cs + stage * BQ * BN, acc);
+        if (more) store_mask(next, Xs + (buffer ^ 1) * BQ * BM);
+        if (now.slice == slices - 1) {  // the tile's last slice: its results out, a new sum
+            tile.template store<K * K % 4 == 0>(Y, M, K * K, now.row0(), now.col0(), acc);
 #pragma unroll
-        for (int j = 0; j < TN; ++j) acc[r][j] = 0.0f;
-    const int slices = (N + BQ - 1) / BQ;
-    load_products(0, 0);
-    if (VECTORS) load_vectors(0);
-    store_mask(0, 0);
-    loclab::commit_copies();
-    loclab::wait_copies<0>();
-    __syncthreads();
-    for (int t = 0; t < slices; ++t) {
-        const int buffer = t & 1;
-        const bool next = t + 1 < slices;
-        if (next) {
-            load_products((t + 1) * BQ, buffer ^ 1);
-            if (VECTORS) load_vectors((t + 1) * BQ);
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
         }
-        const float* xs = Xs + buffer * BQ * BM + tr * TM;
-        const float* cs = Cs + buffer * BQ * BN + tc;
-#pragma unroll
-        for (int c = 0; c < BQ; ++c) {
-            float xv[TM], cv[TN];
-#pragma unroll
-            for (int r = 0; r < TM; r += 4)
-                *reinterpret_cast<float4*>(&xv[r]) =
-                    *reinterpret_cast<const float4*>(xs + c * BM + r);
-#pragma unroll
-            for (int j = 0; j < TN; j += 4)
-                *reinterpret_cast<float4*>(&cv[j]) =
-                    *reinterpret_cast<const float4*>(cs + c * BN + j / 4 * WC * 4);
-#pragma unroll
-            for (int r = 0; r < TM; ++r)
-#pragma unroll
-                for (int j = 0; j < TN; ++j) acc[r][j] = fmaf(xv[r], cv[j], acc[r][j]);
-        }
-        if (next) {
-            store_mask((t + 1) * BQ, buffer ^ 1);
-            loclab::commit_copies();
-            loclab::wait_copies<0>();  // this thread's copies of C; the barrier: everyone's
-        }
-        __syncthreads();
-    }
-#pragma unroll
-    for (int r = 0; r < TM; ++r) {
-        const int i = i0 + tr * TM + r;
-        if (i >= M) break;
-        float* row = Y + (i64)i * KK;
-#pragma unroll
-        for (int j = 0; j < TN; j += 4) {
-            const int col = col0 + tc + j / 4 * WC * 4;
-            if (KK % 4 == 0) {  // rows of Y start 16-byte aligned; col < KK or col >= KK + 3
-                if (col < KK)
-                    *reinterpret_cast<float4*>(row + col) =
-                        make_float4(acc[r][j], acc[r][j + 1], acc[r][j + 2], acc[r][j + 3]);
-            } else {
-#pragma unroll
-                for (int b = 0; b < 4; ++b)
-                    if (col + b < KK) row[col + b] = acc[r][j + b];
-            }
-        }
+        now = next;
+        next.advance(slices);
+        stage = stage == STAGES - 1 ? 0 : stage + 1;
+        buffer ^= 1;
     }
 }

@@ -19,6 +19,7 @@ from loclab.gpu import require_fp32_matmul
 from loclab.cases.transpose import gpu as transpose_gpu
 from loclab.gpu.kernels import (KernelAccesses, KernelSource, Launch, blocks, in_order,
                                 source_for)
+from loclab.gpu.warp_tile import LANE_COL, LANE_ROW, WARP, block_threads, warp_tile
 from loclab.gpu.limits import (MAX_REGISTERS_PER_THREAD, SHARED_WITHOUT_OPT_IN, refuse,
                                registers_fit, threads_fit)
 from loclab.hw import Machine
@@ -26,7 +27,6 @@ from loclab.model.access import DeclaredAccess
 
 SOURCE = Path(__file__).with_name("kernels.cu")
 NAIVE_BLOCK = (32, 8)
-WARP = 32
 
 
 def _flag(value: bool) -> str:
@@ -45,17 +45,13 @@ def register_tiled_kernel(tile: int, r: int) -> str:
     return f"mmm_register_tiled<{tile},{r}>"
 
 
-def warp_tile(config: Config) -> tuple[int, int]:
-    """(WM, WN): a warp's 32 lanes as lanes_m x (32 / lanes_m), each lane tm x tn of C.
-    Parametrizing by lanes_m (not by WM and WN) keeps every configuration 32 lanes, so that a
-    local search's one-parameter steps stay mostly legal."""
-    lanes_m = config["lanes_m"]
-    return lanes_m * config["tm"], WARP // lanes_m * config["tn"]
+def _warp_tile(config: Config) -> tuple[int, int]:
+    return warp_tile(config["lanes_m"], config["tm"], config["tn"])
 
 
 def optimized_kernel(config: Config, vec: bool) -> str:
     """The instantiation of ``config`` (the warp tile derived from it)."""
-    wm, wn = warp_tile(config)
+    wm, wn = _warp_tile(config)
     return (f"mmm_optimized<{config['bm']},{config['bn']},{config['bk']},{wm},{wn},"
             f"{config['tm']},{config['tn']},{config['stages']},{_flag(vec)},{GROUP},"
             f"{config['blocks_per_sm']}>")
@@ -84,8 +80,6 @@ _FLAT = "(r*T*T + threadIdx.y*T + threadIdx.x)"
 _REGISTER_BLOCKS = "((m + T*R - 1)/(T*R))*((n + T*R - 1)/(T*R))*((k + T - 1)/T)"
 _OPTIMIZED_SLICES = "((m + BM - 1)/BM)*((n + BN - 1)/BN)*((k + BK - 1)/BK)"
 # A lane's first row and column in the block tile: its warp's tile, then its place in it.
-_WARP_ROW = "(threadIdx.x/32)/(BN/WN)*WM + (threadIdx.x % 32)/(WN/TN)*4"
-_WARP_COL = "(threadIdx.x/32) % (BN/WN)*WN + (threadIdx.x % 32) % (WN/TN)*4"
 ACCESSES = (
     KernelAccesses("mmm_naive", ("BX", "BY"), (
         DeclaredAccess("A[(blockIdx.y*BY + threadIdx.y)*k + kk]", "global", 4,
@@ -134,12 +128,12 @@ ACCESSES = (
         DeclaredAccess("B4[(threadIdx.x/(BN/4))*(n/4) + blockIdx.x*(BN/4) + "
                        "threadIdx.x % (BN/4)]", "global", 16, note="a slice of B, float4",
                        count=f"{_OPTIMIZED_SLICES}*(BK*BN/4)"),
-        DeclaredAccess(f"As4[0][({_WARP_ROW})/4]", "shared", 16, ("BK", "BM/4"),
+        DeclaredAccess(f"As4[0][({LANE_ROW})/4]", "shared", 16, ("BK", "BM/4"),
                        note="a lane's 4 rows of A, float4"),
-        DeclaredAccess(f"Bs4[0][({_WARP_COL})/4]", "shared", 16, ("BK", "BN/4"),
+        DeclaredAccess(f"Bs4[0][({LANE_COL})/4]", "shared", 16, ("BK", "BN/4"),
                        note="a lane's 4 columns of B, float4"),
-        DeclaredAccess(f"C4[(blockIdx.y*BM + {_WARP_ROW})*(n/4) + (blockIdx.x*BN + "
-                       f"{_WARP_COL})/4]", "global", 16, note="C, float4", write=True,
+        DeclaredAccess(f"C4[(blockIdx.y*BM + {LANE_ROW})*(n/4) + (blockIdx.x*BN + "
+                       f"{LANE_COL})/4]", "global", 16, note="C, float4", write=True,
                        count="(m*n + 3)/4")),
         block=("(BM/WM)*(BN/WN)*32",)),
 )
@@ -230,20 +224,18 @@ def register_tiled(inputs: dict, out: Any, machine: Machine, tile: int = 32,
 # --- A^T, warp tiling, cp.async pipelining -----------------------------------------------------
 
 def optimized_restriction(config: Config, dims: Dims, machine: Machine) -> str | None:
-    """The static asserts of kernels.cu's OptimizedTile and copy_slice, plus threads, shared
+    """The static asserts of loclab::WarpTile (gpu/warp_tile.cuh), plus threads, shared
     memory and a floor of registers (tm x tn accumulators, tm + tn operands, addresses)."""
     bm, bn, bk, tm, tn = (config[key] for key in ("bm", "bn", "bk", "tm", "tn"))
     stages, blocks_per_sm = config["stages"], config["blocks_per_sm"]
     if tm % 4 or tn % 4 or WARP % config["lanes_m"]:
         return f"lanes of {tm} x {tn} or {config['lanes_m']} lanes along m do not make a warp"
-    wm, wn = warp_tile(config)
+    wm, wn = _warp_tile(config)
     if bm % wm or bn % wn:
         return f"warp tiles of {wm} x {wn} do not divide the block tile {bm} x {bn}"
-    threads = (bm // wm) * (bn // wn) * WARP
+    threads = block_threads(bm, bn, config["lanes_m"], tm, tn)
     if reason := threads_fit(threads, machine.gpu):
         return reason
-    if (bk * bm // 4) % threads or (bk * bn // 4) % threads:
-        return f"{threads} threads cannot share the {bk}x{bm} and {bk}x{bn} slices evenly"
     if stages < 2:
         return "one stage leaves no slice in flight while one is multiplied"
     shared = optimized_shared_bytes(config)
@@ -287,8 +279,8 @@ def optimized(inputs: dict, out: Any, machine: Machine, bm: int = 128, bn: int =
     a_t, transposition = _transposed(a_rows, machine)
     b, b_copy = _padded_copy(inputs["b"], (k, ldb))
     vec = n % 4 == 0  # rows of C start 16-byte aligned (CuPy aligns the arrays)
-    wm, wn = warp_tile(config)
-    threads = (bm // wm) * (bn // wn) * WARP
+    wm, wn = _warp_tile(config)
+    threads = block_threads(bm, bn, lanes_m, tm, tn)
     name = optimized_kernel(config, vec)
     product = Launch(source_for(KERNELS, name), name, grid=(blocks(m, bm) * blocks(n, bn),),
                      block=(threads,), args=(a_t, b, out, *map(np.int32, (m, n, k, lda, ldb))),

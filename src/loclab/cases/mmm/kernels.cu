@@ -2,7 +2,7 @@
 // Compiled through NVRTC (no host headers); tile sizes are template parameters, instantiated
 // by name expression. Every kernel checks its bounds, so any M, N, K works with any tile.
 
-#include "../../gpu/async_copy.cuh"
+#include "../../gpu/warp_tile.cuh"
 
 // gpu-naive: a thread per element of C, threadIdx.x along a row of C so that the loads of B
 // and the stores of C are coalesced. Every product reads both operands from global memory
@@ -100,12 +100,8 @@ mmm_register_tiled(const float* __restrict__ A, const float* __restrict__ B,
 }
 
 // gpu-optimized: C = A . B from A^T (K x M, written first by the transposition case's kernel)
-// and B, both read along rows. A BM x BN tile of C per block, split into WM x WN warp tiles;
-// each lane holds a TM x TN block of C in registers, as (TM/4) x (TN/4) sub-blocks of 4 x 4
-// spread WM/(TM/4) rows and WN/(TN/4) columns apart, so that a warp's shared-memory reads are
-// 16-byte vectors of consecutive floats (lanes that share a row or column read the same
-// address: a broadcast, no bank conflict). Per step along k a lane loads TM + TN floats for
-// TM x TN FMAs: register reuse TM x TN / (TM + TN).
+// and B, both read along rows, by loclab::WarpTile (gpu/warp_tile.cuh): a BM x BN tile of C
+// per block, WM x WN warp tiles, TM x TN of C a lane.
 // Slices of BK along k go from global to shared memory by cp.async (sm_80+), which needs no
 // staging registers: STAGES - 1 slices are in flight while one is multiplied, one barrier per
 // slice. With A^T both slices are rows of 16-byte groups; copying A itself transposed takes
@@ -116,53 +112,12 @@ mmm_register_tiled(const float* __restrict__ A, const float* __restrict__ B,
 // (N a multiple of 4); otherwise 4-byte. Blocks are numbered in groups of GROUP
 // rows of tiles, walked column by column, so that the blocks resident at once share tiles of
 // A^T and B in L2. MIN_BLOCKS: blocks that must fit an SM at once.
-template <int BM, int BN, int BK, int WM, int WN, int TM, int TN>
-struct OptimizedTile {
-    static constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
-    static constexpr int LANES_N = WN / TN;      // lanes across a warp tile's columns
-    static constexpr int STRIDE_M = WM / (TM / 4), STRIDE_N = WN / (TN / 4);  // sub-blocks
-    static_assert(TM % 4 == 0 && TN % 4 == 0, "lane tiles are made of 4 x 4 sub-blocks");
-    static_assert((WM / TM) * (WN / TN) == 32, "a warp tile is 32 lanes of TM x TN");
-    static_assert(BM % WM == 0 && BN % WN == 0, "warp tiles must divide the block tile");
-};
-
-// ROWS x COLS floats of X (rows x cols, rows ld floats apart, ld a multiple of 4) at (row0,
-// col0) into S (ROWS x COLS, row-major), asynchronously, 16 bytes a copy, zeros outside X.
-template <int ROWS, int COLS, int THREADS>
-__device__ __forceinline__ void copy_slice(float* S, const float* __restrict__ X, int rows,
-                                           int cols, int ld, int row0, int col0) {
-    constexpr int COPIES = ROWS * COLS / 4 / THREADS;
-    static_assert(COPIES * THREADS * 4 == ROWS * COLS,
-                  "every thread copies the same number of 4-float groups of the slice");
-#pragma unroll
-    for (int l = 0; l < COPIES; ++l) {
-        const int e = (l * THREADS + threadIdx.x) * 4, r = e / COLS, c = e % COLS;
-        const bool valid = row0 + r < rows && col0 + c < cols;
-        loclab::copy_async<16>(S + e, valid ? X + (long long)(row0 + r) * ld + col0 + c : X,
-                               valid);
-    }
-}
-
-template <bool VEC>
-__device__ __forceinline__ void store4(float* __restrict__ C, int M, int N, int row, int col,
-                                       const float* v) {
-    if (row >= M) return;
-    float* p = C + (long long)row * N + col;
-    if (VEC && col + 3 < N) {
-        *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
-        return;
-    }
-#pragma unroll
-    for (int c = 0; c < 4; ++c)
-        if (col + c < N) p[c] = v[c];
-}
-
 template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int STAGES, bool VEC,
           int GROUP, int MIN_BLOCKS>
-__global__ void __launch_bounds__(OptimizedTile<BM, BN, BK, WM, WN, TM, TN>::THREADS, MIN_BLOCKS)
+__global__ void __launch_bounds__(loclab::WarpTile<BM, BN, WM, WN, TM, TN>::THREADS, MIN_BLOCKS)
 mmm_optimized(const float* __restrict__ At, const float* __restrict__ B, float* __restrict__ C,
               int M, int N, int K, int lda, int ldb) {
-    using Tile = OptimizedTile<BM, BN, BK, WM, WN, TM, TN>;
+    using Tile = loclab::WarpTile<BM, BN, WM, WN, TM, TN>;
     static_assert(STAGES >= 2, "at least one slice in flight while one is multiplied");
     extern __shared__ __align__(16) float shared[];
     float* As = shared;                     // [STAGES][BK][BM]: slices of A^T
@@ -172,15 +127,12 @@ mmm_optimized(const float* __restrict__ At, const float* __restrict__ B, float* 
     const int per_group = GROUP * tiles_n, first_m = blockIdx.x / per_group * GROUP;
     const int rows = min(tiles_m - first_m, GROUP), in_group = blockIdx.x % per_group;
     const int row0 = (first_m + in_group % rows) * BM, col0 = (in_group / rows) * BN;
-
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int wm = (warp / (BN / WN)) * WM, wn = (warp % (BN / WN)) * WN;
-    const int lm = (lane / Tile::LANES_N) * 4, ln = (lane % Tile::LANES_N) * 4;
+    const Tile tile;
 
     auto fetch = [&](int slice) {
         const int stage = slice % STAGES, kk = slice * BK;
-        copy_slice<BK, BM, Tile::THREADS>(As + stage * BK * BM, At, K, M, lda, kk, row0);
-        copy_slice<BK, BN, Tile::THREADS>(Bs + stage * BK * BN, B, K, N, ldb, kk, col0);
+        loclab::copy_slice<BK, BM, Tile::THREADS>(As + stage * BK * BM, At, K, M, lda, kk, row0);
+        loclab::copy_slice<BK, BN, Tile::THREADS>(Bs + stage * BK * BN, B, K, N, ldb, kk, col0);
     };
 
     float c[TM][TN] = {};
@@ -195,30 +147,8 @@ mmm_optimized(const float* __restrict__ At, const float* __restrict__ B, float* 
         __syncthreads();                    // everyone's too, and slice s - 1's stage is free
         if (s + STAGES - 1 < slices) fetch(s + STAGES - 1);
         loclab::commit_copies();
-        const float* as = As + (s % STAGES) * BK * BM;
-        const float* bs = Bs + (s % STAGES) * BK * BN;
-#pragma unroll
-        for (int k = 0; k < BK; ++k) {
-            float a[TM], b[TN];
-#pragma unroll
-            for (int i = 0; i < TM; i += 4)
-                *reinterpret_cast<float4*>(&a[i]) = *reinterpret_cast<const float4*>(
-                    as + k * BM + wm + (i / 4) * Tile::STRIDE_M + lm);
-#pragma unroll
-            for (int j = 0; j < TN; j += 4)
-                *reinterpret_cast<float4*>(&b[j]) = *reinterpret_cast<const float4*>(
-                    bs + k * BN + wn + (j / 4) * Tile::STRIDE_N + ln);
-#pragma unroll
-            for (int i = 0; i < TM; ++i)
-#pragma unroll
-                for (int j = 0; j < TN; ++j) c[i][j] += a[i] * b[j];
-        }
+        tile.template multiply<BK>(As + (s % STAGES) * BK * BM, Bs + (s % STAGES) * BK * BN, c);
     }
-#pragma unroll
-    for (int i = 0; i < TM; ++i) {
-        const int row = row0 + wm + (i / 4) * Tile::STRIDE_M + lm + i % 4;
-#pragma unroll
-        for (int j = 0; j < TN; j += 4)
-            store4<VEC>(C, M, N, row, col0 + wn + (j / 4) * Tile::STRIDE_N + ln, &c[i][j]);
-    }
+    tile.template store<VEC>(C, M, N, row0, col0, c);
 }
+
