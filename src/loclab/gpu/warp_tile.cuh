@@ -6,7 +6,7 @@
 // vectors of consecutive floats (lanes that share a row or column read the same address: a
 // broadcast, no bank conflict). Per step along the sum a lane loads TM + TN floats for
 // TM x TN FMAs: register reuse TM x TN / (TM + TN). A case's kernels.cu includes it by a
-// relative quoted path, after async_copy.cuh.
+// relative quoted path; it brings async_copy.cuh (copy_slice below copies by cp.async).
 #ifndef LOCLAB_WARP_TILE_CUH
 #define LOCLAB_WARP_TILE_CUH
 

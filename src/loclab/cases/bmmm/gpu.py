@@ -271,6 +271,7 @@ def optimized(inputs: dict, out: Any, machine: Machine) -> Bound:
     product = _launch(layout.kernel(vectors), (tiles,), (layout.threads,),
                       (inputs["x"], c, out, np.int32(m), np.int32(n)), out,
                       shared_mem=layout.shared_bytes).filling_the_gpu(tiles, machine.gpu.sms)
+
     def run() -> Any:
         products()
         return product()

@@ -79,7 +79,6 @@ GROUP = 8
 _FLAT = "(r*T*T + threadIdx.y*T + threadIdx.x)"
 _REGISTER_BLOCKS = "((m + T*R - 1)/(T*R))*((n + T*R - 1)/(T*R))*((k + T - 1)/T)"
 _OPTIMIZED_SLICES = "((m + BM - 1)/BM)*((n + BN - 1)/BN)*((k + BK - 1)/BK)"
-# A lane's first row and column in the block tile: its warp's tile, then its place in it.
 ACCESSES = (
     KernelAccesses("mmm_naive", ("BX", "BY"), (
         DeclaredAccess("A[(blockIdx.y*BY + threadIdx.y)*k + kk]", "global", 4,
