@@ -1,6 +1,9 @@
 """The masked batch product beyond the generic per-variant tests: the golden against the
-lectures' loop nest, the tiled CPU nest at any tile, gpu-optimized's tiles for any K, the
-sweep over K that the report plots."""
+lectures' loop nest, the tiled CPU nest at any tile, gpu-optimized's tiles for any K,
+gpu-subset-sums' bits of the mask and its tables across row tiles, the sweep over K that the
+report plots."""
+
+import dataclasses
 
 import numpy as np
 import pytest
@@ -10,6 +13,8 @@ from hypothesis import strategies as st
 from loclab.bench.validate import compare
 from loclab.cases.bmmm import CASE, cpu, gpu, make_inputs
 from loclab.gpu.warp_tile import warp_tile
+from loclab.hw import Machine
+from tests.gpus import H200
 
 # Dynamic shared memory a block may opt in to on every GPU from sm_80 (sm_86, sm_89: 99 KB).
 SMALLEST_OPT_IN = 99 * 1024
@@ -133,4 +138,73 @@ def test_gpu_optimized_blocks_walk_several_tiles(k, n, machine):
     tiles, blocks = bound.params["tiles"], bound.params["blocks"]
     assert tiles > blocks and tiles % blocks
     check = compare(cupy.asnumpy(bound.run()), CASE.golden(inputs), CASE.tolerance_for(inputs))
+    assert check.valid, check.problem
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 5, 6, 8, 16, 17, 33])
+def test_subset_sums_layout_covers_every_column_and_fits_an_sm90_block(k):
+    layout = gpu.subset_sums_layout(k)
+    assert layout.padded % layout.COLUMNS == 0
+    assert layout.padded >= k * k > layout.padded - layout.COLUMNS  # no tile of padding alone
+    assert layout.threads % 128 == 0 and layout.rows == layout.threads // 8 * layout.rows_per_lane
+    assert layout.shared_bytes <= H200.shared_mem_per_block_optin
+    assert [layout.groups(n) for n in (1, 32, 33, 512)] == [1, 1, 2, 16]
+
+
+def test_subset_sums_skips_gpus_with_less_shared_memory_a_block(machine):
+    variant = next(v for v in CASE.variants if v.name == "gpu-subset-sums")
+    dims = {"m": 131_000, "k": 16, "n": 512}
+    assert variant.skip_reason(dims, Machine(machine.cpu, H200, None)) is None
+    small = dataclasses.replace(H200, shared_mem_per_block_optin=99 * 1024)
+    reason = variant.skip_reason(dims, Machine(machine.cpu, small, None))
+    assert "shared memory" in reason and str(99 * 1024) in reason
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [1, 31, 48, 130, 512])
+@pytest.mark.parametrize("aligned", [True, False])
+def test_mask_bits_are_the_nonzero_bytes_little_endian(n, aligned, machine):
+    """Step 1 of gpu-subset-sums against NumPy's packbits: 16-byte loads (n % 16 == 0 and an
+    aligned mask) and byte loads, a partial last group, zero words in the padding rows."""
+    import cupy
+
+    m, rows = 301, 384
+    x = make_inputs({"m": m, "k": 1, "n": n}, np.random.default_rng(n))["x"]
+    staged = cupy.zeros(m * n + 1, cupy.uint8)[0 if aligned else 1:][:m * n].reshape(m, n)
+    staged[...] = cupy.asarray(x)
+    groups = -(-n // 32)
+    launch = gpu.mask_bits(staged, groups, rows)
+    assert (launch.name == gpu.mask_bits_kernel(True)) == (aligned and n % 16 == 0)
+    packed = np.zeros((rows, groups * 4), np.uint8)
+    packed[:m, :-(-n // 8)] = np.packbits(x != 0, axis=1, bitorder="little")
+    expected = packed.view("<u4").T
+    np.testing.assert_array_equal(cupy.asnumpy(launch()), expected)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("k", [3, 6, 16])
+@pytest.mark.parametrize("n", [130, 48, 512])
+@pytest.mark.parametrize("lanes", [None, (8, 256, 1)])
+def test_gpu_subset_sums_across_row_tiles_and_extreme_masks(k, n, lanes, machine):
+    """Several row tiles and a partial last one, K^2 not a multiple of 4 (K = 3) or of the
+    column tile (K = 6: a second tile of 4 columns), a partial last chunk and group (n = 130,
+    48); rows whose bytes pick the table's first entry (all zero), its last (all set) and one
+    q alone; the default layout and one of two teams of builders."""
+    import cupy
+
+    layout = gpu.subset_sums_layout(k)
+    if lanes:
+        layout = gpu.SubsetSums(k, layout.padded, *lanes)
+    m = 2 * layout.rows + 37
+    inputs = make_inputs({"m": m, "k": k, "n": n}, np.random.default_rng(k * n))
+    x = inputs["x"]
+    x[0], x[1], x[-1] = 0, 255, 0
+    x[2] = 0
+    x[2, n - 1] = 7
+    x[3] = 0
+    x[3, 0] = 1
+    staged = {name: cupy.asarray(array) for name, array in inputs.items()}
+    out = cupy.full((m, k, k), cupy.nan, cupy.float32)
+    result = cupy.asnumpy(gpu.subset_sums(staged, out, machine, layout=layout).run())
+    check = compare(result, CASE.golden(inputs), CASE.tolerance_for(inputs))
     assert check.valid, check.problem

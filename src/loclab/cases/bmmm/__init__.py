@@ -6,7 +6,9 @@ mask row X[i]. The naive nest recomputes a·b for every i; strip-mining i and mo
 innermost reuses a·b from a register across T rows of X (read from L1, or from shared memory
 on a GPU, through the transposed mask so that the loads coalesce). Beyond the lectures, the
 algebra is a plain matrix product: Y = X' · C with X' the 0/1 mask and
-C[q][(j1, j2)] = A[j1][q] · B[q][j2], which a GEMM-like kernel computes at near-peak rate.
+C[q][(j1, j2)] = A[j1][q] · B[q][j2], which a GEMM-like kernel computes at near-peak rate; and
+since the mask is 0/1, 8 of its bits select one of the 256 subset sums of 8 rows of C (the
+method of the Four Russians): one addition for 8 multiply-adds.
 
 Inputs: A and B uniform in (0, 1]; X bytes, about 10% zeros, the others any non-zero byte.
 """
@@ -115,6 +117,12 @@ CASE = Case(
                 "cp.async; 16 x 8 results a thread from K = 9 (8 x 8 from K = 6, 8 x 4 "
                 "below); a persistent grid streaming slices across its tiles",
                 lazy(GPU, "optimized")),
+        Variant("gpu-subset-sums", "gpu", "optimized",
+                "the method of the Four Russians: the mask packed to bits, q cut into chunks "
+                "of 8; per chunk a block builds the 256 subset sums of C's 8 rows (32 "
+                "columns) in shared memory and each row adds the one its byte of bits "
+                "selects: 8 times fewer additions than the product has multiply-adds",
+                lazy(GPU, "subset_sums"), skip=lazy(GPU, "subset_sums_fits")),
         Variant("cublas", "gpu", "library",
                 "(X != 0).astype(float32) @ C through cuBLAS (CuPy), conversion and C "
                 "included",

@@ -1,16 +1,17 @@
 """GPU variants of the masked batch product: CUDA C in kernels.cu, launched through CuPy.
 
 The kernels take K as a template argument (gpu-naive's and gpu-tiled's block is K x K
-threads; gpu-optimized's tiles of Y follow C's K^2 columns, ``optimized_layout``): each K
-compiles on first use; ``KERNELS`` lists the default sizes' (K = 4, 8, 16), which the nvcc
-check compiles without a GPU.
+threads; gpu-optimized's tiles of Y follow C's K^2 columns, ``optimized_layout``;
+gpu-subset-sums' blocks take 32 of them, ``subset_sums_layout``): each K compiles on first
+use; ``KERNELS`` lists the default sizes' (K = 4, 8, 16), which the nvcc check compiles
+without a GPU.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -27,7 +28,8 @@ TRANSPOSE_TILE = 32  # the slides': 32 x 32 threads, one byte each
 MAX_BLOCK_SIDE = 32  # K x K threads per block
 PRODUCT_THREADS = 256
 INT_INDEX_LIMIT = 2 ** 31
-VECTOR_BYTES = 16  # gpu-optimized's loads of the mask
+VECTOR_BYTES = 16  # gpu-optimized's and gpu-subset-sums' loads of the mask
+MASK_BITS_ROWS = 128  # bmmm_mask_bits: a block's rows, two threads a row
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,67 @@ def optimized_layout(k: int) -> Layout:
     return Layout(k, -(-kk // bn) * bn, bm, bn, bq, tm, tn, lanes_m, stages, blocks_per_sm)
 
 
+@dataclass(frozen=True)
+class SubsetSums:
+    """gpu-subset-sums' layout for one K: C's K^2 columns padded to ``padded`` (whole tiles of
+    ``COLUMNS``), ``threads`` a block in quarter warps of 8 lanes, each lane summing 4 columns
+    of ``rows_per_lane`` rows; launch bounds asking ``blocks_per_sm`` blocks an SM."""
+
+    k: int
+    padded: int
+    rows_per_lane: int
+    threads: int
+    blocks_per_sm: int
+
+    COLUMNS: ClassVar[int] = 32  # a block's columns: a quarter warp's 16-byte loads
+    GROUP: ClassVar[int] = 32  # q's a 32-bit word of the mask's bits, 4 chunks of 8
+    SLOTS: ClassVar[int] = 3  # groups of C and of the bits in shared memory
+
+    @property
+    def rows(self) -> int:
+        """A block's rows: a quarter warp's ``rows_per_lane`` each."""
+        return self.threads // 8 * self.rows_per_lane
+
+    @property
+    def shared_bytes(self) -> int:
+        """Two tables (256 entries of two chunks' 32 floats), ``SLOTS`` groups of C's 32 x 32
+        floats and of the block's words of bits."""
+        return (2 * 256 * 2 * self.COLUMNS + self.SLOTS * self.GROUP * self.COLUMNS
+                + self.SLOTS * self.rows) * 4
+
+    def groups(self, n: int) -> int:
+        return -(-n // self.GROUP)
+
+    def kernel(self) -> str:
+        return (f"bmmm_subset_sums<{self.k},{self.padded},{self.rows_per_lane},{self.threads},"
+                f"{self.SLOTS},{self.blocks_per_sm}>")
+
+
+# One block of 512 threads an SM, 16 rows a lane: 1024 rows share each table (at K = 16 on an
+# H100, 0.56 ms against 0.59 with 384 threads of 20 rows, 0.63 with 256 of 24 or 512 of 12;
+# at K = 4 0.12 ms against 0.14 with two blocks of 256 an SM).
+SUBSET_SUMS_LANES = (16, 512, 1)  # rows a lane, threads, blocks an SM
+
+
+def subset_sums_layout(k: int) -> SubsetSums:
+    columns = SubsetSums.COLUMNS
+    return SubsetSums(k, -(-k * k // columns) * columns, *SUBSET_SUMS_LANES)
+
+
+def subset_sums_fits(dims: dict[str, int], machine: Machine) -> str | None:
+    """Two tables of 64 KiB and the copies in flight: more shared memory than a block may
+    have below sm_90 (sm_86, sm_89: 99 KiB)."""
+    shared = subset_sums_layout(dims["k"]).shared_bytes
+    if machine.gpu is not None and shared > machine.gpu.shared_mem_per_block_optin:
+        return (f"its tables and copies need {shared} bytes of shared memory a block, more "
+                f"than this GPU's {machine.gpu.shared_mem_per_block_optin}")
+    return None
+
+
+def mask_bits_kernel(vectors: bool) -> str:
+    return f"bmmm_mask_bits<{'true' if vectors else 'false'}>"
+
+
 def naive_kernel(k: int) -> str:
     return f"bmmm_naive<{k}>"
 
@@ -98,8 +161,8 @@ def tiled_kernel(k: int) -> str:
     return f"bmmm_tiled<{k},{TILED_ROWS}>"
 
 
-def products_kernel(layout: Layout) -> str:
-    return f"bmmm_products<{layout.k},{layout.padded},{layout.bq}>"
+def products_kernel(k: int, padded: int, slice_rows: int) -> str:
+    return f"bmmm_products<{k},{padded},{slice_rows}>"
 
 
 TRANSPOSE = f"transpose_bytes<{TRANSPOSE_TILE}>"
@@ -188,13 +251,60 @@ OPTIMIZED_ACCESSES = KernelAccesses(
                        count="m*((K*K + 3)/4)")),
     at=(("q0", 0), ("c", 0)), block=("(BM/WM)*(BN/WN)*32",))
 
-KERNELS = KernelSource(SOURCE, (
+# bmmm_mask_bits at g = 0: lanes 2 r and 2 r + 1 read row r's 16-byte halves of a group
+# (declared in bytes, as above); even lanes store the word. Stores past row m (whole row tiles
+# of bmmm_subset_sums) are not counted.
+MASK_BITS_ACCESSES = KernelAccesses("bmmm_mask_bits", ("VECTORS",), (
+    DeclaredAccess(f"X[(blockIdx.x*{MASK_BITS_ROWS} + threadIdx.x/2)*n + g*32 + "
+                   "16*(threadIdx.x % 2)]", "global", 1,
+                   note="a row's 32 bytes by two lanes, 16 each",
+                   count="m*(VECTORS*((n + 15)/16) + (1 - VECTORS)*n)"),
+    DeclaredAccess(f"S[g*m + blockIdx.x*{MASK_BITS_ROWS} + threadIdx.x/2]", "global", 4,
+                   note="S[g][row]: words of consecutive rows", write=True,
+                   count="m*((n + 31)/32)")),
+    at=(("g", 0),), block=(2 * MASK_BITS_ROWS,))
+# bmmm_subset_sums at g = 0, chunk 0, a lane's first row. Rows a block: THREADS/8*RPL. The
+# table's entries are float4 indices T4[entry*16 + half*8 + quad]; a row's entry is its mask
+# byte (data): declared as entry = the row's index, which gives what any entries do, one
+# wavefront a quarter warp.
+_SS_ROWS = "(THREADS/8*RPL)"
+_SS_COLUMN_TILES = "(KKP/32)"
+_SS_BLOCKS = f"{_SS_COLUMN_TILES}*((m + {_SS_ROWS} - 1)/{_SS_ROWS})"
+_SS_GROUPS = "((n + 31)/32)"
+SUBSET_SUMS_ACCESSES = KernelAccesses(
+    "bmmm_subset_sums", ("K", "KKP", "RPL", "THREADS", "SLOTS", "MIN"), (
+        DeclaredAccess(f"C4[threadIdx.x % 256 / 8*(KKP/4) + blockIdx.x % {_SS_COLUMN_TILES}*8 + "
+                       "threadIdx.x % 8]", "global", 16,
+                       note="cp.async a group's 32 x 32 floats of C (from L2)",
+                       count=f"{_SS_BLOCKS}*{_SS_GROUPS}*256"),
+        DeclaredAccess(f"S4[blockIdx.x/{_SS_COLUMN_TILES}*{_SS_ROWS}/4 + threadIdx.x % "
+                       f"({_SS_ROWS}/4)]", "global", 16,
+                       note="cp.async the rows' words of a group", count=(
+                           f"{_SS_BLOCKS}*{_SS_GROUPS}*({_SS_ROWS}/4)")),
+        DeclaredAccess("Cs4[0][threadIdx.x % 8]", "shared", 16, ("SLOTS*32", "8"),
+                       note="a builder's row of C, 4 columns"),
+        DeclaredAccess("T4[threadIdx.x % 128 / 8*16*16 + threadIdx.x % 8]", "shared", 16,
+                       ("2*256*16",), note="a builder's first entry", write=True),
+        DeclaredAccess("Ss[threadIdx.x/8]", "shared", 4, (f"SLOTS*{_SS_ROWS}",),
+                       note="a row's word of bits: a broadcast to its quarter warp"),
+        DeclaredAccess("T4[threadIdx.x/8 % 256*16 + threadIdx.x % 8]", "shared", 16,
+                       ("2*256*16",), note="a row's entry: 32 columns a quarter warp"),
+        DeclaredAccess(f"Y4[(blockIdx.x/{_SS_COLUMN_TILES}*{_SS_ROWS} + threadIdx.x/8)*(K*K/4) "
+                       f"+ blockIdx.x % {_SS_COLUMN_TILES}*8 + threadIdx.x % 8]", "global", 16,
+                       note="Y[i][col], float4 (K*K % 4 == 0)", write=True,
+                       count="m*((K*K + 3)/4)")),
+    at=(("g", 0),), block=("THREADS",))
+
+KERNELS = KernelSource(SOURCE, tuple(dict.fromkeys((  # the two variants share some products
     TRANSPOSE,
     *(naive_kernel(k) for k in DEFAULT_KS),
     *(tiled_kernel(k) for k in DEFAULT_KS),
-    *(products_kernel(optimized_layout(k)) for k in DEFAULT_KS),
+    *(products_kernel(k, optimized_layout(k).padded, optimized_layout(k).bq) for k in DEFAULT_KS),
     *(optimized_layout(k).kernel(vectors) for k in DEFAULT_KS for vectors in (True, False)),
-), (*ACCESSES, OPTIMIZED_ACCESSES))
+    *(products_kernel(k, subset_sums_layout(k).padded, SubsetSums.GROUP) for k in DEFAULT_KS),
+    *(mask_bits_kernel(vectors) for vectors in (True, False)),
+    *(subset_sums_layout(k).kernel() for k in DEFAULT_KS),
+))), (*ACCESSES, OPTIMIZED_ACCESSES, MASK_BITS_ACCESSES, SUBSET_SUMS_ACCESSES))
 
 
 def _launch(name: str, grid: tuple[int, ...], block: tuple[int, ...], args: tuple,
@@ -261,7 +371,8 @@ def optimized(inputs: dict, out: Any, machine: Machine) -> Bound:
     layout = optimized_layout(k)
     rows = layout.rows(n)
     c = cupy.empty((rows, layout.padded), cupy.float32)
-    products = _launch(products_kernel(layout), (blocks(rows * layout.padded, PRODUCT_THREADS),),
+    products = _launch(products_kernel(k, layout.padded, layout.bq),
+                       (blocks(rows * layout.padded, PRODUCT_THREADS),),
                        (PRODUCT_THREADS,),
                        (inputs["a"], inputs["b"], c, np.int32(n)), c)
     # Vector loads of the mask need every row to start on a vector.
@@ -285,6 +396,53 @@ def optimized(inputs: dict, out: Any, machine: Machine) -> Bound:
                        "reuse": f"each mask value serves {layout.tn} columns and each C value "
                                 f"{layout.tm} rows from registers; C's slice serves "
                                 f"{layout.bm} rows from shared memory"})
+
+
+def mask_bits(x: Any, groups: int, rows: int) -> Launch:
+    """gpu-subset-sums' step 1: a launch writing ``groups`` x ``rows`` words of the mask ``x``'s
+    bits (its result), word [g][i] bit b = (x[i][32 g + b] != 0), zero past x's rows."""
+    import cupy
+
+    m, n = x.shape
+    bits = cupy.empty((groups, rows), cupy.uint32)
+    vectors = n % VECTOR_BYTES == 0 and x.data.ptr % VECTOR_BYTES == 0
+    return _launch(mask_bits_kernel(vectors), (blocks(rows, MASK_BITS_ROWS),),
+                   (2 * MASK_BITS_ROWS,), (x, bits, np.int32(m), np.int32(n), np.int32(rows)),
+                   bits)
+
+
+def subset_sums(inputs: dict, out: Any, machine: Machine,
+                layout: SubsetSums | None = None) -> Bound:
+    """C (padded to whole groups of q and column tiles), the mask's bits, then the sums;
+    ``layout`` replaces the default one (tests, measurements)."""
+    import cupy
+
+    m, k, n = _sizes(inputs)
+    layout = layout or subset_sums_layout(k)
+    groups = layout.groups(n)
+    rows = blocks(m, layout.rows) * layout.rows  # whole row tiles: the bits' rows past M are 0
+    c = cupy.empty((groups * layout.GROUP, layout.padded), cupy.float32)
+    products = _launch(products_kernel(k, layout.padded, layout.GROUP),
+                       (blocks(c.size, PRODUCT_THREADS),), (PRODUCT_THREADS,),
+                       (inputs["a"], inputs["b"], c, np.int32(n)), c)
+    bits = mask_bits(inputs["x"], groups, rows)
+    column_tiles = layout.padded // layout.COLUMNS
+    sums = _launch(layout.kernel(), (column_tiles * rows // layout.rows,), (layout.threads,),
+                   (bits.result, c, out, np.int32(m), np.int32(n), np.int32(rows)), out,
+                   shared_mem=layout.shared_bytes)
+
+    def run() -> Any:
+        products()
+        bits()
+        return sums()
+
+    return Bound(run, {"block_tile": [layout.rows, layout.COLUMNS],
+                       "column_tiles": column_tiles, "threads": layout.threads,
+                       "rows_per_lane": layout.rows_per_lane,
+                       "vectors": bits.name == mask_bits_kernel(True), "chunks": -(-n // 8),
+                       "reuse": f"each subset sum of 8 rows of C serves {layout.rows} rows "
+                                f"from shared memory, one addition for 8 multiply-adds of the "
+                                f"product (rates count the golden's flops: past the FMA peak)"})
 
 
 def cublas(inputs: dict, out: Any, machine: Machine) -> Bound:

@@ -212,3 +212,198 @@ bmmm_optimized(const u8* __restrict__ X, const float* __restrict__ C, float* __r
         buffer ^= 1;
     }
 }
+
+// gpu-subset-sums, step 1: the mask as bits, S[g][m] bit b = (X[m][32 g + b] != 0), zeros past
+// N and in the rows from M up to MP (whole row tiles of step 2). Transposed (a group's words
+// of consecutive rows are consecutive), so that step 2 copies its rows' words of a group as
+// 16-byte runs. Two lanes a word, 16 bytes each (VECTORS: one load, N % 16 == 0 and X 16-byte
+// aligned; else byte loads): a row's 32 bytes are one sector, read once (a lane reading both
+// halves in turn made L2 serve most sectors twice). A block's 128 rows walk their groups in
+// turn, so that the sectors of a row's lines are read close together in time (blocks by
+// group read a row's 16 sectors 16 blocks apart, at half the DRAM bandwidth).
+__device__ __forceinline__ unsigned nonzero_bytes(unsigned w) {  // bit b: byte b of w != 0
+    const unsigned set = __vcmpne4(w, 0u) & 0x08040201u;
+    return (set | set >> 8 | set >> 16 | set >> 24) & 0xfu;
+}
+
+template <bool VECTORS>
+__global__ void bmmm_mask_bits(const u8* __restrict__ X, unsigned* __restrict__ S, int M, int N,
+                               int MP) {
+    const int m = blockIdx.x * (blockDim.x / 2) + threadIdx.x / 2, half = threadIdx.x % 2;
+    const u8* const row = X + (i64)m * N + 16 * half;
+    const int groups = (N + 31) / 32;
+#pragma unroll 4
+    for (int g = 0; g < groups; ++g) {
+        const int q0 = 32 * g + 16 * half;
+        unsigned bits = 0;
+        if (m < M && q0 < N) {
+            if (VECTORS) {
+                const uint4 v = __ldg(reinterpret_cast<const uint4*>(row + 32 * g));
+                bits = nonzero_bytes(v.x) | nonzero_bytes(v.y) << 4 | nonzero_bytes(v.z) << 8
+                     | nonzero_bytes(v.w) << 12;
+            } else {
+                for (int b = 0; b < 16 && q0 + b < N; ++b)
+                    bits |= (row[32 * g + b] != 0 ? 1u : 0u) << b;
+            }
+        }
+        const unsigned high = __shfl_down_sync(0xffffffffu, bits, 1);
+        if (half == 0 && m < MP) S[(i64)g * MP + m] = bits | high << 16;
+    }
+}
+
+// gpu-subset-sums, step 2: the method of the Four Russians. Cut q into chunks of 8: a row's
+// share of a chunk is the sum of C's rows that its 8 bits select, one of the 256 subset sums
+// of the chunk's rows. A block builds a chunk's 256 sums of its 32 columns of C in shared
+// memory, and each of its ROWS rows adds one of them: 8 times fewer additions than the product
+// has multiply-adds. Each addition's operand is a load from shared memory (16 bytes a lane
+// for 4 additions): shared memory's wavefronts bound the kernel, so everything else is cut to
+// few of them. Any order of these sums is a sum of the same rounded products: the same bound.
+// Lanes: 8 (a quarter warp: one wavefront) share a row and read one entry's 32 columns, 4
+// each: conflict-free whatever the entries. Quarter warp u owns rows u, u + THREADS/8, ...
+// (ROWS_PER_LANE of them), 4 columns x ROWS_PER_LANE sums a lane.
+// Entries are 256 bytes, two chunks' halves, so that a lane's address is one byte_perm of its
+// row's bits and its columns' offset in the half; two such tables (chunk c in table c / 2 % 2,
+// half c % 2): the next two chunks' sums are built while two are read, one barrier for two
+// chunks (one a chunk stalled warps a quarter of the time at the barrier).
+// Building: 4 warps a chunk (in turns), a lane 16 entries of 4 columns (their high 4 bits
+// fixed, h = the sum of rows 4..7 they pick), each entry its parent's plus one row (a tree
+// walked depth first: few live values): 8 loads of C a lane for 16 entries. (Every lane
+// building 4 entries read C's rows 4 times as often: 27% of the wavefronts.)
+// Groups of 4 chunks (one 32-bit word of S a row): C's 32 x 32 floats and the block's words
+// of group g + SLOTS - 1 arrive by cp.async while group g is summed.
+template <int K, int KKP, int ROWS_PER_LANE, int THREADS, int SLOTS, int MIN_BLOCKS>
+__global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+bmmm_subset_sums(const unsigned* __restrict__ S, const float* __restrict__ C,
+                 float* __restrict__ Y, int M, int N, int MP) {
+    constexpr int COLS = 32, CHUNK = 8, CHUNKS = 4, GROUP = CHUNK * CHUNKS, ENTRY = 2 * COLS;
+    constexpr int QUARTERS = THREADS / 8, ROWS = QUARTERS * ROWS_PER_LANE;
+    constexpr int BUILDERS = 128, TEAMS = THREADS / BUILDERS;  // 16 runs of 16 entries x 8 quads
+    constexpr int COLUMN_TILES = KKP / COLS;
+    static_assert(KKP % COLS == 0 && KKP >= K * K && TEAMS * BUILDERS == THREADS && SLOTS >= 2,
+                  "whole column tiles, whole teams of builders, a group in flight");
+    extern __shared__ __align__(16) float shared[];
+    constexpr int TABLE = (1 << CHUNK) * ENTRY;  // floats
+    float* const table = shared;                  // [2][256][2][COLS]
+    float* const Cs = table + 2 * TABLE;          // [SLOTS][GROUP][COLS]
+    unsigned* const Ss = reinterpret_cast<unsigned*>(Cs + SLOTS * GROUP * COLS);  // [SLOTS][ROWS]
+    const int col0 = blockIdx.x % COLUMN_TILES * COLS, row0 = blockIdx.x / COLUMN_TILES * ROWS;
+    const int groups = (N + GROUP - 1) / GROUP;
+    const int quad = threadIdx.x % 8, quarter = threadIdx.x / 8;
+    const int team = threadIdx.x / BUILDERS, run = threadIdx.x % BUILDERS / 8;
+
+    auto fetch = [&](int g) {  // group g's slice of C and words of S into slot g % SLOTS
+        if (g < groups) {
+            const int slot = g % SLOTS;
+            loclab::copy_slice<GROUP, COLS, THREADS>(Cs + slot * GROUP * COLS, C, groups * GROUP,
+                                                     KKP, KKP, g * GROUP, col0);
+#pragma unroll
+            for (int e = threadIdx.x; e < ROWS / 4; e += THREADS)
+                loclab::copy_async<16>(Ss + slot * ROWS + 4 * e, S + (i64)g * MP + row0 + 4 * e);
+        }
+        loclab::commit_copies();  // an empty group past the end: counts stay in step
+    };
+
+    // Entries 16 run + l, l < 16: rows 4..7 picked by run's bits, as 0/1 factors of
+    // multiply-adds (exact: 0 x + y = y, 1 x + y = x + y); then depth first, entry l is entry
+    // l & (l - 1) (l without its lowest bit) plus the row of that bit.
+    auto build = [&](const float* rows, int chunk) {  // chunk (< 4) of a group: its 8 rows of C
+        const float4* row = reinterpret_cast<const float4*>(rows) + quad;
+        float4 h = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+        for (int r = 4; r < CHUNK; ++r) {
+            const float4 c = row[r * COLS / 4];
+            const float f = run >> (r - 4) & 1 ? 1.0f : 0.0f;
+            h = make_float4(fmaf(f, c.x, h.x), fmaf(f, c.y, h.y), fmaf(f, c.z, h.z),
+                            fmaf(f, c.w, h.w));
+        }
+        float4 c[4], e[16];
+#pragma unroll
+        for (int r = 0; r < 4; ++r) c[r] = row[r * COLS / 4];
+        float4* const entries = reinterpret_cast<float4*>(
+            table + chunk / 2 * TABLE + 16 * run * ENTRY + chunk % 2 * COLS) + quad;
+        constexpr int DEPTH_FIRST[16] = {0, 8, 12, 14, 15, 13, 10, 11, 9, 4, 6, 7, 5, 2, 3, 1};
+#pragma unroll
+        for (int i = 0; i < 16; ++i) {
+            const int l = DEPTH_FIRST[i];
+            if (l == 0) {
+                e[0] = h;
+            } else {
+                const float4 p = e[l & (l - 1)], r = c[__ffs(l) - 1];
+                e[l] = make_float4(p.x + r.x, p.y + r.y, p.z + r.z, p.w + r.w);
+            }
+            entries[l * ENTRY / 4] = e[l];
+        }
+    };
+
+    float4 acc[ROWS_PER_LANE];
+#pragma unroll
+    for (int i = 0; i < ROWS_PER_LANE; ++i) acc[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    // Byte offsets of this lane's columns in either half of an entry (below 256).
+    const unsigned halves[2] = {16u * quad, 4u * COLS + 16u * quad};
+    const char* const entries = reinterpret_cast<const char*>(table);
+
+#pragma unroll
+    for (int g = 0; g < SLOTS - 1; ++g) fetch(g);
+    loclab::wait_copies<SLOTS - 2>();  // group 0 landed (this thread's copies)
+    __syncthreads();
+    int turn = 0;  // the team building the next chunk
+    auto build_in_turn = [&](const float* rows, int chunk) {
+        if (team == turn) build(rows, chunk);
+        turn = turn == TEAMS - 1 ? 0 : turn + 1;
+    };
+    build_in_turn(Cs, 0);
+    build_in_turn(Cs + CHUNK * COLS, 1);
+    for (int g = 0; g < groups; ++g) {
+        const int slot = g % SLOTS;
+        __syncthreads();  // chunks 4 g, 4 g + 1 built, group g's words landed, slot g - 1 free
+        unsigned words[ROWS_PER_LANE];
+#pragma unroll
+        for (int i = 0; i < ROWS_PER_LANE; ++i) words[i] = Ss[slot * ROWS + quarter + QUARTERS * i];
+        fetch(g + SLOTS - 1);
+#pragma unroll
+        for (int pair = 0; pair < 2; ++pair) {
+            // The next pair's sums into the other table: this group's last two chunks, or the
+            // next group's first two.
+            if (pair == 0) {
+                build_in_turn(Cs + (slot * GROUP + 2 * CHUNK) * COLS, 2);
+                build_in_turn(Cs + (slot * GROUP + 3 * CHUNK) * COLS, 3);
+            } else if (g + 1 < groups) {
+                const float* next = Cs + (g + 1) % SLOTS * GROUP * COLS;
+                build_in_turn(next, 0);
+                build_in_turn(next + CHUNK * COLS, 1);
+            }
+#pragma unroll
+            for (int j = 2 * pair; j < 2 * pair + 2; ++j) {
+#pragma unroll
+                for (int i = 0; i < ROWS_PER_LANE; ++i) {
+                    // [half's column byte, the row's bits of chunk j, 0, 0]: entry * 256 + column
+                    const unsigned at = __byte_perm(words[i], halves[j % 2], 0x5504 | j << 4);
+                    const float4 t = *reinterpret_cast<const float4*>(
+                        entries + j / 2 * TABLE * sizeof(float) + at);
+                    acc[i] = make_float4(acc[i].x + t.x, acc[i].y + t.y, acc[i].z + t.z,
+                                         acc[i].w + t.w);
+                }
+            }
+            if (pair == 0) {
+                loclab::wait_copies<SLOTS - 2>();  // group g + 1 landed
+                __syncthreads();  // chunks 4 g + 2, 4 g + 3 built, the first table free
+            }
+        }
+    }
+
+    const int col = col0 + 4 * quad;
+#pragma unroll
+    for (int i = 0; i < ROWS_PER_LANE; ++i) {
+        const int row = row0 + quarter + QUARTERS * i;
+        if (row >= M) continue;
+        float* y = Y + (i64)row * K * K + col;
+        if (K * K % 4 == 0) {
+            if (col < K * K) *reinterpret_cast<float4*>(y) = acc[i];
+        } else {
+            const float v[4] = {acc[i].x, acc[i].y, acc[i].z, acc[i].w};
+#pragma unroll
+            for (int c = 0; c < 4; ++c)
+                if (col + c < K * K) y[c] = v[c];
+        }
+    }
+}
