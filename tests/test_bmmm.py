@@ -184,12 +184,13 @@ def test_mask_bits_are_the_nonzero_bytes_little_endian(n, aligned, machine):
 @pytest.mark.gpu
 @pytest.mark.parametrize("k", [3, 6, 16])
 @pytest.mark.parametrize("n", [130, 48, 512])
-@pytest.mark.parametrize("lanes", [None, (8, 256, 1)])
+@pytest.mark.parametrize("lanes", [None, (8, 256, 1), (36, 128, 1)])
 def test_gpu_subset_sums_across_row_tiles_and_extreme_masks(k, n, lanes, machine):
     """Several row tiles and a partial last one, K^2 not a multiple of 4 (K = 3) or of the
-    column tile (K = 6: a second tile of 4 columns), a partial last chunk and group (n = 130,
-    48); rows whose bytes pick the table's first entry (all zero), its last (all set) and one
-    q alone; the default layout and one of two teams of builders."""
+    column tile (K = 6: a second tile of 4 columns), a partial last chunk (n = 130) and group
+    (n = 130, 48); rows whose bytes pick the table's first entry (all zero), its last (all
+    set) and one q alone; the default layout, one of two teams of builders and one of a
+    single team whose rows' words take several copies a thread (36 rows a lane)."""
     import cupy
 
     layout = gpu.subset_sums_layout(k)

@@ -140,8 +140,8 @@ def subset_sums_layout(k: int) -> SubsetSums:
 
 
 def subset_sums_fits(dims: dict[str, int], machine: Machine) -> str | None:
-    """Two tables of 64 KiB and the copies in flight: more shared memory than a block may
-    have below sm_90 (sm_86, sm_89: 99 KiB)."""
+    """Two tables of 64 KiB and the copies in flight: more shared memory than some GPUs let
+    a block have (sm_86, sm_89: 99 KiB; sm_80 and sm_90 have room)."""
     shared = subset_sums_layout(dims["k"]).shared_bytes
     if machine.gpu is not None and shared > machine.gpu.shared_mem_per_block_optin:
         return (f"its tables and copies need {shared} bytes of shared memory a block, more "
@@ -281,8 +281,8 @@ SUBSET_SUMS_ACCESSES = KernelAccesses(
                        f"({_SS_ROWS}/4)]", "global", 16,
                        note="cp.async the rows' words of a group", count=(
                            f"{_SS_BLOCKS}*{_SS_GROUPS}*({_SS_ROWS}/4)")),
-        DeclaredAccess("Cs4[0][threadIdx.x % 8]", "shared", 16, ("SLOTS*32", "8"),
-                       note="a builder's row of C, 4 columns"),
+        DeclaredAccess("Cs4[4][threadIdx.x % 8]", "shared", 16, ("SLOTS*32", "8"),
+                       note="a builder's first row of C (row 4 of the chunk), 4 columns"),
         DeclaredAccess("T4[threadIdx.x % 128 / 8*16*16 + threadIdx.x % 8]", "shared", 16,
                        ("2*256*16",), note="a builder's first entry", write=True),
         DeclaredAccess("Ss[threadIdx.x/8]", "shared", 4, (f"SLOTS*{_SS_ROWS}",),

@@ -77,16 +77,17 @@ __global__ void bmmm_tiled(const float* __restrict__ A, const float* __restrict_
     }
 }
 
-// gpu-optimized, step 1: C[q][j1 K + j2] = A[j1][q] B[q][j2], N x KKP (small: stays in L2),
-// padded with zeros to KKP columns (whole column tiles of step 2) and to whole slices of BQ
-// rows, so that step 2 copies C's slices without bounds checks.
+// gpu-optimized's and gpu-subset-sums' step 1: C[q][j1 K + j2] = A[j1][q] B[q][j2], N x KKP
+// (small: stays in L2), padded with zeros to KKP columns (whole column tiles of step 2) and
+// to whole slices of BQ rows, so that step 2 copies C's slices without bounds checks. 64-bit
+// indices: C passes 2^31 elements from N = 2^23 at K = 16.
 template <int K, int KKP, int BQ>
 __global__ void bmmm_products(const float* __restrict__ A, const float* __restrict__ B,
                               float* __restrict__ C, int N) {
-    const int e = blockIdx.x * blockDim.x + threadIdx.x;
-    if (e >= (N + BQ - 1) / BQ * BQ * KKP) return;
+    const i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= (i64)((N + BQ - 1) / BQ) * BQ * KKP) return;
     const int q = e / KKP, j = e % KKP;
-    C[e] = j < K * K && q < N ? A[(j / K) * N + q] * B[q * K + j % K] : 0.0f;
+    C[e] = j < K * K && q < N ? A[(i64)(j / K) * N + q] * B[(i64)q * K + j % K] : 0.0f;
 }
 
 // Word i of a vector (i a constant once loops are unrolled: the vector stays in registers).
@@ -316,9 +317,8 @@ bmmm_subset_sums(const unsigned* __restrict__ S, const float* __restrict__ C,
             h = make_float4(fmaf(f, c.x, h.x), fmaf(f, c.y, h.y), fmaf(f, c.z, h.z),
                             fmaf(f, c.w, h.w));
         }
-        float4 c[4], e[16];
-#pragma unroll
-        for (int r = 0; r < 4; ++r) c[r] = row[r * COLS / 4];
+        const float4 c[4] = {row[0], row[COLS / 4], row[2 * COLS / 4], row[3 * COLS / 4]};
+        float4 e[16];
         float4* const entries = reinterpret_cast<float4*>(
             table + chunk / 2 * TABLE + 16 * run * ENTRY + chunk % 2 * COLS) + quad;
         constexpr int DEPTH_FIRST[16] = {0, 8, 12, 14, 15, 13, 10, 11, 9, 4, 6, 7, 5, 2, 3, 1};
@@ -328,7 +328,9 @@ bmmm_subset_sums(const unsigned* __restrict__ S, const float* __restrict__ C,
             if (l == 0) {
                 e[0] = h;
             } else {
-                const float4 p = e[l & (l - 1)], r = c[__ffs(l) - 1];
+                // The row of l's lowest bit, by constant tests (c[__ffs(l) - 1] put c in local
+                // memory: __ffs is not folded before the array is placed).
+                const float4 p = e[l & (l - 1)], r = c[l & 1 ? 0 : l & 2 ? 1 : l & 4 ? 2 : 3];
                 e[l] = make_float4(p.x + r.x, p.y + r.y, p.z + r.z, p.w + r.w);
             }
             entries[l * ENTRY / 4] = e[l];
