@@ -129,8 +129,9 @@ class SubsetSums:
 
 
 # One block of 512 threads an SM, 16 rows a lane: 1024 rows share each table (at K = 16 on an
-# H100, 0.56 ms against 0.59 with 384 threads of 20 rows, 0.63 with 256 of 24 or 512 of 12;
-# at K = 4 0.12 ms against 0.14 with two blocks of 256 an SM).
+# H100, 0.52 ms against 0.53 with 14 rows a lane, which spill nothing, and 0.54 with 384
+# threads of 20; at K = 4, measured before the builders' rows left local memory, 0.12 ms
+# against 0.14 with two blocks of 256 an SM).
 SUBSET_SUMS_LANES = (16, 512, 1)  # rows a lane, threads, blocks an SM
 
 
