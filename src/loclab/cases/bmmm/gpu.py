@@ -365,23 +365,31 @@ def tiled(inputs: dict, out: Any, machine: Machine) -> Bound:
                                 f"shared memory serves K^2 = {k * k} threads"})
 
 
-def optimized(inputs: dict, out: Any, machine: Machine) -> Bound:
+def _products(inputs: dict, rows: int, padded: int, slice_rows: int) -> Launch:
+    """Step 1 of gpu-optimized and gpu-subset-sums: a launch writing C (its result), ``rows``
+    (N in whole slices of ``slice_rows``) x ``padded`` columns, zeros in the padding."""
     import cupy
 
+    _, k, n = _sizes(inputs)
+    c = cupy.empty((rows, padded), cupy.float32)
+    return _launch(products_kernel(k, padded, slice_rows), (blocks(c.size, PRODUCT_THREADS),),
+                   (PRODUCT_THREADS,), (inputs["a"], inputs["b"], c, np.int32(n)), c)
+
+
+def _mask_vectors(x: Any) -> bool:
+    """Whether the mask can be read as 16-byte vectors: every row starts on one."""
+    return x.shape[1] % VECTOR_BYTES == 0 and x.data.ptr % VECTOR_BYTES == 0
+
+
+def optimized(inputs: dict, out: Any, machine: Machine) -> Bound:
     m, k, n = _sizes(inputs)
     layout = optimized_layout(k)
-    rows = layout.rows(n)
-    c = cupy.empty((rows, layout.padded), cupy.float32)
-    products = _launch(products_kernel(k, layout.padded, layout.bq),
-                       (blocks(rows * layout.padded, PRODUCT_THREADS),),
-                       (PRODUCT_THREADS,),
-                       (inputs["a"], inputs["b"], c, np.int32(n)), c)
-    # Vector loads of the mask need every row to start on a vector.
-    vectors = n % VECTOR_BYTES == 0 and inputs["x"].data.ptr % VECTOR_BYTES == 0
+    products = _products(inputs, layout.rows(n), layout.padded, layout.bq)
+    vectors = _mask_vectors(inputs["x"])
     column_tiles = layout.padded // layout.bn
     tiles = column_tiles * blocks(m, layout.bm)
     product = _launch(layout.kernel(vectors), (tiles,), (layout.threads,),
-                      (inputs["x"], c, out, np.int32(m), np.int32(n)), out,
+                      (inputs["x"], products.result, out, np.int32(m), np.int32(n)), out,
                       shared_mem=layout.shared_bytes).filling_the_gpu(tiles, machine.gpu.sms)
 
     def run() -> Any:
@@ -406,8 +414,7 @@ def mask_bits(x: Any, groups: int, rows: int) -> Launch:
 
     m, n = x.shape
     bits = cupy.empty((groups, rows), cupy.uint32)
-    vectors = n % VECTOR_BYTES == 0 and x.data.ptr % VECTOR_BYTES == 0
-    return _launch(mask_bits_kernel(vectors), (blocks(rows, MASK_BITS_ROWS),),
+    return _launch(mask_bits_kernel(_mask_vectors(x)), (blocks(rows, MASK_BITS_ROWS),),
                    (2 * MASK_BITS_ROWS,), (x, bits, np.int32(m), np.int32(n), np.int32(rows)),
                    bits)
 
@@ -416,20 +423,16 @@ def subset_sums(inputs: dict, out: Any, machine: Machine,
                 layout: SubsetSums | None = None) -> Bound:
     """C (padded to whole groups of q and column tiles), the mask's bits, then the sums;
     ``layout`` replaces the default one (tests, measurements)."""
-    import cupy
-
     m, k, n = _sizes(inputs)
     layout = layout or subset_sums_layout(k)
     groups = layout.groups(n)
     rows = blocks(m, layout.rows) * layout.rows  # whole row tiles: the bits' rows past M are 0
-    c = cupy.empty((groups * layout.GROUP, layout.padded), cupy.float32)
-    products = _launch(products_kernel(k, layout.padded, layout.GROUP),
-                       (blocks(c.size, PRODUCT_THREADS),), (PRODUCT_THREADS,),
-                       (inputs["a"], inputs["b"], c, np.int32(n)), c)
+    products = _products(inputs, groups * layout.GROUP, layout.padded, layout.GROUP)
     bits = mask_bits(inputs["x"], groups, rows)
     column_tiles = layout.padded // layout.COLUMNS
     sums = _launch(layout.kernel(), (column_tiles * rows // layout.rows,), (layout.threads,),
-                   (bits.result, c, out, np.int32(m), np.int32(n), np.int32(rows)), out,
+                   (bits.result, products.result, out, np.int32(m), np.int32(n),
+                    np.int32(rows)), out,
                    shared_mem=layout.shared_bytes)
 
     def run() -> Any:
@@ -440,7 +443,7 @@ def subset_sums(inputs: dict, out: Any, machine: Machine,
     return Bound(run, {"block_tile": [layout.rows, layout.COLUMNS],
                        "column_tiles": column_tiles, "threads": layout.threads,
                        "rows_per_lane": layout.rows_per_lane,
-                       "vectors": bits.name == mask_bits_kernel(True), "chunks": -(-n // 8),
+                       "vectors": _mask_vectors(inputs["x"]), "chunks": -(-n // 8),
                        "reuse": f"each subset sum of 8 rows of C serves {layout.rows} rows "
                                 f"from shared memory, one addition for 8 multiply-adds of the "
                                 f"product (rates count the golden's flops: past the FMA peak)"})

@@ -349,12 +349,13 @@ bmmm_subset_sums(const unsigned* __restrict__ S, const float* __restrict__ C,
     loclab::wait_copies<SLOTS - 2>();  // group 0 landed (this thread's copies)
     __syncthreads();
     int turn = 0;  // the team building the next chunk
-    auto build_in_turn = [&](const float* rows, int chunk) {
-        if (team == turn) build(rows, chunk);
-        turn = turn == TEAMS - 1 ? 0 : turn + 1;
+    auto build_pair = [&](const float* group, int first) {  // chunks first, first + 1 of a group
+        for (int chunk = first; chunk < first + 2; ++chunk) {
+            if (team == turn) build(group + chunk * CHUNK * COLS, chunk);
+            turn = turn == TEAMS - 1 ? 0 : turn + 1;
+        }
     };
-    build_in_turn(Cs, 0);
-    build_in_turn(Cs + CHUNK * COLS, 1);
+    build_pair(Cs, 0);
     for (int g = 0; g < groups; ++g) {
         const int slot = g % SLOTS;
         __syncthreads();  // chunks 4 g, 4 g + 1 built, group g's words landed, slot g - 1 free
@@ -366,14 +367,10 @@ bmmm_subset_sums(const unsigned* __restrict__ S, const float* __restrict__ C,
         for (int pair = 0; pair < 2; ++pair) {
             // The next pair's sums into the other table: this group's last two chunks, or the
             // next group's first two.
-            if (pair == 0) {
-                build_in_turn(Cs + (slot * GROUP + 2 * CHUNK) * COLS, 2);
-                build_in_turn(Cs + (slot * GROUP + 3 * CHUNK) * COLS, 3);
-            } else if (g + 1 < groups) {
-                const float* next = Cs + (g + 1) % SLOTS * GROUP * COLS;
-                build_in_turn(next, 0);
-                build_in_turn(next + CHUNK * COLS, 1);
-            }
+            if (pair == 0)
+                build_pair(Cs + slot * GROUP * COLS, 2);
+            else if (g + 1 < groups)
+                build_pair(Cs + (g + 1) % SLOTS * GROUP * COLS, 0);
 #pragma unroll
             for (int j = 2 * pair; j < 2 * pair + 2; ++j) {
 #pragma unroll
