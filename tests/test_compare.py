@@ -337,8 +337,20 @@ def test_bad_files_are_one_line_and_exit_2(tmp_path, capsys, content, fragment):
 
 
 @pytest.mark.parametrize("key, value, fragment", [
-    ("size", "oops", "'size' is 'oops', not an object of whole numbers"),
-    ("median_s", "fast", "'median_s' is 'fast', not a number or null"),
+    ("size", "oops", "'size' is 'oops', not an object of whole numbers >= 0"),
+    ("size", {"rows": -3, "cols": 4}, "not an object of whole numbers >= 0"),
+    ("median_s", "fast", "'median_s' is 'fast', not a positive number or null"),
+    ("median_s", -1.0, "'median_s' is -1.0, not a positive number or null"),
+    ("min_s", 0.0, "'min_s' is 0.0, not a positive number or null"),
+    ("median_s", float("nan"), "'median_s' is nan, not a positive number or null"),
+    ("gbps", float("inf"), "'gbps' is inf, not a number >= 0 or null"),
+    ("bytes", -8, "'bytes' is -8, not a number >= 0 or null"),
+    ("runs", -2, "'runs' is -2, not a whole number >= 0 or null"),
+    ("runs", 2.5, "'runs' is 2.5, not a whole number >= 0 or null"),
+    ("speedup_vs_naive", -0.5, "'speedup_vs_naive' is -0.5, not a positive number or null"),
+    ("phases", {"compute": -1e-3}, "'phases' is {'compute': -0.001}, not an object of seconds"),
+    ("min_s", 1.0, "'min_s' 1.0 is above 'q1_s'"),
+    ("max_s", 1e-9, "is above 'max_s' 1e-09 (the timings are out of order)"),
     ("valid", "yes", "'valid' is 'yes', not true or false"),
     ("device", "tpu", "'device' is 'tpu', not 'cpu' or 'gpu'"),
 ])
@@ -352,7 +364,8 @@ def test_a_hand_edited_row_is_named_in_one_line(tmp_path, capsys, key, value, fr
     argv = (["compare", str(RUN), str(path)] if command == "compare"
             else ["report", str(path), "-o", str(tmp_path / "r")])
     assert main(argv) == 2
-    assert one_line_error(capsys).endswith(f"{path}: result 2: {fragment}")
+    line = one_line_error(capsys)
+    assert line.startswith(f"loclab {command}: error: {path}: result 2: ") and fragment in line
 
 
 def test_an_unwritable_report_is_one_line(tmp_path, base):
@@ -400,3 +413,52 @@ def test_references_far_apart_on_one_machine_are_pointed_out(base, new):
     assert "references differ CPU copy GB/s: 90.6 in BASE, 181 in NEW (2.00x)" in text
     assert "fp32 peak" not in text
     assert "references differ" not in printed(compare(base, base))
+
+
+@pytest.mark.parametrize("value", [-90.6, float("nan"), float("inf")])
+def test_a_reference_that_makes_no_sense_is_named_in_one_line(tmp_path, capsys, value):
+    document = json.loads(RUN.read_text())
+    document["references"]["cpu_copy_gbps"] = value
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(document))
+    assert main(["compare", str(RUN), str(path)]) == 2
+    assert one_line_error(capsys) == (f"loclab compare: error: {path}: references: "
+                                      f"'cpu_copy_gbps' is {value!r}, not a number >= 0 or null")
+
+
+def test_runs_of_different_cases_on_one_machine_say_so_not_that_machines_differ(base, new):
+    new["results"] = [r for r in new["results"] if r["case"] == "copy"]
+    extra = copy.deepcopy(row(base, "transpose", "numpy"))
+    extra["case"] = "scan"
+    new["results"].append(extra)
+    comparison = compare(base, new)
+    assert not comparison["machines"]["differ"]
+    assert comparison["cases"] == {"base": ["copy", "transpose"], "new": ["copy", "scan"],
+                                   "only_in_base": ["transpose"], "only_in_new": ["scan"]}
+    text = " ".join(printed(comparison).split())
+    assert "machines differ" not in text
+    assert "Same machine and settings in both runs" in text
+    assert "The runs ran different cases: transpose only in BASE; scan only in NEW." in text
+
+
+def test_settings_that_differ_on_one_machine_are_named_as_settings(base, new, tmp_path):
+    new["size"] = "custom"  # a run with --dims
+    comparison = compare(base, new)
+    assert comparison["machines"]["machine"] == []
+    assert comparison["machines"]["settings"] == ["size preset"]
+    text = " ".join(printed(comparison).split())
+    assert "Same machine; the runs' settings differ: size preset" in text
+    assert "machines differ" not in text
+    page = (write_comparison_report(comparison, tmp_path / "r")).read_text()
+    assert "Same machine; the runs&#x27; settings differ: size preset (highlighted)." in page
+    new["machine"]["cpu"]["model"] = "Intel(R) Xeon(R) Platinum 8480+"
+    text = " ".join(printed(compare(base, new)).split())
+    assert "The runs' machines differ: CPU; and their settings: size preset" in text
+
+
+def test_the_api_checks_documents_as_it_checks_files(base):
+    import loclab
+
+    row(base, "transpose", "numpy")["median_s"] = -1.0
+    with pytest.raises(LoclabError, match=r"^the NEW document: result 5: 'median_s' is -1.0"):
+        loclab.compare(RUN, base)

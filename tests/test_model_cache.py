@@ -87,9 +87,9 @@ def test_levels_are_validated() -> None:
 
 
 def test_parse_cache_list() -> None:
-    levels = parse_cache_list("32KiB, 1MiB:16,48K:12,1M")
+    levels = parse_cache_list("32KiB, 1MiB:16,48M:12,64M")
     assert [(lv.name, lv.size_bytes, lv.ways) for lv in levels] == [
-        ("L1", 32768, 8), ("L2", 2**20, 16), ("L3", 49152, 12), ("L4", 2**20, 16)]
+        ("L1", 32768, 8), ("L2", 2**20, 16), ("L3", 48 * 2**20, 12), ("L4", 64 * 2**20, 16)]
     with pytest.raises(UsageError, match=r"bad cache size '32Q'"):
         parse_cache_list("32KiB,32Q")
     with pytest.raises(UsageError, match=r"bad cache '1000:8': size 1000 B is not a multiple"):

@@ -14,7 +14,7 @@ def readme_commands():
 def test_first_screen_gives_the_main_job_then_the_tests():
     main_job, tests = readme_commands()
     assert main_job.endswith("loclab run")
-    assert tests.endswith("pytest")
+    assert tests.endswith("pytest -n auto")  # the suite on every core (pytest-xdist)
 
 
 def test_ci_runs_the_readme_commands_verbatim():

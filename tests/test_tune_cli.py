@@ -83,7 +83,7 @@ def test_tune_prints_a_table_and_the_best_against_the_default(tuned):
     assert "64 threads per block > 32" in out
     assert "error: tiled<1, 4>: compilation failed" in out
     assert "GFlop/s" in out and "x the default (tile=2 unroll=1:" in out
-    assert f"stored in {path}" in out
+    assert f"storedin{path}" in "".join(out.split())  # a long path may fold anywhere
 
 
 def test_run_uses_the_tuned_configuration_unless_told_not_to(tuned, tmp_path, capsys):

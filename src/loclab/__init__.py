@@ -43,12 +43,13 @@ def compare(base: Any, new: Any, **kwargs: Any) -> dict[str, Any]:
     from pathlib import Path
 
     from loclab.bench.compare import compare as _compare
-    from loclab.bench.results import load_json
+    from loclab.bench.results import check_results, load_json
 
-    def document(run: Any) -> dict[str, Any]:
-        return load_json(Path(run)) if isinstance(run, (str, Path)) else run
+    def document(run: Any, name: str) -> dict[str, Any]:
+        return (load_json(Path(run)) if isinstance(run, (str, Path))
+                else check_results(run, f"the {name} document"))
 
-    return _compare(document(base), document(new), **kwargs)
+    return _compare(document(base, "BASE"), document(new, "NEW"), **kwargs)
 
 
 def analyze(*args: Any, **kwargs: Any) -> Any:

@@ -17,7 +17,8 @@ from loclab import __version__
 from loclab.bench.tuning import STRATEGY_NAMES
 from loclab.cases import CASE_FAMILIES, case_choices, case_names
 from loclab.cases.base import DEVICE_CHOICES, SIZE_PRESETS
-from loclab.cli_args import c_options, dims, param, positive_float, positive_int
+from loclab.cli_args import (Params, c_options, dims, function_target, positive_float,
+                             positive_int)
 from loclab.cli_model import add_model_commands
 from loclab.errors import LoclabError, UsageError
 from loclab.optimize import TARGETS as OPTIMIZE_TARGETS
@@ -116,13 +117,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Exact dependence analysis (islpy) of the loop nests in a Python or C "
         "file: dependences with direction and distance vectors, which loops are parallel "
         "and what would make the others parallel, legal loop orders, loop distribution.")
-    analyze.add_argument("target", metavar="FILE[::FUNCTION]",
+    analyze.add_argument("target", metavar="FILE[::FUNCTION]", type=function_target,
                          help="a .py or .c file; ::NAME picks one function (default: all)")
     analyze.add_argument("--json", action="store_true",
                          help="print JSON (an object with ::NAME, else a list)")
-    analyze.add_argument("--param", action="append", default=[], type=param,
-                         metavar="NAME=VALUE",
-                         help="fix a size parameter, repeatable (default: symbolic sizes)")
+    analyze.add_argument("--param", action=Params,
+                         help="fix a size parameter (at least 1), repeatable (default: "
+                              "symbolic sizes)")
     c_options(analyze)
     analyze.set_defaults(handler=_analyze)
 
@@ -131,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Apply the lectures' recipes (strip-mine, interchange, tile, distribute, "
         "privatize, unroll, parallel, stage, copy) to a function's loop nest, each step "
         "checked exactly against the dependences; print the transformed code.")
-    transform.add_argument("target", metavar="FILE[::FUNCTION]",
+    transform.add_argument("target", metavar="FILE[::FUNCTION]", type=function_target,
                            help="a .py or .c file; ::NAME picks the function (needed when "
                            "the file holds several)")
     transform.add_argument("--apply", required=True, metavar="STEPS",
@@ -141,13 +142,21 @@ def build_parser() -> argparse.ArgumentParser:
                            help="the output language (default: the input's; Python input "
                            "may be emitted as numba)")
     transform.add_argument("-o", "--output", type=Path, metavar="FILE",
-                           help="write the code to FILE (a new file, or one loclab wrote)")
+                           help="write the code to FILE (a new file, or one loclab wrote and "
+                                "nobody edited since)")
+    transform.add_argument("--force", action="store_true",
+                           help="with -o: replace a file loclab wrote even if it was edited "
+                                "since (or an older loclab wrote it); never the input or a "
+                                "file loclab did not write")
     transform.add_argument("--verify", action="store_true",
                            help="run the original and the result on the same random inputs "
                            "and compare every output")
-    transform.add_argument("--param", action="append", default=[], type=param,
-                           metavar="NAME=VALUE", help="a size for --verify, repeatable "
-                           "(default: small odd sizes)")
+    transform.add_argument("--param", action=Params, help="a size for --verify (at least "
+                           "1), repeatable (default: small odd sizes)")
+    transform.add_argument("--inputs", metavar="MODULE.py::FUNC",
+                           help="with --verify: verify on the arguments FUNC returns, called "
+                           "with the sizes as keyword arguments (a dict by parameter name or "
+                           "a tuple in order; default: random inputs loclab sizes)")
     transform.add_argument("--json", action="store_true",
                            help="print the steps, the code and the verification as JSON")
     c_options(transform)
@@ -160,15 +169,20 @@ def build_parser() -> argparse.ArgumentParser:
         "parallel loop), apply it with legality checks, tune the tiles by measurement, "
         "verify the result against the original and time both; every decision is "
         "explained. The explanation goes to stderr, the code to stdout (or -o).")
-    optimize.add_argument("path", metavar="FILE::FUNCTION",
+    optimize.add_argument("path", metavar="FILE::FUNCTION", type=function_target,
                           help="a .py file; ::NAME picks the function (needed when the file "
                                "holds several)")
     optimize.add_argument("--target", choices=OPTIMIZE_TARGETS, default="cpu",
                           help="what to optimize for (cpu: Numba prange; gpu: CUDA C "
                                "launched through CuPy)")
-    optimize.add_argument("--param", action="append", default=[], type=param,
-                          metavar="NAME=VALUE", help="a size to tune and time at, repeatable "
-                          "(default: sizes that run the original about 2^24 statements)")
+    optimize.add_argument("--param", action=Params, help="a size to tune and time at (at "
+                          "least 1), repeatable (default: sizes that run the original about "
+                          "2^24 statements)")
+    optimize.add_argument("--inputs", metavar="MODULE.py::FUNC",
+                          help="run on the arguments FUNC returns, called with the sizes as "
+                               "keyword arguments (a dict by parameter name or a tuple in "
+                               "order): for a kernel that needs valid inputs (default: random "
+                               "inputs loclab sizes)")
     optimize.add_argument("--no-tune", dest="tune", action="store_false",
                           help="keep the first legal recipe and the cache model's tiles: "
                                "measure only the result")
@@ -177,7 +191,12 @@ def build_parser() -> argparse.ArgumentParser:
                           help="where tuned tiles are kept (default: $LOCLAB_TUNING_CACHE or "
                                "~/.cache/loclab/tuning.json)")
     optimize.add_argument("-o", "--output", type=Path, metavar="FILE",
-                          help="write the code to FILE (a new file, or one loclab wrote)")
+                          help="write the code to FILE (a new file, or one loclab wrote and "
+                               "nobody edited since)")
+    optimize.add_argument("--force", action="store_true",
+                          help="with -o: replace a file loclab wrote even if it was edited "
+                               "since (or an older loclab wrote it); never the input or a "
+                               "file loclab did not write")
     optimize.add_argument("--json", action="store_true",
                           help="print the decisions, the code, the verification and the "
                                "timing as JSON")
@@ -215,13 +234,38 @@ def _check_writable(path: Path, option: str, directory: bool) -> None:
     (check_report_directory if directory else check_file)(path, option)
 
 
-def _check_outputs(args: argparse.Namespace) -> None:
+# The document each command's --json writes (``outputs.DOCUMENT_KEYS``).
+JSON_KINDS = {"run": "a run's results", "compare": "a comparison",
+              "tune": "a tune's configurations"}
+
+
+def _check_outputs(args: argparse.Namespace, inputs: Sequence[Any] = (),
+                   written: Sequence[Any] = ()) -> None:
     """``--json`` and ``--report``, once the request itself is known to be good (a bad size
-    must not leave an empty report directory behind)."""
-    if args.json:
-        _check_writable(args.json, "--json", directory=False)
-    if args.report:
-        _check_writable(args.report, "--report", directory=True)
+    must not leave an empty report directory behind) and before any work: apart from the
+    files the command reads (``inputs``), from each other and from its other outputs
+    (``written``: ``outputs.Place``), then each a new file or loclab's own."""
+    from loclab.outputs import Place, check_apart, check_json_output
+
+    json_path, report = args.json, getattr(args, "report", None)
+    check_apart([*([Place("--json", json_path)] if json_path else []),
+                 *([Place("--report", report, directory=True)] if report else []), *written],
+                inputs)
+    if json_path:
+        check_json_output(json_path, "--json", JSON_KINDS[args.command])
+    if report:
+        _check_writable(report, "--report", directory=True)
+
+
+def _tuning_cache(args: argparse.Namespace) -> Any:
+    """The tuning cache a command reads or writes (an ``outputs.Place``), as the user named
+    it: ``--tuning-cache FILE``, else the default."""
+    from loclab.bench.tuning.cache import default_path
+    from loclab.outputs import Place
+
+    if args.tuning_cache:
+        return Place("--tuning-cache", args.tuning_cache)
+    return Place("the tuning cache", default_path())
 
 
 def _console(stderr: bool = False) -> Any:
@@ -231,12 +275,17 @@ def _console(stderr: bool = False) -> Any:
 
 
 def _with_progress(work: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
-    """Call ``work(progress)`` under a transient progress bar on stderr."""
+    """Call ``work(progress)`` under a transient progress bar on stderr where it is a
+    terminal; elsewhere (a file, a pipe) with no progress: rich's bar, which only a terminal
+    can erase, would leave an empty line there."""
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                                TimeElapsedColumn, TimeRemainingColumn)
 
+    console = _console(stderr=True)
+    if not console.is_terminal:
+        return work(None)
     with Progress(TextColumn("{task.description:<32}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TimeRemainingColumn(), console=_console(stderr=True),
+                  TimeElapsedColumn(), TimeRemainingColumn(), console=console,
                   transient=True) as bar:
         task = bar.add_task("starting", total=None)
 
@@ -248,11 +297,11 @@ def _with_progress(work: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
 
 def _run(args: argparse.Namespace) -> int:
     from loclab.bench.runner import execute, plan
-    from loclab.report.text import duration, failures, finished_line
+    from loclab.report.text import expectation, failures, finished_line
 
     request = plan(cases=args.case, device=args.device, size=args.size, threads=args.threads,
                    tuned=args.tuned, tuning_cache=args.tuning_cache, dims=args.dims)
-    _check_outputs(args)
+    _check_outputs(args, inputs=[_tuning_cache(args)] if args.tuned else [])
     if args.quiet:
         document = execute(request)
         for line in failures(document):
@@ -262,8 +311,8 @@ def _run(args: argparse.Namespace) -> int:
 
     log = _console(stderr=True)
     log.print(f"loclab run: {request.variant_count} variants of {len(request.case_names)} "
-              f"cases on the {' and '.join(d.upper() for d in request.devices)}; expect about "
-              f"{duration(request.expected_seconds())}", highlight=False, soft_wrap=True)
+              f"cases on the {' and '.join(d.upper() for d in request.devices)}; expect "
+              f"{expectation(request)}", highlight=False, soft_wrap=True)
     if log.is_terminal:
         document = _with_progress(lambda progress: execute(request, progress))
     else:  # a file or a pipe: a line per variant as it finishes, so that a log shows progress
@@ -305,19 +354,16 @@ def _write_outputs(document: dict[str, Any], args: argparse.Namespace) -> int:
 
 
 def _tune(args: argparse.Namespace) -> int:
-    from loclab.bench.tuning.cache import default_path
     from loclab.bench.tuning.session import execute_tuning, plan_tuning
     from loclab.report.console import print_tunings, size_text
 
-    cache = args.tuning_cache or default_path()
+    cache = _tuning_cache(args)
     request = plan_tuning(args.case, args.variant, device=args.device, size=args.size,
                           strategy=args.strategy, limit=args.budget, seconds=args.seconds,
-                          seed=args.seed, threads=args.threads, cache_path=cache,
+                          seed=args.seed, threads=args.threads, cache_path=cache.path,
                           dims=args.dims)
-    _check_writable(cache, "--tuning-cache" if args.tuning_cache else "tuning cache",
-                    directory=False)
-    if args.json:
-        _check_writable(args.json, "--json", directory=False)
+    _check_outputs(args, written=[cache])
+    _check_writable(cache.path, cache.label, directory=False)
     if args.quiet:
         document = execute_tuning(request)
     else:
@@ -365,11 +411,13 @@ def _devices(args: argparse.Namespace) -> int:
 def _analyze(args: argparse.Namespace) -> int:
     from loclab.deps import analyze_file
 
-    path, _, function = args.target.partition("::")
-    analyses = analyze_file(path, function or None, params=dict(args.param),
-                            include_dirs=args.include_dirs, defines=dict(args.defines))
-    for skipped in analyses.skipped:  # on stderr: the JSON on stdout keeps its shape
-        print(f"loclab analyze: warning: {skipped}", file=sys.stderr)
+    path, function = args.target
+    analyses = _analyze_with_progress(lambda progress: analyze_file(
+        path, function, params=args.param, include_dirs=args.include_dirs,
+        defines=dict(args.defines), progress=progress))
+    # on stderr: the JSON on stdout keeps its shape
+    for warning in [*analyses.warnings, *map(str, analyses.skipped)]:
+        print(f"loclab analyze: warning: {warning}", file=sys.stderr)
     if args.json:
         documents = [a.to_json() for a in analyses]
         print(json.dumps(documents[0] if function else documents, indent=2))
@@ -378,16 +426,71 @@ def _analyze(args: argparse.Namespace) -> int:
     return 0
 
 
+MANY_FUNCTIONS = 50  # a file of more functions than this shows a progress bar
+PROGRESS_SECONDS = 10  # a log (not a terminal) gets a progress line this often, if ever
+
+
+def _analyze_with_progress(work: Callable[[Any], Any]) -> Any:
+    """``work(progress)`` telling its progress on stderr: a transient bar on a terminal for
+    a file of more than MANY_FUNCTIONS functions; elsewhere (a file, a pipe) a line every
+    PROGRESS_SECONDS once it runs that long. A short analysis prints nothing."""
+    import time
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    console = _console(stderr=True)
+    if not console.is_terminal:
+        last = time.monotonic()
+
+        def log(done: int, total: int, label: str) -> None:
+            nonlocal last
+            if done < total and time.monotonic() - last >= PROGRESS_SECONDS:
+                last = time.monotonic()
+                print(f"loclab analyze: {label}: {done} of {total}", file=sys.stderr,
+                      flush=True)
+
+        return work(log)
+    with Progress(TextColumn("{task.description:<20}"), BarColumn(), MofNCompleteColumn(),
+                  console=console, transient=True) as bar:
+        task = bar.add_task("reading functions", total=None, visible=False)
+
+        def show(done: int, total: int, label: str) -> None:
+            bar.update(task, completed=done, total=total, description=label,
+                       visible=total > MANY_FUNCTIONS)
+
+        return work(show)
+
+
+def _check_code_output(args: argparse.Namespace, source: Path, others: Sequence[Any] = ()
+                       ) -> None:
+    """``-o FILE`` and ``--force`` of transform and optimize, before any work: ``source`` and
+    ``others`` (``outputs.Place``: what else the command reads or writes) and the module of
+    ``--inputs`` are never replaced."""
+    from loclab.outputs import Place
+    from loclab.transform.output import check_output
+
+    if args.inputs is not None:
+        others = [*others, Place("--inputs", Path(args.inputs.partition("::")[0]))]
+    if args.output is not None:
+        check_output(args.output, source, force=args.force, others=others)
+    elif args.force:
+        print(f"loclab {args.command}: warning: --force does nothing without -o",
+              file=sys.stderr)
+
+
 def _transform(args: argparse.Namespace) -> int:
     from loclab.transform import transform_file
-    from loclab.transform.output import check_output, write_output
+    from loclab.transform.output import write_output
 
-    path, _, function = args.target.partition("::")
-    if args.output is not None:
-        check_output(args.output, Path(path))
-    result = transform_file(path, function or None, args.apply, emit=args.emit,
+    path, function = args.target
+    _check_code_output(args, path)
+    if args.param and not args.verify:
+        print("loclab transform: warning: --param gives the sizes of --verify: without it, "
+              "it does nothing", file=sys.stderr)
+    inputs = _inputs(args)
+    result = transform_file(path, function, args.apply, emit=args.emit,
                             include_dirs=args.include_dirs, defines=dict(args.defines))
-    verification = result.verify(**dict(args.param)) if args.verify else None
+    verification = _verified(result, args, inputs) if args.verify else None
     if args.output is not None:
         write_output(args.output, result.source)
     if args.json:
@@ -408,21 +511,43 @@ def _transform(args: argparse.Namespace) -> int:
     return 0 if verification is None or verification.ok else 1
 
 
+def _inputs(args: argparse.Namespace) -> Any:
+    """The function ``--inputs`` names (None without it), loaded before any work; for
+    transform, only with ``--verify``, which it feeds (alone it would be ignored)."""
+    from loclab.transform.inputs import load_inputs
+
+    if args.inputs is None:
+        return None
+    if args.command == "transform" and not args.verify:
+        raise UsageError("--inputs gives the inputs of --verify: add --verify")
+    return load_inputs(args.inputs)
+
+
+def _verified(result: Any, args: argparse.Namespace, inputs: Any) -> Any:
+    """``transform --verify``: on ``inputs``' arguments or loclab's, saying what runs where
+    it takes more than about a second."""
+    from loclab.transform.verify import verify
+
+    return verify(result, dict(args.param), inputs=inputs,
+                  progress=lambda message: print(f"loclab transform: {message}",
+                                                 file=sys.stderr, flush=True))
+
+
 def _optimize(args: argparse.Namespace) -> int:
     from loclab.optimize import optimize_file
     from loclab.optimize.explain import explain
-    from loclab.transform.output import check_output, write_output
+    from loclab.transform.output import write_output
 
-    path, _, function = args.path.partition("::")
-    if args.output is not None:
-        check_output(args.output, Path(path))
-    if args.tuning_cache is not None:
+    path, function = args.path
+    _check_code_output(args, path, others=[_tuning_cache(args)])
+    if args.tune or args.tuning_cache is not None:  # a search stores into it: check it first
         from loclab.bench.tuning.cache import check_is_cache
 
-        check_is_cache(args.tuning_cache)
-    result = optimize_file(path, function or None, target=args.target,
+        check_is_cache(_tuning_cache(args).path)
+    inputs = _inputs(args)
+    result = optimize_file(path, function, target=args.target,
                            params=dict(args.param), tune=args.tune, threads=args.threads,
-                           tuning_cache=args.tuning_cache,
+                           tuning_cache=args.tuning_cache, inputs=inputs,
                            progress=lambda message: print(f"loclab optimize: {message}",
                                                           file=sys.stderr, flush=True))
     if args.output is not None:
@@ -440,25 +565,30 @@ def _optimize(args: argparse.Namespace) -> int:
 
 def _compare(args: argparse.Namespace) -> int:
     from loclab.bench.compare import compare
-    from loclab.bench.results import load_json, write_json
+    from loclab.bench.results import load_json
+    from loclab.outputs import Place
     from loclab.report.compare import print_comparison, write_comparison_report
 
     base, new = load_json(args.base), load_json(args.new)
-    _check_outputs(args)
+    _check_outputs(args, inputs=[Place("BASE", args.base), Place("NEW", args.new)])
     comparison = compare(base, new, base_label=str(args.base), new_label=str(args.new))
     print_comparison(comparison, _console())
-    if args.json:
-        write_json(comparison, args.json)
+    code = _write_json(comparison, args)
     if args.report:
         print(f"report: {write_comparison_report(comparison, args.report)}")
-    return 0
+    return code
 
 
 def _report(args: argparse.Namespace) -> int:
     from loclab.bench.results import load_json
+    from loclab.outputs import Place, check_apart, same_file
     from loclab.report import write_report
 
     document = load_json(args.results)
+    # A report made again from its own results.json writes that file back as it was read.
+    rewritten = same_file(args.results, args.output / "results.json")
+    check_apart([Place("--output", args.output, directory=True)],
+                [] if rewritten else [Place("the results file", args.results)])
     _check_writable(args.output, "--output", directory=True)
     try:
         index = write_report(document, args.output)
@@ -471,11 +601,15 @@ def _report(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
     if not getattr(args, "handler", None):
+        if unknown:
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
         parser.print_help()
         return 0
     prog = " ".join(["loclab", args.command, *filter(None, [getattr(args, "model", None)])])
+    if unknown:  # argparse would blame plain "loclab", not the command that was given them
+        parser.exit(2, f"{prog}: error: unrecognized arguments: {' '.join(unknown)}\n")
     try:
         return args.handler(args)
     except LoclabError as err:

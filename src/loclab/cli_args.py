@@ -28,14 +28,51 @@ def positive_float(text: str) -> float:
 
 
 def param(text: str) -> tuple[str, int]:
-    name, sep, value = text.partition("=")
-    if not sep or not name.strip():
+    """``N=512``: a size parameter, a whole number at least 1 (``1_000`` too): a loop nest
+    at a size of 0 or less runs nothing, or nonsense."""
+    name, sep, value = (piece.strip() for piece in text.partition("="))
+    if not sep or not name:
         raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
     try:
-        return name.strip(), int(value)
+        size = int(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{name.strip()}: not a whole number: "
-                                         f"{value!r}") from None
+        raise argparse.ArgumentTypeError(f"{name}={value}: not a whole number") from None
+    if size < 1:
+        raise argparse.ArgumentTypeError(f"{name}={value}: a size must be at least 1")
+    return name, size
+
+
+class Params(argparse.Action):
+    """``--param NAME=VALUE``, repeatable, into a dict of sizes (:func:`param`). A name
+    given twice is an error, as in ``--dims``: silently keeping the last would run at a
+    size the user did not mean."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        kwargs.setdefault("type", param)
+        kwargs.setdefault("default", {})
+        kwargs.setdefault("metavar", "NAME=VALUE")
+        super().__init__(option_strings, dest, **kwargs)  # type: ignore[arg-type]
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        name, value = values  # type: ignore[misc]
+        given = dict(getattr(namespace, self.dest) or {})  # never the shared default
+        if name in given:
+            raise argparse.ArgumentError(self, f"{name} given twice ({name}={given[name]}, "
+                                               f"{name}={value})")
+        given[name] = value
+        setattr(namespace, self.dest, given)
+
+
+def function_target(text: str) -> tuple[Path, str | None]:
+    """``FILE`` or ``FILE::NAME``: a source file and the function it names (None: none)."""
+    path, sep, name = text.partition("::")
+    if not path:
+        raise argparse.ArgumentTypeError(f"{text!r}: no file before '::' (FILE::NAME)")
+    if sep and not name.strip():
+        raise argparse.ArgumentTypeError(f"{text!r}: no function name after '::' "
+                                         "(FILE::NAME, or FILE alone)")
+    return Path(path), name.strip() or None
 
 
 def dims(text: str) -> dict[str, int]:
@@ -56,27 +93,15 @@ def dims(text: str) -> dict[str, int]:
 
 
 def byte_size(text: str) -> int:
-    """``4096``, ``48K``, ``32KiB``, ``1MiB``: a number of bytes (K, M, G are powers of 1024)."""
+    """``4096``, ``48K``, ``32KiB``, ``1.5MiB``, ``1TiB``: a number of bytes (K, M, G, T are
+    powers of 1024). Zero is a size (no shared memory); an option that needs more says so."""
     from loclab.hw.cpu import parse_size
 
     try:
         return parse_size(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a size in bytes: {text!r} (4096, 48K, "
-                                         f"32KiB, 1MiB)") from None
-
-
-def block_shape(text: str) -> int:
-    """``256`` or ``32x8``: the threads of a block (their product), in the models' syntax."""
-    import math
-
-    from loclab.errors import UsageError
-    from loclab.model.text import parse_sizes
-
-    try:
-        return math.prod(parse_sizes(text, "block", "256 or 32x8", 3))
-    except UsageError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"{err} (write e.g. 4096, 48K, 32KiB, 1.5MiB, "
+                                         f"1TiB)") from None
 
 
 def define(text: str) -> tuple[str, str]:

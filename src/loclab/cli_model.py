@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from typing import Any
 
-from loclab.cli_args import block_shape, byte_size, c_options, param, positive_int
+from loclab.cli_args import Params, byte_size, c_options, function_target, positive_int
 from loclab.errors import UsageError
+from loclab.model.limits import DEFAULT_REUSE_ACCESSES, MAX_TRACE_ACCESSES
 
 
 def add_model_commands(commands: Any) -> None:
@@ -26,12 +28,12 @@ def add_model_commands(commands: Any) -> None:
         "cudaOccupancyMaxActiveBlocksPerMultiprocessor applies them).")
     occupancy.add_argument("--gpu", help="v100, a100, h100, ... or a compute capability "
                            "(sm_90, 8.6); default: the GPU at hand")
-    occupancy.add_argument("--threads", type=block_shape, required=True, metavar="N|XxY",
-                           help="threads a block (256, or 32x8)")
+    occupancy.add_argument("--threads", required=True, metavar="N|XxYxZ",
+                           help="threads a block (256, 32x8 or 8x8x4)")
     occupancy.add_argument("--regs", type=int, required=True, metavar="N",
                            help="registers a thread (nvcc -Xptxas -v, or ncu)")
     occupancy.add_argument("--smem", type=byte_size, default=0, metavar="BYTES",
-                           help="shared memory a block, static + dynamic (4096, 48K)")
+                           help="shared memory a block, static + dynamic (0, 4096, 48K)")
     occupancy.add_argument("--carveout", type=int, metavar="PERCENT",
                            help="the kernel's preferred shared-memory carve-out "
                            "(default: the largest)")
@@ -51,7 +53,9 @@ def add_model_commands(commands: Any) -> None:
         description="The conflict degree of a __shared__ array access: the most distinct "
         "4-byte words one of the 32 banks serves in a warp's request.")
     _access_options(banks, shape_help="the __shared__ array's shape (32x33 for "
-                    "tile[32][33])", shape_required=True)
+                    "tile[32][33]); at most a block's shared memory", shape_required=True)
+    banks.add_argument("--gpu", help="v100, a100, h100, ... or a compute capability whose "
+                       "shared memory a block bounds --shape (default: the most of any)")
     banks.set_defaults(handler=_banks)
 
     cache = models.add_parser(
@@ -59,17 +63,17 @@ def add_model_commands(commands: Any) -> None:
         description="Run the exact access trace of a Python or C loop nest at the given "
         "sizes through a set-associative LRU cache hierarchy (write-back, write-allocate): "
         "misses and bytes per level, and which array misses at the last level.")
-    cache.add_argument("target", metavar="FILE::FUNCTION",
+    cache.add_argument("target", metavar="FILE::FUNCTION", type=function_target,
                        help="a .py or .c file; ::NAME picks the function (needed when the "
                        "file holds several)")
-    cache.add_argument("--param", action="append", default=[], type=param,
-                       metavar="NAME=VALUE", help="a size parameter, repeatable (all needed)")
+    cache.add_argument("--param", action=Params, help="a size parameter (at least 1), "
+                       "repeatable (all needed)")
     cache.add_argument("--cache", metavar="SIZE[:WAYS],...",
                        help="the levels, nearest first (32KiB:8,1MiB:16; default: this "
                        "CPU's, from loclab devices)")
     cache.add_argument("--elem", action="append", default=[], metavar="BYTES|ARRAY=BYTES",
-                       help="bytes an element: all arrays (default 8, float64), or one "
-                       "array (A=4), repeatable")
+                       help="bytes an element (1, 2, 4, 8 or 16): all arrays (default 8, "
+                       "float64), or one array (A=4), repeatable")
     cache.add_argument("--json", action="store_true", help="print JSON")
     c_options(cache)
     cache.set_defaults(handler=_cache)
@@ -80,20 +84,21 @@ def add_model_commands(commands: Any) -> None:
         "the lectures' matrix products, by formula and simulated, and the tile size that "
         "suits a cache, with the reasons (3 T^2 <= S and its refinements).")
     reuse.add_argument("kernel", choices=("mmm",), help="the computation (mmm)")
-    reuse.add_argument("--n", type=positive_int, default=1024, help="matrix side (default "
-                       "1024)")
+    reuse.add_argument("--n", type=positive_int, default=1024, help="matrix side, at least 4 "
+                       "(default 1024)")
     reuse.add_argument("--cache", type=byte_size, default=32 * 1024, metavar="SIZE",
                        help="the cache (default 32KiB)")
     reuse.add_argument("--ways", type=positive_int, default=8, help="its ways (default 8)")
     reuse.add_argument("--line", type=positive_int, default=64, metavar="BYTES",
                        help="its line (default 64)")
     reuse.add_argument("--elem", type=positive_int, default=4, metavar="BYTES",
-                       help="bytes an element (default 4, float32)")
+                       help="bytes an element: 1, 2, 4, 8 or 16 (default 4, float32)")
     reuse.add_argument("--tile", type=positive_int, help="a tile to evaluate instead of "
-                       "choosing one")
-    reuse.add_argument("--accesses", type=positive_int, default=10_000_000, metavar="N",
-                       help="simulate traces of at most N accesses (a corner of the "
-                       "matrices beyond that; default 10,000,000: seconds)")
+                       "choosing one (a multiple of 4, at most --n)")
+    reuse.add_argument("--accesses", type=positive_int, default=DEFAULT_REUSE_ACCESSES,
+                       metavar="N", help="simulate traces of at most N accesses each (a "
+                       "corner of the matrices beyond that; default "
+                       f"{DEFAULT_REUSE_ACCESSES:,}: seconds; at most {MAX_TRACE_ACCESSES:,})")
     reuse.add_argument("--json", action="store_true", help="print JSON")
     reuse.set_defaults(handler=_reuse)
 
@@ -129,22 +134,35 @@ def _gpu_at_hand() -> str:
     return gpu.compute_capability
 
 
+def _block(option: str, text: str) -> tuple[int, int, int]:
+    """A block shape by the one check every model uses (CUDA's limits: x and y at most
+    1024, z at most 64, 1024 threads), refused in a line that names the option."""
+    from loclab.model.text import parse_block
+
+    try:
+        return parse_block(text)
+    except UsageError as err:
+        raise UsageError(f"{option} {text}: {err}") from None
+
+
 def _occupancy(args: argparse.Namespace) -> int:
     from loclab.model.occupancy import occupancy
 
+    threads = math.prod(_block("--threads", args.threads))
+    gpu = args.gpu if args.gpu is not None else _gpu_at_hand()
     # Shared memory beyond the static limit must be dynamic: counting all of it as dynamic
     # lets a block use what the GPU allows a kernel that opts in.
-    return _print(occupancy(args.gpu or _gpu_at_hand(), args.threads, args.regs,
+    return _print(occupancy(gpu, threads, args.regs,
                             dynamic_shared=args.smem, carveout_percent=args.carveout),
                   args.json)
 
 
 def _access_arguments(args: argparse.Namespace) -> dict[str, Any]:
-    from loclab.model.access import parse_block, parse_params, parse_shape
+    from loclab.model.access import parse_params, parse_shape
 
-    return {"block": parse_block(args.block), "elem_bytes": args.elem,
+    return {"block": _block("--block", args.block), "elem_bytes": args.elem,
             "params": parse_params(args.param),
-            "shape": parse_shape(args.shape) if args.shape else None}
+            "shape": parse_shape(args.shape) if args.shape is not None else None}
 
 
 def _coalescing(args: argparse.Namespace) -> int:
@@ -154,23 +172,33 @@ def _coalescing(args: argparse.Namespace) -> int:
 
 
 def _banks(args: argparse.Namespace) -> int:
-    from loclab.model.banks import bank_conflicts
+    from loclab.model.banks import bank_conflicts, check_fits_shared_memory
 
-    return _print(bank_conflicts(args.access, **_access_arguments(args)), args.json)
+    arguments = _access_arguments(args)
+    check_fits_shared_memory(arguments["shape"], arguments["elem_bytes"], args.gpu)
+    return _print(bank_conflicts(args.access, **arguments), args.json)
 
 
 def _element_sizes(items: list[str]) -> int | dict[str, int]:
-    """``--elem 4`` (every array) or ``--elem A=4 --elem B=8`` (8 for the others)."""
+    """``--elem 4`` (every array) or ``--elem A=4 --elem B=8`` (8 for the others). Sizes
+    are those of C's types, 1 to 16 bytes, powers of two: aligned to their size, such an
+    element never straddles two cache lines, as the model's one line an access assumes."""
+    from loclab.model.access import ELEM_BYTES
+
     sizes: dict[str, int] = {}
-    every = 8
+    every = None
     for item in items:
-        name, _, value = item.rpartition("=")
-        if not value.isdigit() or int(value) < 1:
-            raise UsageError(f"--elem {item}: expected BYTES or ARRAY=BYTES (4, A=4)")
+        name, sep, value = (part.strip() for part in item.rpartition("="))
+        if (sep and not name) or not value.isdigit() or int(value) not in ELEM_BYTES:
+            raise UsageError(f"--elem {item}: expected BYTES or ARRAY=BYTES (4, A=4), BYTES "
+                             f"one of {', '.join(map(str, ELEM_BYTES))}")
+        if (sizes.get(name) if name else every) is not None:
+            raise UsageError(f"--elem {item}: {name or 'the size of every array'} given twice")
         if name:
             sizes[name] = int(value)
         else:
             every = int(value)
+    every = 8 if every is None else every
     return {**dict.fromkeys(sizes, every), **sizes} if sizes else every
 
 
@@ -178,15 +206,17 @@ def _cache(args: argparse.Namespace) -> int:
     from loclab.model.cache import cache_report, detect_hierarchy, parse_cache_list
     from loclab.nest import load_file
 
-    path, _, function = args.target.partition("::")
-    nests = load_file(path, function or None, include_dirs=args.include_dirs,
+    params = args.param
+    elem_bytes = _element_sizes(args.elem)
+    levels, notes = ((parse_cache_list(args.cache), []) if args.cache is not None
+                     else detect_hierarchy())
+    path, function = args.target
+    nests = load_file(path, function, include_dirs=args.include_dirs,
                       defines=dict(args.defines))
     if len(nests) != 1:
         raise UsageError(f"{path} holds {len(nests)} functions: name one with ::NAME "
                          f"({', '.join(n.name for n in nests)})")
-    nest = nests[0]
-    levels, notes = (parse_cache_list(args.cache), []) if args.cache else detect_hierarchy()
-    report = cache_report(nest, dict(args.param), levels, _element_sizes(args.elem))
+    report = cache_report(nests[0], params, levels, elem_bytes)
     report.note.extend(notes)
     return _print(report, args.json)
 

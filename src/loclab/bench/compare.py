@@ -36,22 +36,26 @@ RULE = (f"faster or slower: the medians differ by {MIN_CHANGE:.0%} or more and t
 # Verdicts of a matched row, in the order a summary counts them.
 VERDICTS = ("faster", "slower", "same", "undecided", "not timed")
 
-# What the two machines and runs are, side by side: (key, label, value of a document, whether
-# a difference makes the runs' machines or settings differ). References are measured in each
+# What the two machines and runs are, side by side: (key, label, value of a document, kind).
+# A difference of a 'machine' field makes the runs' machines differ, of a 'setting' their
+# settings (what was asked of loclab, on one machine or two). References are measured in each
 # run and always differ a little; they are shown, not judged.
-MACHINE_FIELDS: tuple[tuple[str, str, Any, bool], ...] = (
-    ("cpu", "CPU", lambda d: d["machine"]["cpu"].get("model"), True),
-    ("cpu_threads", "CPU threads", lambda d: d["machine"]["cpu"].get("numba_threads"), True),
-    ("gpu", "GPU", lambda d: (d["machine"].get("gpu") or {}).get("name"), True),
-    ("loclab", "loclab", lambda d: d["loclab"], True),
-    ("size", "size preset", lambda d: d["size"], True),
-    ("devices", "devices", lambda d: ", ".join(d["devices"]), True),
-    ("cpu_copy_gbps", "CPU copy GB/s", lambda d: d["references"].get("cpu_copy_gbps"), False),
-    ("gpu_copy_gbps", "GPU copy GB/s", lambda d: d["references"].get("gpu_copy_gbps"), False),
+MACHINE_FIELDS: tuple[tuple[str, str, Any, str], ...] = (
+    ("cpu", "CPU", lambda d: d["machine"]["cpu"].get("model"), "machine"),
+    ("gpu", "GPU", lambda d: (d["machine"].get("gpu") or {}).get("name"), "machine"),
+    ("cpu_threads", "CPU threads", lambda d: d["machine"]["cpu"].get("numba_threads"),
+     "setting"),
+    ("loclab", "loclab", lambda d: d["loclab"], "setting"),
+    ("size", "size preset", lambda d: d["size"], "setting"),
+    ("devices", "devices", lambda d: ", ".join(d["devices"]), "setting"),
+    ("cpu_copy_gbps", "CPU copy GB/s", lambda d: d["references"].get("cpu_copy_gbps"),
+     "reference"),
+    ("gpu_copy_gbps", "GPU copy GB/s", lambda d: d["references"].get("gpu_copy_gbps"),
+     "reference"),
     ("cpu_peak_gflops_fp32", "CPU fp32 peak GFlop/s",
-     lambda d: d["references"].get("cpu_peak_gflops_fp32"), False),
+     lambda d: d["references"].get("cpu_peak_gflops_fp32"), "reference"),
     ("gpu_peak_gflops_fp32", "GPU fp32 peak GFlop/s",
-     lambda d: d["references"].get("gpu_peak_gflops_fp32"), False),
+     lambda d: d["references"].get("gpu_peak_gflops_fp32"), "reference"),
 )
 
 
@@ -71,6 +75,7 @@ def compare(base: dict[str, Any], new: dict[str, Any], *, base_label: str = "bas
         "base": _run(base, base_label),
         "new": _run(new, new_label),
         "machines": machines(base, new),
+        "cases": cases(base, new),
         "rows": rows,
         "only_in_base": [_unmatched(row) for row in only_base],
         "only_in_new": [_unmatched(row) for row in only_new],
@@ -173,13 +178,27 @@ def _run(document: dict[str, Any], label: str) -> dict[str, Any]:
 
 
 def machines(base: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """The two machines and settings key by key; ``differ`` when the CPU, its threads, the
-    GPU, the loclab version, the size preset or the devices differ (not the references, which
-    each run measures)."""
+    """The two machines and settings key by key. ``differ`` when a machine field (CPU, GPU)
+    or a setting (CPU threads, loclab version, size preset, devices) differs, as before;
+    ``machine`` names the machine fields that differ, ``settings`` the settings (not the
+    references, which each run measures)."""
     fields = [{"key": key, "label": label, "base": value(base), "new": value(new),
-               "differs": value(base) != value(new), "identity": identity}
-              for key, label, value, identity in MACHINE_FIELDS]
-    return {"differ": any(f["differs"] for f in fields if f["identity"]), "fields": fields}
+               "differs": value(base) != value(new), "identity": kind != "reference",
+               "kind": kind}
+              for key, label, value, kind in MACHINE_FIELDS]
+    differing = {kind: [f["label"] for f in fields if f["differs"] and f["kind"] == kind]
+                 for kind in ("machine", "setting")}
+    return {"differ": any(differing.values()), "machine": differing["machine"],
+            "settings": differing["setting"], "fields": fields}
+
+
+def cases(base: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """The cases each run has rows of, in run order, and those only one of them has: runs of
+    different cases on one machine differ in their cases, not their machines."""
+    ran = {name: list(dict.fromkeys(row["case"] for row in document["results"]))
+           for name, document in (("base", base), ("new", new))}
+    return {**ran, "only_in_base": [case for case in ran["base"] if case not in ran["new"]],
+            "only_in_new": [case for case in ran["new"] if case not in ran["base"]]}
 
 
 def _unmatched(row: Row) -> dict[str, Any]:

@@ -79,7 +79,7 @@ def kernel_rows(launches: Iterable[Any], gpu: GpuInfo, dims: dict[str, int],
 def predicted_accesses(launch: Any, dims: dict[str, int]) -> list[dict[str, Any]]:
     """The declared main accesses of ``launch``'s kernel with what the models predict at this
     launch's block and the row's size; an access the models cannot read says why."""
-    declared = launch.source.accesses_of(launch.name)
+    declared = launch.declared_accesses()
     if declared is None:
         return []
     params = declared.parameters(launch.name, dims)

@@ -9,7 +9,8 @@ device and size runs with the cached configuration (``loclab.bench.tuning.cache`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from loclab.bench.tuning.space import text as config_text
 from loclab.cases import (LINK_ROOF_CASE, ROOF_CASE, case_choices, case_names,
                           expand_families, family_of, get_case)
 from loclab.cases.auto import AUTO_VARIANTS
-from loclab.cases.base import DEVICE_CHOICES, SIZE_PRESETS, Case, Variant, dims_text
+from loclab.cases.base import DEVICE_CHOICES, SIZE_PRESETS, Case, Variant, Work, dims_text
 from loclab.errors import GpuUnavailableError, UsageError
 from loclab.gpu import gpu_unavailable_reason
 from loclab.hw import Machine, detect_machine
@@ -41,17 +42,35 @@ Progress = Callable[[int, int, str], None]
 HOST_BYTES_PER_WORK_BYTE = 2.0
 GPU_BYTES_PER_WORK_BYTE = 1.5
 CUSTOM_SIZE = "custom"  # the document's size when the user gave dims instead of a preset
-# What a run costs besides the timing budget (Plan.expected_seconds): per variant (compile,
-# validate, warm up, the runs a slow variant takes beyond its budget); per size (inputs, the
-# golden output in float64 on the host, staging) a second and the golden work at these rates.
-VARIANT_OVERHEAD_S = 1.0
-# An auto row (cases/auto.py) also plans, compiles and times ``loclab optimize``'s candidate
-# recipes before its own runs: the 13 auto-cpu rows of the default preset took about 80 s more
-# than the other rows' rule gives on a 2-core VM (4 min 47 s in all, 2026-11-27).
-AUTO_OVERHEAD_S = 6.0
-SIZE_OVERHEAD_S = 1.0
+# What a run costs besides its timing budgets (Plan.expected_seconds), in seconds of an idle
+# machine: calibrated on the small and default presets on a 2-core VM (2026-11-28, its load
+# divided out as Plan.slowdown does: the default's CPU run is 88 s of budgets and about 200 s
+# besides, 11 minutes at a load of 4; the small one's 18 s and 50 s). The unit is the golden
+# work: the golden algorithm's bytes and flops at these rates (made once a size).
 HOST_BYTES_PER_S = 1e9
 HOST_FLOPS_PER_S = 20e9
+# A CPU variant, besides its budget, is validated, warmed up and (a slow one) run until its
+# minimum of runs: about this many golden works, a naive or auto row's (loops as written:
+# mmm's naive run takes 30 times the golden's) far more than the others'.
+SLOW_GOLDEN_WORKS = 18.0
+GOLDEN_WORKS = 4.5
+# A GPU variant: a second (compile, validate, warm up); a size on the GPU: a second to stage
+# its inputs, and the golden work (an H100 host).
+VARIANT_OVERHEAD_S = 1.0
+GPU_SIZE_OVERHEAD_S = 1.0
+# A case's auto rows (cases/auto.py) plan ``loclab optimize``'s recipe and compile it on each
+# device (mmm's nest about 10 s, a 2-deep nest's 1 s), and plan again at each further size.
+AUTO_CASE_S = 2.5
+AUTO_SIZE_S = 0.5
+# Once every row ran: the traffic model of each CPU row whose variant declares one (a cache
+# simulation of its loops) for its predicted time (24 of them: 15 to 20 s).
+PREDICTION_S = 0.8
+# A numba function compiles before its first call where numba has no cache of it on disk (a
+# first run, or its source changed since): the small preset's 45 took about a minute more.
+COMPILE_S = 1.3
+# The load is the median of this many counts of the running threads, this far apart.
+LOAD_SAMPLES = 5
+LOAD_SAMPLE_GAP_S = 0.02
 
 
 def choose(kind: str, value: str, choices: Sequence[str]) -> str:
@@ -96,8 +115,9 @@ def configure_threads(threads: int | None) -> int:
     return numba.get_num_threads()
 
 
-def check_memory(case: Case, device: str, dims: dict[str, int], size: str) -> None:
-    """Refuse a size that cannot fit, in one line, before allocating anything."""
+def memory_shortfall(case: Case, device: str, dims: dict[str, int]) -> str | None:
+    """What ``case`` at ``dims`` on ``device`` needs beyond the memory that is free ("needs
+    about 149.0 GiB of memory, 22.8 GiB is free"), or None where it fits."""
     work = case.work(dims).bytes
     needs = [("memory", work * HOST_BYTES_PER_WORK_BYTE, read_meminfo("MemAvailable"))]
     if device == "gpu":
@@ -107,10 +127,19 @@ def check_memory(case: Case, device: str, dims: dict[str, int], size: str) -> No
         needs.append(("GPU memory", work * GPU_BYTES_PER_WORK_BYTE, free))
     for where, need, free in needs:
         if free is not None and need > free:
-            origin = "--dims" if size == CUSTOM_SIZE else f"size {size}"
-            raise UsageError(f"{case.name} at {dims_text(dims)} ({origin}) on the {device} "
-                             f"needs about {need / 2**30:.1f} GiB of {where}, "
-                             f"{free / 2**30:.1f} GiB is free")
+            return (f"needs about {need / 2**30:.1f} GiB of {where}, "
+                    f"{free / 2**30:.1f} GiB is free")
+    return None
+
+
+def check_memory(case: Case, device: str, dims: dict[str, int], size: str) -> None:
+    """Refuse a size that cannot fit, in one line, before allocating anything; ``size`` is
+    the preset it came from, or CUSTOM_SIZE for the user's ``--dims``."""
+    shortfall = memory_shortfall(case, device, dims)
+    if shortfall:
+        origin = "--dims" if size == CUSTOM_SIZE else f"size {size}"
+        raise UsageError(f"{case.name} at {dims_text(dims)} ({origin}) on the {device} "
+                         f"{shortfall}")
 
 
 def empty_row(case: Case, variant: Variant, dims: dict[str, int], timer: str,
@@ -224,6 +253,11 @@ class Plan:
     budget: Budget
     work: list[tuple[Case, str, dict[str, int]]]  # (case, device, dims) in run order
     tuning: TuningCache | None = None  # configurations ``loclab tune`` found; None: untuned
+    # The machine's load when the run was planned (``load_average``: threads of other work,
+    # which the run's own share the CPUs with), and how many numba functions of its CPU
+    # variants have no cache on disk yet.
+    load: float = 0.0
+    uncompiled: int = 0
 
     @property
     def variant_count(self) -> int:
@@ -234,18 +268,34 @@ class Plan:
         return list(dict.fromkeys(case.name for case, _, _ in self.work))
 
     def expected_seconds(self) -> float:
-        """A first guess of how long the run takes: each variant's timing budget and what
-        building, validating and warming it up cost on top; per size, making the inputs and
-        the golden output on the host, which grows with the golden algorithm's bytes and
-        flops (the rates below: within 20% of the default preset on a 2-core VM and of the
-        GPU's on an H100 host)."""
-        sizes = sum(SIZE_OVERHEAD_S + work.bytes / HOST_BYTES_PER_S
-                    + work.flops / HOST_FLOPS_PER_S
-                    for work in (case.work(dims) for case, _, dims in self.work))
-        autos = sum(variant.name in AUTO_VARIANTS for case, device, _ in self.work
-                    for variant in case.variants_on(device))
-        return (self.variant_count * (self.budget.seconds + VARIANT_OVERHEAD_S)
-                + autos * AUTO_OVERHEAD_S + sizes)
+        """How long the run takes: the timing budgets of the variants that apply, which are
+        wall-clock time, and the run's own work besides them on an idle machine
+        (``work_seconds``) stretched by the load of this one (``slowdown``)."""
+        budgets = sum(self.budget.seconds for case, device, dims in self.work
+                      for variant in case.variants_on(device)
+                      if _applies(variant, dims, self.machine))
+        return budgets + self.work_seconds() * self.slowdown()
+
+    def work_seconds(self) -> float:
+        """The run's work besides the timing budgets, in seconds of an idle machine: per
+        size the inputs and the golden output, per variant its validation, warm-up and the
+        runs a slow one takes beyond its budget, the auto rows' planning, the numba
+        functions to compile first, and once all ran the rows' traffic models."""
+        sizes = sum(_size_seconds(case, device, dims) for case, device, dims in self.work)
+        variants = sum(_variant_seconds(variant, case.work(dims))
+                       for case, device, dims in self.work
+                       for variant in case.variants_on(device))
+        models = sum(variant.traffic is not None for case, device, _ in self.work
+                     for variant in case.variants_on(device))
+        return (sizes + variants + _auto_seconds(self.work) + models * PREDICTION_S
+                + self.uncompiled * COMPILE_S)
+
+    def slowdown(self) -> float:
+        """How many times longer than on an idle machine the run's own work takes here: its
+        threads share the CPUs with the load's (which counts every CPU of the machine,
+        ``os.cpu_count``, where the run may be allowed fewer)."""
+        threads = self.numba_threads or 1
+        return max(1.0, (self.load + threads) / (os.cpu_count() or 1))
 
     def tuned(self, case: Case, device: str, dims: dict[str, int]) -> dict[str, Entry]:
         """The cached configurations of the tunable variants at this size, by variant name."""
@@ -255,6 +305,106 @@ class Plan:
         found = {variant.name: self.tuning.lookup(key, case.name, variant.name, dims)
                  for variant in case.variants_on(device) if variant.space}
         return {name: entry for name, entry in found.items() if entry}
+
+
+def load_average() -> float:
+    """How many threads of other work are running now: on Linux the runnable threads
+    /proc/loadavg counts, less this one, at a few moments (the median); elsewhere the load
+    average over the last minute (0 where the system keeps none). The minute's average alone
+    would count what ran just before the run, the install a script ran first, as load."""
+    import statistics
+    import time
+
+    try:
+        samples = []
+        for _ in range(LOAD_SAMPLES):
+            running = Path("/proc/loadavg").read_text().split()[3].partition("/")[0]
+            samples.append(max(0, int(running) - 1))
+            time.sleep(LOAD_SAMPLE_GAP_S)
+        return float(statistics.median(samples))
+    except (OSError, IndexError, ValueError):
+        pass
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return 0.0
+
+
+def _applies(variant: Variant, dims: dict[str, int], machine: Machine) -> bool:
+    """Whether ``variant`` runs (and spends its budget) at ``dims``: a skip rule that raises
+    is the run's to record, counted as running."""
+    try:
+        return variant.skip_reason(dims, machine) is None
+    except Exception:
+        return True
+
+
+def _golden_seconds(work: Work) -> float:
+    """The golden work of a size, in seconds: the unit the estimate counts costs in."""
+    return work.bytes / HOST_BYTES_PER_S + work.flops / HOST_FLOPS_PER_S
+
+
+def _size_seconds(case: Case, device: str, dims: dict[str, int]) -> float:
+    """Making a size's inputs and golden output on the host, and staging them on a GPU."""
+    golden = _golden_seconds(case.work(dims))
+    return golden + (GPU_SIZE_OVERHEAD_S if device == "gpu" else 0.0)
+
+
+def _variant_seconds(variant: Variant, work: Work) -> float:
+    """What a variant costs besides its timing budget (see SLOW_GOLDEN_WORKS)."""
+    if variant.device == "gpu":
+        return VARIANT_OVERHEAD_S
+    slow = variant.role == "naive" or variant.name in AUTO_VARIANTS
+    return (SLOW_GOLDEN_WORKS if slow else GOLDEN_WORKS) * _golden_seconds(work)
+
+
+def _auto_seconds(work: list[tuple[Case, str, dict[str, int]]]) -> float:
+    """The auto rows' planning and compiling: once a case and device, less at a further
+    size."""
+    sizes = [(case.name, device) for case, device, _ in work
+             if any(v.name in AUTO_VARIANTS for v in case.variants_on(device))]
+    return len(set(sizes)) * AUTO_CASE_S + (len(sizes) - len(set(sizes))) * AUTO_SIZE_S
+
+
+def cpu_modules(work: list[tuple[Case, str, dict[str, int]]]) -> list[str]:
+    """The modules of the CPU variants in ``work`` (their setups, imported on first call)."""
+    return sorted({variant.setup.target[0] for case, device, _ in work
+                   for variant in case.variants_on(device)
+                   if device == "cpu" and hasattr(variant.setup, "target")})
+
+
+def uncached_numba_functions(modules: Iterable[str]) -> int:
+    """How many numba functions (``cache=True``) of ``modules`` must compile before their
+    first call: numba has no cache of them on disk, or one older than their source (a first
+    run, an edited kernel). Read from numba's own cache files; where numba keeps them
+    otherwise than this version does, none is counted."""
+    return sum(not _numba_cached(function) for name in modules
+               for function in _cached_functions(name))
+
+
+def _cached_functions(module_name: str) -> list[Any]:
+    """The numba functions defined with ``cache=True`` in a module."""
+    import importlib
+
+    from numba.core.caching import FunctionCache
+    from numba.core.registry import CPUDispatcher
+
+    module = importlib.import_module(module_name)
+    return [value for value in vars(module).values()
+            if isinstance(value, CPUDispatcher) and value.py_func.__module__ == module_name
+            and isinstance(getattr(value, "_cache", None), FunctionCache)]
+
+
+def _numba_cached(function: Any) -> bool:
+    """Whether numba's cache index of ``function`` is on disk and newer than its source."""
+    try:
+        index = Path(function._cache._cache_file._index_path)
+        source = Path(function.py_func.__code__.co_filename)
+        return index.stat().st_mtime >= source.stat().st_mtime
+    except FileNotFoundError:
+        return False
+    except Exception:  # another numba's internals: assume cached rather than guess
+        return True
 
 
 SizeRequest = Mapping[str, int] | Sequence[Mapping[str, int]]
@@ -275,14 +425,25 @@ def requested_sizes(dims: SizeRequest | None) -> list[Mapping[str, int]] | None:
     return sizes
 
 
+def size_origin(dims: Mapping[str, int], size: str,
+                sizes: list[Mapping[str, int]] | None) -> str:
+    """Where a planned size came from, for its errors: the preset, the user's ``--dims``
+    (CUSTOM_SIZE), or (a roof run beside the user's sizes at its own) the default preset."""
+    if sizes is None:
+        return size
+    return CUSTOM_SIZE if any(dict(one) == dims for one in sizes) else "default"
+
+
 def case_sizes(case: Case, device: str, size: str, machine: Machine,
                dims: list[Mapping[str, int]] | None, asked: bool) -> list[dict[str, int]]:
     """The sizes ``case`` runs at on ``device``: the preset's, or the user's, each checked;
     none where it has no variant.
 
-    The roof (copy) runs at the user's size when it has the same dimensions (the fairest
-    roof for a matrix case), else at the default preset's, unless it was asked for itself; a
-    case with a ``roof_dims`` (host-device) runs only there when it was not asked for.
+    The roof (copy) runs at the user's sizes when they have its dimensions (the fairest roof
+    for a matrix case) and fit in memory, else at the default preset's, unless it was asked
+    for itself: a roof the user did not ask for never refuses their size (the case they
+    asked for does, by its own name, where that does not fit). A case with a ``roof_dims``
+    (host-device) runs only there when it was not asked for.
     """
     if not case.variants_on(device):
         return []
@@ -290,8 +451,11 @@ def case_sizes(case: Case, device: str, size: str, machine: Machine,
         return [dict(case.roof_dims)]
     if dims is None:
         return case.dims(size, device, machine)
-    if case.name == ROOF_CASE and not asked and set(dims[0]) != set(case.dimensions):
-        return case.dims("default", device, machine)
+    if case.name == ROOF_CASE and not asked:
+        fitting = [case.checked_dims(one) for one in dims
+                   if set(one) == set(case.dimensions)]
+        return [one for one in fitting if memory_shortfall(case, device, one) is None
+                ] or case.dims("default", device, machine)
     return [case.checked_dims(one) for one in dims]
 
 
@@ -325,11 +489,13 @@ def plan(cases: Sequence[str] | None = None, device: str = "all", size: str = "d
     work = [(case, dev, one) for case in selected for dev in devices
             for one in case_sizes(case, dev, size, machine, sizes, case.name in asked)]
     _check_runnable(cases or [], work, devices, machine)
-    for case, dev, one in work:
-        check_memory(case, dev, one, size if sizes is None else CUSTOM_SIZE)
+    # The cases asked for first: a size too large is theirs to refuse, not a roof's.
+    for case, dev, one in sorted(work, key=lambda item: item[0].name not in asked):
+        check_memory(case, dev, one, size_origin(one, size, sizes))
     return Plan(size=size if sizes is None else CUSTOM_SIZE, devices=devices, machine=machine,
                 numba_threads=numba_threads, budget=budget or BUDGETS[size], work=work,
-                tuning=load_tuning_cache(tuning_cache) if tuned else None)
+                tuning=load_tuning_cache(tuning_cache) if tuned else None,
+                load=load_average(), uncompiled=uncached_numba_functions(cpu_modules(work)))
 
 
 def _check_runnable(names: Sequence[str], work: list[tuple[Case, str, dict[str, int]]],

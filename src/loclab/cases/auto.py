@@ -6,13 +6,16 @@ A case whose golden version is a loop nest keeps it in ``cases/<case>/nest.py``:
 lays the case's inputs and output out as its arguments. The rows use what ``optimize`` decides
 without measuring (the first recipe the transformer proves, the cache model's tiles; the GPU
 mapping with the model's launch), so a run costs one plan per size; the harness validates
-each row against the golden result like every variant, on poisoned outputs.
+each row against the golden result like every variant, on poisoned outputs. The GPU rows'
+kernels, which the written module compiles and launches itself, are launched through
+``loclab.gpu.kernels.CompiledLaunches``, so that their rows record them like any variant's.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -113,11 +116,33 @@ def gpu(nest: Nest, inputs: dict[str, Any], out: Any, machine: Any) -> Bound:
     arrays, scalars = argument_types(by_name, list(sizes))
     configs = mapped.default_configs()
     emitted = mapped.emit(arrays, scalars, configs)
-    function = _compiled(emitted.module, emitted.compile)
+    function = recorded(_compiled(emitted.module, emitted.compile))
     return Bound(_returning(function, arguments, out),
                  {"grid": "; ".join(", ".join(g.var for g in m.grid) or "one thread"
                                     for m in mapped.mappings),
                   "launch": "; ".join(c.text() for c in configs if c.block)})
+
+
+def recorded(function: types.FunctionType) -> types.FunctionType:
+    """``function``, from a module ``loclab optimize --target gpu`` wrote, launching its
+    kernels through a ``CompiledLaunches`` of its own, so that the run records them.
+
+    Such a module launches kernel ``name`` as ``_kernel(name, index)(grid, block, args)``
+    (``optimize.cuda.module``); the copy returned has that ``_kernel`` replaced, and shares
+    every other global with ``function``: the modules compiled once stay compiled."""
+    from loclab.gpu.kernels import CompiledLaunches
+
+    launches = CompiledLaunches()
+    kernel_of = function.__globals__["_kernel"]
+
+    def through_launches(name: str, index: str) -> Callable[..., None]:
+        compiled = kernel_of(name, index)
+        return lambda grid, block, args: launches.launch(compiled, f"{name}<{index}>", grid,
+                                                         block, args)
+
+    return types.FunctionType(function.__code__,
+                              {**function.__globals__, "_kernel": through_launches},
+                              function.__name__, function.__defaults__, function.__closure__)
 
 
 def _scalar_types(planned: Any, arguments: list[Any]) -> tuple[tuple[str, str], ...]:

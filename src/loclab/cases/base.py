@@ -178,6 +178,11 @@ class Variant:
     # The variant its speedup is measured against, where that is not the case's naive one
     # (host-device: each pinned copy against the pageable copy of its own direction).
     baseline: str | None = None
+    # Why a GPU variant that is not the library's launches no kernel of loclab's, so that its
+    # row's empty ``kernels`` is no kernel missed: the copy engines move its bytes
+    # (host-device), or a library computes (gemm-chain's cuBLAS). Every other GPU variant
+    # launches its kernels through ``loclab.gpu.kernels`` (``Launch``), which records them.
+    no_kernel: str | None = None
 
     def skip_reason(self, dims: Dims, machine: Machine) -> str | None:
         """Why this variant does not run at ``dims`` (the row says so), or None."""

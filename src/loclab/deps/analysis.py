@@ -13,7 +13,7 @@ from typing import Any
 
 from loclab.deps.dependences import Dependence, compute_dependences
 from loclab.deps.distribution import Piece, distribute
-from loclab.deps.interchange import Interchange, interchanges
+from loclab.deps.interchange import CutBand, Interchange, cut_bands, interchanges
 from loclab.deps.model import Model
 from loclab.deps.remedies import Remedies, Remedy
 from loclab.nest.ir import Loop, Nest, Statement
@@ -109,6 +109,7 @@ class Analysis:
     interchange_options: list[Interchange]
     pieces: list[Piece]
     notes: list[str] = field(default_factory=list)
+    cut_bands: list[CutBand] = field(default_factory=list)  # orders not all listed
 
     @property
     def name(self) -> str:
@@ -152,7 +153,7 @@ class Analysis:
             "interchanges": self.interchanges,
             "distribution": self.distribution,
             "reductions": self.reductions,
-            "notes": list(self.notes),
+            "notes": list(self.notes) + [cut.text() for cut in self.cut_bands],
         }
 
     def explain(self) -> str:
@@ -171,7 +172,7 @@ def _dependence_json(d: Dependence) -> dict[str, Any]:
 def analyze_nest(nest: Nest, params: Mapping[str, int] | None = None) -> Analysis:
     model = Model(nest, params)
     dependences = compute_dependences(model)
-    remedies = Remedies(model)
+    remedies = Remedies(model, dependences)
     reports: list[LoopReport] = []
     privatized: dict[int, dict[str, Remedy]] = {}
     for loop in nest.loops:
@@ -184,4 +185,5 @@ def analyze_nest(nest: Nest, params: Mapping[str, int] | None = None) -> Analysi
     orders = interchanges(nest, dependences, remedies.privatization)
     return Analysis(nest=nest, params=dict(model.sizes), dependences=dependences,
                     loops=reports, statements=[StatementReport(s) for s in nest.statements],
-                    interchange_options=orders, pieces=pieces, notes=model.notes)
+                    interchange_options=orders, pieces=pieces, notes=model.notes,
+                    cut_bands=cut_bands(nest, dependences))

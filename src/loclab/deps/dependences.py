@@ -9,7 +9,7 @@ reported where a component takes a single value for every size.
 
 from __future__ import annotations
 
-import itertools
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     import islpy as isl
 
 DIRECTIONS = ("<", "=", ">")
+SIGN = {"<": 1, "=": 0, ">": -1}  # "<": the sink runs in a later iteration (y - x > 0)
 KIND_ORDER = {"RAW": 0, "WAR": 1, "WAW": 2}
 
 
@@ -94,22 +95,41 @@ def dependence_relations(model: Model) -> Iterator[tuple[Use, Use, "isl.Map"]]:
     ``x`` running before ``y`` (``model.point`` names the instances). What
     :func:`compute_dependences` summarizes, and what ``loclab.transform`` checks a new order
     against."""
+    for first, second in _pairs_with_a_write(model):
+        (s1, a1), (s2, a2) = first, second
+        order = _order(s1, a1, s2, a2, common_loops(s1, s2))
+        if order is None:
+            continue
+        relation = _relation(model, first, second, order)
+        if not relation.is_empty():
+            yield first, second, relation
+
+
+def _relation(model: Model, first: Use, second: Use, order: "isl.Map") -> "isl.Map":
+    """``{ S1[x] -> S2[y] }`` of the instance pairs that touch one element in ``order``,
+    as the intersection of pieces each parsed once (the statements' domains, the equal
+    subscripts, the order): parsing one text per pair of accesses was most of the
+    analysis' time. Equalities go in first, which keeps the order's disjunction small."""
     import islpy as isl
 
+    (s1, _), (s2, _) = first, second
+    same = " and ".join(model.same_location(first, second)) or "true"
+    both = isl.Map.from_domain_and_range(model.domain_of(s1), model.domain_of(s2))
+    return both.intersect(model.parsed(isl.Map, f"{model.header}{{ {model.point(s1, 'x')} -> "
+                                                f"{model.point(s2, 'y')} : {same} }}")) \
+        .intersect(order.set_tuple_name(isl.dim_type.in_, f"S{s1.ordinal}")
+                   .set_tuple_name(isl.dim_type.out, f"S{s2.ordinal}"))
+
+
+def _pairs_with_a_write(model: Model) -> Iterator[tuple[Use, Use]]:
+    """The ordered pairs of accesses to one variable of which one is a write, in the order
+    of all pairs (first by first access): listing only those keeps a statement of
+    thousands of reads of an array that nothing writes linear, not quadratic."""
     for uses in model.accesses.values():
-        for first, second in itertools.product(uses, repeat=2):
-            (s1, a1), (s2, a2) = first, second
-            if not (a1.write or a2.write) or (a1 is a2 and not a1.write):
-                continue
-            order = _order(s1, a1, s2, a2, common_loops(s1, s2))
-            if order is None:
-                continue
-            parts = [model.domain(s1, "x"), model.domain(s2, "y"), order]
-            parts += model.same_location(first, second)
-            relation = isl.Map(f"{model.header}{{ {model.point(s1, 'x')} -> "
-                               f"{model.point(s2, 'y')} : {' and '.join(parts)} }}")
-            if not relation.is_empty():
-                yield first, second, relation
+        writes = [use for use in uses if use[1].write]
+        for first in uses:
+            for second in (uses if first[1].write else writes):
+                yield first, second
 
 
 def compute_dependences(model: Model) -> list[Dependence]:
@@ -133,19 +153,34 @@ def _ranks(model: Model) -> dict[str, int]:
 
 
 def _order(s1: Statement, a1: Access, s2: Statement, a2: Access,
-           loops: tuple[Loop, ...]) -> str | None:
-    """isl text for "instance x of s1 runs before instance y of s2" (None: never)."""
-    cases: list[str] = []
-    for level, loop in enumerate(loops):
-        equal = [f"x{k} = y{k}" for k in range(level)]
-        earlier = f"x{level} < y{level}" if loop.step > 0 else f"x{level} > y{level}"
-        cases.append(" and ".join(equal + [earlier]))
+           loops: tuple[Loop, ...]) -> "isl.Map | None":
+    """"Instance x of s1 runs before instance y of s2" (unnamed tuples; None: never)."""
     textual = s1.ordinal < s2.ordinal or (s1 is s2 and not a1.write and a2.write)
+    orientation = tuple(1 if loop.step > 0 else -1 for loop in loops)
+    return _execution_order(len(s1.loops), len(s2.loops), orientation, textual)
+
+
+@functools.lru_cache(maxsize=1024)
+def _execution_order(n_in: int, n_out: int, orientation: tuple[int, ...],
+                     textual: bool) -> "isl.Map | None":
+    """The order of two statements' instances, from their depths, the directions of their
+    common loops and whether the first comes first in the text: the same few shapes
+    recur in every function, so each is parsed once (isl objects are values, safe to
+    share)."""
+    import islpy as isl
+
+    cases: list[str] = []
+    for level, sign in enumerate(orientation):
+        equal = [f"x{k} = y{k}" for k in range(level)]
+        earlier = f"x{level} < y{level}" if sign > 0 else f"x{level} > y{level}"
+        cases.append(" and ".join(equal + [earlier]))
     if textual:
-        cases.append(" and ".join(f"x{k} = y{k}" for k in range(len(loops))) or "true")
+        cases.append(" and ".join(f"x{k} = y{k}" for k in range(len(orientation))) or "true")
     if not cases:
         return None
-    return "(" + " or ".join(f"({c})" for c in cases) + ")"
+    xs = ", ".join(f"x{k}" for k in range(n_in))
+    ys = ", ".join(f"y{k}" for k in range(n_out))
+    return isl.Map(f"{{ [{xs}] -> [{ys}] : {' or '.join(f'({c})' for c in cases)} }}")
 
 
 Vectors = Iterator[tuple[tuple[str, ...], tuple[int | None, ...]]]
@@ -159,48 +194,84 @@ def direction_vectors(relation: "isl.Map", loops: tuple[Loop, ...]) -> Vectors:
     if depth == 0:
         yield (), ()
         return
-    space_in = relation.dim(isl.dim_type.in_)
-    space_out = relation.dim(isl.dim_type.out)
-    # y - x per common loop, in execution order (a loop counting down flips the sign)
-    xs = [f"x{k}" for k in range(space_in)]
-    ys = [f"y{k}" for k in range(space_out)]
-    ds = [f"d{k}" for k in range(depth)]
-    signs = ["" if loop.step > 0 else "-" for loop in loops]
-    deltas = " and ".join(f"d{k} = {signs[k]}(y{k} - x{k})" for k in range(depth))
-    name_in = relation.get_tuple_name(isl.dim_type.in_)
-    name_out = relation.get_tuple_name(isl.dim_type.out)
-    to_delta = isl.Map(f"{{ [{name_in}[{', '.join(xs)}] -> {name_out}[{', '.join(ys)}]] -> "
-                       f"[{', '.join(ds)}] : {deltas} }}")
-    delta = relation.wrap().apply(to_delta)
-    yield from _split(delta, 0, depth, ())
+    # y - x over the common loops: the other coordinates projected out, the tuples unnamed
+    common = relation.project_out(isl.dim_type.in_, depth, relation.dim(isl.dim_type.in_)
+                                  - depth)
+    common = common.project_out(isl.dim_type.out, depth, common.dim(isl.dim_type.out) - depth)
+    delta = common.reset_tuple_id(isl.dim_type.in_).reset_tuple_id(isl.dim_type.out).deltas()
+    if delta.is_empty():
+        return
+    # in each loop's execution order: a loop counting down runs y before x when y - x < 0
+    yield from _split(delta, tuple(1 if loop.step > 0 else -1 for loop in loops), (), ())
 
 
-def _split(delta: "isl.Set", level: int, depth: int, prefix: tuple[str, ...]) -> Vectors:
-    import islpy as isl
-
-    if level == depth:
-        yield prefix, _distance(delta, depth)
+def _split(delta: "isl.Set", orientation: tuple[int, ...], prefix: tuple[str, ...],
+           known: tuple[int | None, ...]) -> Vectors:
+    """Split ``delta`` (``y - x`` per common loop, not empty) one level at a time by the
+    sign of its component in the loop's execution order (``orientation``: 1 counting up,
+    -1 down). ``known``: the distances the splits above fixed. A component that isl's
+    representation shows fixed needs no split: one sign, its distance known."""
+    level = len(prefix)
+    if level == len(orientation):
+        yield prefix, _distance(delta, orientation, known)
+        return
+    fixed = _fixed(delta, level)
+    if fixed is not None:
+        distance = orientation[level] * fixed
+        symbol = "<" if distance > 0 else "=" if distance == 0 else ">"
+        yield from _split(delta, orientation, prefix + (symbol,), known + (distance,))
         return
     for symbol in DIRECTIONS:
-        relation = {"<": ">", "=": "=", ">": "<"}[symbol]  # "<" means y - x > 0
-        names = ", ".join(f"d{k}" for k in range(depth))
-        piece = delta.intersect(isl.Set(f"{{ [{names}] : d{level} {relation} 0 }}"))
+        piece = _with_sign(delta, level, orientation[level] * SIGN[symbol])
         if not piece.is_empty():
-            yield from _split(piece, level + 1, depth, prefix + (symbol,))
+            yield from _split(piece, orientation, prefix + (symbol,),
+                              known + (0 if symbol == "=" else None,))
 
 
-def _distance(delta: "isl.Set", depth: int) -> tuple[int | None, ...]:
-    """Each component's value where it is the same for every size, else None."""
+def _fixed(delta: "isl.Set", level: int) -> int | None:
+    """The component's value where isl's representation fixes it to one number (no test
+    for emptiness or singletons: a cheap look), else None."""
     import islpy as isl
 
+    value = delta.plain_get_val_if_fixed(isl.dim_type.set, level)
+    return int(value.to_python()) if value.is_int() else None
+
+
+def _with_sign(delta: "isl.Set", level: int, sign: int) -> "isl.Set":
+    """The part of ``delta`` whose component ``level`` is positive, zero or negative
+    (``sign``), bounded through isl's API: parsing a set per split cost more than the
+    split."""
+    import islpy as isl
+
+    if sign == 0:
+        return delta.fix_val(isl.dim_type.set, level, isl.Val.zero(delta.get_ctx()))
+    one = isl.Val.one(delta.get_ctx())
+    if sign > 0:
+        return delta.lower_bound_val(isl.dim_type.set, level, one)
+    return delta.upper_bound_val(isl.dim_type.set, level, one.neg())
+
+
+def _distance(delta: "isl.Set", orientation: tuple[int, ...],
+              known: tuple[int | None, ...]) -> tuple[int | None, ...]:
+    """Each component's value (in the loop's execution order) where it is the same for
+    every size, else None; ``known`` where the splits fixed it already."""
+    import islpy as isl
+
+    depth = len(orientation)
+    if None not in known:
+        return known
     plain = delta.project_out(isl.dim_type.param, 0, delta.dim(isl.dim_type.param))
     out: list[int | None] = []
     for k in range(depth):
+        if known[k] is not None:
+            out.append(known[k])
+            continue
         line = plain.project_out(isl.dim_type.set, k + 1, depth - k - 1)
         line = line.project_out(isl.dim_type.set, 0, k)
         if line.is_singleton():
             point = line.sample_point()
-            out.append(int(point.get_coordinate_val(isl.dim_type.set, 0).to_python()))
+            value = int(point.get_coordinate_val(isl.dim_type.set, 0).to_python())
+            out.append(orientation[k] * value)
         else:
             out.append(None)
     return tuple(out)

@@ -52,7 +52,9 @@ def explain(analysis: "Analysis") -> str:
     if analysis.interchange_options:
         lines += _section("Loop orders of perfect nests (interchange theorem)",
                           [line for o in analysis.interchange_options
-                           for line in _order_lines(o)])
+                           for line in _order_lines(o)]
+                          + [line for cut in analysis.cut_bands
+                             for line in _wrap(cut.text(), 2, 4)])
     if analysis.pieces:
         lines += _section("Loop distribution (statements in a dependence cycle stay "
                           "together)", _distribution_lines(analysis))
@@ -92,7 +94,7 @@ def _structure(analysis: "Analysis") -> list[str]:
     out: list[str] = []
     for node in analysis.nest.body:
         out += _node_lines(node, 1)
-    return _section("Loops and statements", [line[2:] for line in out])
+    return _section("Loops and statements", [line[2:] for line in out] or ["none"])
 
 
 def _node_lines(node: Node, depth: int) -> list[str]:

@@ -17,6 +17,7 @@ variables' dependences remain, which also says which loops are then parallel.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -26,6 +27,7 @@ from loclab.deps.remedies import Remedy
 from loclab.nest.ir import Loop, Nest
 
 MAX_BAND_PERMUTED = 5  # 120 orders; deeper bands list only adjacent swaps
+MAX_BAND_COUNTED = 12  # legal orders counted over the 2^12 sets of leading loops, not 12!
 
 Privatization = Callable[[Loop, str], "Remedy | None"]
 
@@ -60,6 +62,64 @@ class Interchange:
                 "legal_after": [r.label() for r in self.legal_after],
                 "privatizing": [r.label() for r in self.privatizing],
                 "parallel_after_privatizing": [l.var for l in self.parallel_after_privatizing]}
+
+
+@dataclass(frozen=True)
+class CutBand:
+    """A band too deep to judge every order of: how many there are and, up to
+    MAX_BAND_COUNTED loops, how many of them are legal (as written)."""
+
+    band: tuple[Loop, ...]
+    legal: int | None
+
+    def text(self) -> str:
+        loops = f"{self.band[0].id}-{self.band[-1].id} ({' '.join(l.var for l in self.band)})"
+        orders = math.factorial(len(self.band))
+        legal = "" if self.legal is None else f", {self.legal:,} of them legal"
+        return (f"{loops} is a perfect band of {len(self.band)} loops with {orders:,} orders"
+                f"{legal}: listed are only the order as written and the "
+                f"{len(self.band) - 1} swaps of adjacent loops")
+
+
+def cut_bands(nest: Nest, dependences: list[Dependence]) -> list[CutBand]:
+    """The bands whose orders :func:`interchanges` does not all list."""
+    out: list[CutBand] = []
+    for band in perfect_bands(nest):
+        if len(band) > MAX_BAND_PERMUTED:
+            legal = None
+            if len(band) <= MAX_BAND_COUNTED:
+                legal = count_legal_orders(len(band), _band_rows(band, dependences))
+            out.append(CutBand(band, legal))
+    return out
+
+
+def count_legal_orders(size: int, rows: list[Row]) -> int:
+    """How many orders of a band of ``size`` loops no row forbids, without listing them.
+
+    An order is legal when every row's first component that is not '=' is '<'. Placing the
+    loops outermost first, a row still undecided after the loops of set S (all '=' there)
+    forbids placing next a loop where it is '>'; the count of legal orders of each set of
+    leading loops follows from those of its subsets: 2^size sets, not size! orders.
+    """
+    patterns = {(_mask(row.vector, "="), _mask(row.vector, ">")) for row in rows}
+    counts = [0] * (1 << size)
+    counts[0] = 1
+    for placed in range(1 << size):
+        if not counts[placed]:
+            continue
+        forbidden = 0
+        for equal, greater in patterns:
+            if placed & equal == placed:  # undecided so far
+                forbidden |= greater
+        for loop in range(size):
+            bit = 1 << loop
+            if not placed & bit and not forbidden & bit:
+                counts[placed | bit] += counts[placed]
+    return counts[-1]
+
+
+def _mask(vector: tuple[str, ...], symbol: str) -> int:
+    return sum(1 << k for k, s in enumerate(vector) if s == symbol)
 
 
 def perfect_bands(nest: Nest) -> list[tuple[Loop, ...]]:

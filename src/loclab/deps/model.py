@@ -15,10 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from functools import cached_property
+from typing import TYPE_CHECKING, TypeVar
 
 from loclab.nest.expr import Poly, Symbol, condition_polys, render_condition, \
     substitute_condition
 from loclab.nest.ir import Access, Guard, Loop, Nest, Statement, Variable
+
+if TYPE_CHECKING:
+    import islpy as isl
+
+Parsed = TypeVar("Parsed", "isl.Set", "isl.Map", "isl.UnionMap")
 
 
 class Model:
@@ -34,6 +40,9 @@ class Model:
         self._tuple_names: dict[str, str] = {}
         self.subscripts: dict[int, tuple[Poly | None, ...]] = {}
         self._domains: dict[tuple[int, str], str] = {}
+        self._parsed: dict[tuple[type, str], object] = {}
+        self._exact: dict[tuple[int, int], bool] = {}
+        self._rendered: dict[tuple[Poly, int, str], str | None] = {}
         self._prepare_subscripts()
 
     # -- naming -----------------------------------------------------------------------------
@@ -63,13 +72,48 @@ class Model:
         return f"S{statement.ordinal}[{coords}]"
 
     def render(self, poly: Poly | None, statement: Statement, role: str) -> str | None:
-        """isl text of an expression at a statement, or None when isl cannot express it."""
+        """isl text of an expression at a statement, or None when isl cannot express it.
+        Rendered once per model: every pair of accesses asks for its subscripts again."""
         if poly is None:
             return None
+        key = (poly, id(statement), role)
+        if key not in self._rendered:
+            self._rendered[key] = self._render(poly, statement, role)
+        return self._rendered[key]
+
+    def _render(self, poly: Poly, statement: Statement, role: str) -> str | None:
         poly = poly.substitute(self.fixed)
         if not poly.is_affine():
             return None
         return poly.render(self.namer(statement, role), isl=True)
+
+    # -- isl objects ------------------------------------------------------------------------
+    def parsed(self, kind: type[Parsed], text: str) -> Parsed:
+        """isl's object for a text, parsed once per model: parsing, not isl's operations, is
+        most of an analysis' time, and the same texts (a statement's domain, the equal
+        subscripts of two accesses, the elements of an access) come back for many pairs of
+        accesses and many loops. isl objects are values (every operation returns a new
+        one), so sharing them is safe."""
+        key = (kind, text)
+        if key not in self._parsed:
+            self._parsed[key] = kind(text)
+        return self._parsed[key]  # type: ignore[return-value]
+
+    def domain_of(self, statement: Statement) -> "isl.Set":
+        """A statement's domain (:meth:`domain_set`) as an isl set."""
+        import islpy as isl
+
+        return self.parsed(isl.Set, self.domain_set(statement))
+
+    def access_map(self, statement: Statement, access: Access) -> "isl.Map":
+        """An access relation (:meth:`access_relation`) as an isl map: the elements parsed
+        (the text is shorter, and often the same for several accesses), the statement's
+        domain added by isl."""
+        import islpy as isl
+
+        text = self._access_text(statement, access,
+                                 self._element_constraints(statement, access))
+        return self.parsed(isl.Map, text).intersect_domain(self.domain_of(statement))
 
     # -- domains ----------------------------------------------------------------------------
     def domain(self, statement: Statement, role: str) -> str:
@@ -126,19 +170,27 @@ class Model:
     # -- accesses ---------------------------------------------------------------------------
     def access_relation(self, statement: Statement, access: Access) -> str:
         """isl text ``{ S[x] -> A[...] }`` (unknown subscripts unconstrained)."""
-        dims = self.subscripts[id(access)]
-        outs = [f"a{k}" for k in range(len(dims))]
-        parts = [self.domain(statement, "x")]
+        parts = [self.domain(statement, "x")] + self._element_constraints(statement, access)
+        return self._access_text(statement, access, parts)
+
+    def _element_constraints(self, statement: Statement, access: Access) -> list[str]:
+        """isl text of the element an instance touches: a subscript's value, or for an
+        unknown one of a declared array, its bounds."""
+        parts: list[str] = []
         extents = self._extents(statement, access, "x")
-        for out, sub, extent in zip(outs, dims, extents):
+        for k, (sub, extent) in enumerate(zip(self.subscripts[id(access)], extents)):
             text = self.render(sub, statement, "x")
             if text is not None:
-                parts.append(f"{out} = {text}")
+                parts.append(f"a{k} = {text}")
             elif extent is not None:
-                parts.append(f"0 <= {out} < {extent}")
+                parts.append(f"0 <= a{k} < {extent}")
+        return parts
+
+    def _access_text(self, statement: Statement, access: Access, parts: list[str]) -> str:
+        outs = ", ".join(f"a{k}" for k in range(len(self.subscripts[id(access)])))
         return (f"{self.header}{{ {self.point(statement, 'x')} -> "
-                f"{self.tuple_name(access.variable)}[{', '.join(outs)}] : "
-                f"{' and '.join(parts)} }}")
+                f"{self.tuple_name(access.variable)}[{outs}] : "
+                f"{' and '.join(parts) or 'true'} }}")
 
     def same_location(self, first: tuple[Statement, Access],
                       second: tuple[Statement, Access]) -> list[str]:
@@ -175,7 +227,14 @@ class Model:
 
     def exact(self, statement: Statement, access: Access) -> bool:
         """Whether isl saw this access exactly (affine subscripts, affine domain: every
-        condition around it affine once the fixed sizes are in, ``i * i < N`` is not)."""
+        condition around it affine once the fixed sizes are in, ``i * i < N`` is not).
+        Asked for every pair of accesses, so answered once per access."""
+        key = (id(statement), id(access))
+        if key not in self._exact:
+            self._exact[key] = self._is_exact(statement, access)
+        return self._exact[key]
+
+    def _is_exact(self, statement: Statement, access: Access) -> bool:
         return (statement.exact_domain
                 and all(p.substitute(self.fixed).is_affine() for guard in statement.guards
                         for p in condition_polys(guard.condition))  # type: ignore[arg-type]

@@ -19,6 +19,7 @@ A loop is parallel after the remedies only when every carried group has one.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from loclab.deps.dependences import Dependence
@@ -58,9 +59,13 @@ class Remedy:
 class Remedies:
     """Finds remedies for the loops of one nest."""
 
-    def __init__(self, model: Model) -> None:
+    def __init__(self, model: Model, dependences: list[Dependence] | None = None) -> None:
+        """``dependences``, the nest's memory-based ones where known, spare most loops isl's
+        dataflow analysis (:meth:`_may_be_fed_in_iteration`)."""
         self.model = model
+        self.dependences = dependences
         self._private: dict[tuple[int, str], bool] = {}
+        self._flows: dict[tuple[tuple[int, ...], tuple[int, ...]], "isl.UnionFlow | None"] = {}
 
     def for_loop(self, loop: Loop, carried: list[Dependence]
                  ) -> tuple[list[Remedy], list[Dependence]]:
@@ -141,6 +146,8 @@ class Remedies:
             return False
         if not reads:
             return True  # only writes: each iteration can write its own copy
+        if not self._may_be_fed_in_iteration(loop, key, reads):
+            return False
         flow = self._flow([(s, a) for s, a in self.model.accesses[key] if a.write], reads)
         if flow is None or not flow.get_may_no_source().is_empty():
             return False
@@ -153,11 +160,29 @@ class Remedies:
                 return False  # fed from before the loop
             xs = ", ".join(f"x{k}" for k in range(dependence.dim(isl.dim_type.in_)))
             ys = ", ".join(f"y{k}" for k in range(dependence.dim(isl.dim_type.out)))
-            other = isl.Map(f"{self.model.header}{{ {source}[{xs}] -> {sink}[{ys}] : "
-                            f"not ({same}) }}")
+            other = self.model.parsed(isl.Map, f"{self.model.header}{{ {source}[{xs}] -> "
+                                      f"{sink}[{ys}] : not ({same}) }}")
             if not dependence.intersect(other).is_empty():
                 return False  # fed from another iteration
         return True
+
+    def _may_be_fed_in_iteration(self, loop: Loop, key: str,
+                                 reads: list[tuple[Statement, Access]]) -> bool:
+        """Whether each read that runs has, in its statement, a memory-based RAW dependence
+        on the variable from a statement of the loop with '=' down to the loop: a write of
+        the same iteration that may feed it. Where one has none, its values come from other
+        iterations or from before the loop, and privatizing is ruled out without isl's
+        dataflow analysis, the costliest step of an analysis; otherwise only that can tell.
+        A read that never runs needs no source. Without the dependences, anything may be."""
+        if self.dependences is None:
+            return True
+        inside = {id(s) for s in loop.statements()}
+        levels = loop.depth + 1
+        fed = {id(d.sink_statement) for d in self.dependences
+               if d.kind == "RAW" and d.variable == key and id(d.source_statement) in inside
+               and any(all(v == "=" for v in vector[:levels]) for vector in d.concrete)}
+        return all(self.model.access_map(s, a).is_empty() for s, a in reads
+                   if id(s) not in fed)
 
     def reads_values_from_before(self, loop: Loop, key: str) -> bool:
         """No read in the loop sees a value written inside the loop."""
@@ -172,22 +197,30 @@ class Remedies:
     def _flow(self, writes: list[tuple[Statement, Access]],
               reads: list[tuple[Statement, Access]]) -> "isl.UnionFlow | None":
         """isl's value-based dataflow from ``writes`` to ``reads``; None where isl fails
-        (it does on some nests of strided loops), so that no remedy is claimed then."""
+        (it does on some nests of strided loops), so that no remedy is claimed then.
+        Computed once per set of accesses: the loops of a nest often ask the same."""
+        key = (tuple(id(a) for _, a in writes), tuple(id(a) for _, a in reads))
+        if key not in self._flows:
+            self._flows[key] = self._compute_flow(writes, reads)
+        return self._flows[key]
+
+    def _compute_flow(self, writes: list[tuple[Statement, Access]],
+                      reads: list[tuple[Statement, Access]]) -> "isl.UnionFlow | None":
         import islpy as isl
 
         model = self.model
 
         def union(pairs: list[tuple[Statement, Access]]) -> "isl.UnionMap":
-            result = isl.UnionMap(f"{model.header}{{ }}")
+            result = model.parsed(isl.UnionMap, f"{model.header}{{ }}")
             for statement, access in pairs:
-                result = result.union(isl.UnionMap(model.access_relation(statement, access)))
+                result = result.union(isl.UnionMap.from_map(model.access_map(statement, access)))
             return result
 
         must = [(s, a) for s, a in writes if model.exact(s, a)]
         may = [(s, a) for s, a in writes if not model.exact(s, a)]
         info = isl.UnionAccessInfo.from_sink(union(reads))
         info = info.set_must_source(union(must)).set_may_source(union(may))
-        info = info.set_schedule_map(self.schedule())
+        info = info.set_schedule_map(self.schedule)
         try:
             return info.compute_flow()
         except isl.Error as err:
@@ -195,6 +228,7 @@ class Remedies:
                        "privatization and copying are not offered")
             return None
 
+    @cached_property
     def schedule(self) -> "isl.UnionMap":
         """The 2d+1 schedule: program positions interleaved with loop counters."""
         import islpy as isl

@@ -117,12 +117,18 @@ class Launch:
     CuPy raises when ``cuLaunchKernel`` refuses a launch (bad shape, too much shared memory);
     that becomes a LaunchError naming the kernel and shape. Errors raised while the kernel runs
     surface at the next synchronisation, where the harness reports them for the variant.
+    ``compiled``: the kernel where it was compiled elsewhere (``source`` is then None), as the
+    module ``loclab optimize --target gpu`` writes compiles its own (``CompiledLaunches``).
     """
 
-    def __init__(self, source: KernelSource, name: str, grid: Sequence[int], block: Sequence[int],
-                 args: tuple[Any, ...], result: Any, shared_mem: int = 0) -> None:
-        if name not in source.name_expressions:
-            raise LaunchError(f"{name} is not listed in {source.path.name}'s name expressions")
+    def __init__(self, source: KernelSource | None, name: str, grid: Sequence[int],
+                 block: Sequence[int], args: tuple[Any, ...], result: Any, shared_mem: int = 0,
+                 compiled: Any = None) -> None:
+        if compiled is None:
+            if source is None or name not in source.name_expressions:
+                where = f"{source.path.name}'s name expressions" if source else "no source"
+                raise LaunchError(f"{name} is not listed in {where}")
+            compiled = _module(source).get_function(name)
         self.name = name
         self.source = source
         self.grid = tuple(int(g) for g in grid)
@@ -130,7 +136,7 @@ class Launch:
         self.args = args
         self.result = result
         self.shared_mem = shared_mem
-        self._kernel = _module(source).get_function(name)
+        self._kernel = compiled
         if shared_mem > SHARED_WITHOUT_OPT_IN:
             self._opt_in(shared_mem)
         self.calls = 0  # launches made: per run, with the number of runs (the time model)
@@ -151,6 +157,11 @@ class Launch:
     @property
     def threads(self) -> int:
         return math.prod(self.block)
+
+    def declared_accesses(self) -> KernelAccesses | None:
+        """The main accesses its source declares for this kernel; None without a declaration
+        (or a source: a kernel compiled elsewhere)."""
+        return self.source.accesses_of(self.name) if self.source else None
 
     def _attribute(self, attribute: int) -> int:
         import cupy
@@ -209,6 +220,28 @@ class Launch:
             raise LaunchError(f"kernel {self.name} failed to launch with {self.shape}: "
                               f"{err}") from None
         return self.result
+
+
+class CompiledLaunches:
+    """Launches of kernels compiled elsewhere, made through here so that a run records and
+    counts them like its own ``Launch``es (occupancy, launches a run): the module ``loclab
+    optimize --target gpu`` writes compiles and launches its kernels itself. One ``Launch``
+    per kernel and shape, set up at its first call (inside the recording of the run that
+    makes it)."""
+
+    def __init__(self) -> None:
+        self._launches: dict[tuple[Any, ...], Launch] = {}
+
+    def launch(self, compiled: Any, name: str, grid: Sequence[int], block: Sequence[int],
+               args: tuple[Any, ...], shared_mem: int = 0) -> None:
+        """Launch ``compiled`` (kernel ``name``) with this shape and these arguments."""
+        key = (name, tuple(grid), tuple(block), shared_mem)
+        if key not in self._launches:
+            self._launches[key] = Launch(None, name, grid, block, args, None, shared_mem,
+                                         compiled=compiled)
+        launch = self._launches[key]
+        launch.args = args  # the same shape, this call's arguments
+        launch()
 
 
 @contextlib.contextmanager

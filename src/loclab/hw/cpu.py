@@ -76,12 +76,20 @@ class CpuInfo:
 
 
 def parse_size(text: str) -> int:
-    """'48K' -> 49152, '2048K', '300M', '1G', '512' (bytes) as sysfs writes them."""
-    match = re.fullmatch(r"\s*(\d+)\s*([KMG]?)i?B?\s*", text, flags=re.IGNORECASE)
+    """'48K' -> 49152, '2048K', '300M', '1G', '512' (bytes) as sysfs writes them; also as
+    people write them: '32KiB', '48 KB', '1.5MiB', '1TiB' (K, M, G and T are powers of 1024
+    with or without 'B' or 'iB'). A fraction must come to whole bytes ('0.3K' does not)."""
+    from fractions import Fraction
+
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(?:([KMGT])(?:i?B)?|B)?\s*", text,
+                         flags=re.IGNORECASE)
     if not match:
-        raise ValueError(f"not a cache size: {text!r}")
-    scale = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}[match.group(2).upper()]
-    return int(match.group(1)) * scale
+        raise ValueError(f"not a size in bytes: {text!r}")
+    scale = 1024 ** " KMGT".index((match.group(2) or " ").upper())
+    size = Fraction(match.group(1)) * scale
+    if size.denominator != 1:
+        raise ValueError(f"{text.strip()!r} is not a whole number of bytes")
+    return int(size)
 
 
 def read_sysfs_caches(cpu_dir: Path = SYSFS_CPU / "cpu0") -> dict[str, int] | None:

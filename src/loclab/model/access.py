@@ -27,7 +27,10 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from loclab.errors import UsageError
-from loclab.model.text import parse_sizes
+from loclab.model.magnitude import check_magnitude, limit_text, too_large
+# The block's check lives with the other size syntax, NumPy-free for the command line; it is
+# imported here too (parse_block included) because the access models' callers find it here.
+from loclab.model.text import AXES, Block, check_block, parse_block, parse_sizes, shape_text
 from loclab.nest.expr import FloorDiv, Mod, Poly, Symbol
 
 if TYPE_CHECKING:
@@ -35,12 +38,9 @@ if TYPE_CHECKING:
     from loclab.model.coalescing import Coalescing
 
 WARP = 32
-MAX_THREADS = 1024
-MAX_BLOCK = (1024, 1024, 64)  # CUDA's per-dimension limits of a block
 ELEM_BYTES = (1, 2, 4, 8, 16)
 ELEM_NAMES = {1: "char", 2: "half/short", 4: "float/int", 8: "double/float2", 16: "float4"}
 
-AXES = ("x", "y", "z")
 THREAD = tuple(f"threadIdx.{a}" for a in AXES)
 BLOCK_INDEX = tuple(f"blockIdx.{a}" for a in AXES)
 BLOCK_DIM = tuple(f"blockDim.{a}" for a in AXES)
@@ -52,20 +52,21 @@ KEYWORD_PREFIX = "__c_"
 PYTHON_KEYWORD = re.compile(r"(?<![\w.])(" + "|".join(keyword.kwlist) + r")(?!\w)")
 PYTHON_KEYWORD_BACK = re.compile(re.escape(KEYWORD_PREFIX) + r"(?=\w)")
 
-Block = tuple[int, int, int]
 Params = Mapping[str, int]
 
 
 # -- shapes and options ---------------------------------------------------------------------
-def parse_block(text: str) -> Block:
-    """``"32x8"`` -> ``(32, 8, 1)``: a block shape, checked against CUDA's limits."""
-    sizes = parse_sizes(text, "block", "32x8", 3) + (1, 1)
-    return check_block(sizes[:3])
-
-
 def parse_shape(text: str) -> tuple[int, ...]:
     """``"32x33"`` -> ``(32, 33)``: an array's shape, row-major, as declared in C."""
-    return parse_sizes(text, "shape", "32x33", 8)
+    return check_shape(parse_sizes(text, "shape", "32x33", 8))
+
+
+def check_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """A shape whose elements an int64 offset can number (see :mod:`.magnitude`)."""
+    if too_large(math.prod(shape)):
+        raise UsageError(f"shape {shape_text(shape)} has {math.prod(shape):.3g} elements: "
+                         f"too many (at most {limit_text()})")
+    return shape
 
 
 def parse_params(items: list[str]) -> dict[str, int]:
@@ -75,24 +76,10 @@ def parse_params(items: list[str]) -> dict[str, int]:
         name, sep, value = item.partition("=")
         if not sep or not re.fullmatch(r"-?\d+", value.strip()):
             raise UsageError(f"bad parameter {item!r}: give NAME=INTEGER, like N=16384")
+        if name.strip() in values:
+            raise UsageError(f"parameter {name.strip()} given twice")
         values[name.strip()] = int(value)
     return check_params(values)
-
-
-def check_block(block: tuple[int, ...]) -> Block:
-    """The block as three sizes (a launch's (x,) or (x, y) gets sizes 1 for the rest); one
-    that CUDA could not launch is a usage error."""
-    if not 1 <= len(block) <= 3 or any(not isinstance(b, int) or b < 1 for b in block):
-        raise UsageError(f"bad block {block!r}: give one to three positive sizes (x, y, z)")
-    block = (*block, 1, 1)[:3]
-    threads = math.prod(block)
-    if threads > MAX_THREADS:
-        shown = block[:2] if block[2] == 1 else block
-        raise UsageError(f"{shape_text(shown)} = {threads} threads exceed {MAX_THREADS} per block")
-    for axis, size, most in zip(AXES, block, MAX_BLOCK):
-        if size > most:
-            raise UsageError(f"blockDim.{axis} = {size} exceeds CUDA's limit of {most}")
-    return (block[0], block[1], block[2])
 
 
 def check_elem_bytes(elem_bytes: int) -> int:
@@ -118,6 +105,9 @@ def check_params(params: Params) -> dict[str, int]:
             raise UsageError(f"bad parameter name {name!r}")
         if not isinstance(value, int) or isinstance(value, bool):
             raise UsageError(f"parameter {name} = {value!r} is not an integer")
+        if too_large(value):
+            raise UsageError(f"parameter {name} = {value:.3g} is too large (numbers in "
+                             f"indices must stay below {limit_text()})")
         values[key] = value
     return values
 
@@ -138,10 +128,16 @@ def parse_access(text: str, constants: Params | None = None) -> Access:
     Known values are folded in while parsing because ``/`` and ``%`` need a constant divisor
     (``tid / W`` with ``W`` a parameter) and the polynomial keeps only constant divisors."""
     source = text.strip().rstrip(";").strip()
+    if "//" in source or "/*" in source:
+        # Python would read ``//`` as floor division; in CUDA C it starts a comment.
+        raise UsageError(f"{source}: {'//' if '//' in source else '/*'} starts a comment in "
+                         "CUDA C: write / for integer division, without comments")
     try:
         tree = ast.parse(PYTHON_KEYWORD.sub(KEYWORD_PREFIX + r"\1", source), mode="eval").body
     except SyntaxError as error:
-        raise UsageError(f"cannot parse access {source!r}: {error.msg}") from None
+        raise UsageError(f"cannot parse access {_shortened(source)!r}: {error.msg}") from None
+    except RecursionError:
+        raise UsageError(_too_deep(source)) from None
     subscripts: list[ast.expr] = []
     while isinstance(tree, ast.Subscript):
         if isinstance(tree.slice, (ast.Tuple, ast.Slice)):
@@ -151,7 +147,23 @@ def parse_access(text: str, constants: Params | None = None) -> Access:
     if not isinstance(tree, ast.Name) or not subscripts:
         raise UsageError(f"{source}: expected an array access like a[threadIdx.x]")
     values = constants or {}
-    return Access(source, _c_name(tree.id), tuple(_poly(s, source, values) for s in subscripts))
+    try:
+        polys = tuple(_poly(s, source, values) for s in subscripts)
+    except RecursionError:
+        raise UsageError(_too_deep(source)) from None
+    return Access(source, _c_name(tree.id), polys)
+
+
+def _shortened(text: str, most: int = 60) -> str:
+    """The start of a long text, for an error line that stays one line."""
+    return text if len(text) <= most else text[:most - 3] + "..."
+
+
+def _too_deep(source: str) -> str:
+    """Python's parser and :func:`_poly` recurse once a term: thousands of them exhaust the
+    stack, which is bad input (no kernel's access has them), not a bug."""
+    return (f"access {_shortened(source)!r} ({len(source):,} characters) is too long or too "
+            "deeply nested to read: write the access as the kernel does")
 
 
 def _poly(node: ast.expr, text: str, constants: Mapping[str, int]) -> Poly:
@@ -223,6 +235,8 @@ class Subscripts:
         A single subscript is already linear (a flattened global array); several need the
         shape. Every index is checked: a model of an out-of-bounds access would be fiction."""
         count = len(self.access.subscripts)
+        if shape is not None:
+            check_shape(shape)
         if shape is not None and count not in (1, len(shape)):
             raise UsageError(f"{self.access.text}: {count} subscripts on an array of shape "
                              f"{shape_text(shape)}")
@@ -267,16 +281,26 @@ def resolve(text: str, block: tuple[int, ...], params: Params) -> Subscripts:
     missing = sorted(names - set(THREAD) - set(BLOCK_INDEX))
     if missing:
         raise UsageError(f"{access.text}: give values to {', '.join(missing)} (as parameters)")
+    given_text = ", ".join(f"{k}={v}" for k, v in given.items())
+    where = f"{access.text} at {given_text}" if given_text else access.text
     for subscript in access.subscripts:
         term = _non_affine_term(subscript)
         if term is not None:
             raise UsageError(f"{access.text} is not affine: {term}")
+        check_magnitude(subscript, _magnitudes(block), where)
     defaults = sorted(names & set(BLOCK_INDEX))
     assumed = tuple(f"{name} = 0 (not given)" for name in defaults)
     threads = thread_indices(block)
     env = {**dict(zip(THREAD, threads)), **{name: np.zeros(1, np.int64) for name in defaults}}
     values = np.stack([_evaluate(s, env, access.text) for s in access.subscripts])
     return Subscripts(access, block, given, assumed, threads, values)
+
+
+def _magnitudes(block: Block) -> dict[str, int]:
+    """The largest value of each index an evaluated subscript can still hold: a thread
+    index below its block side, a block index 0 (a given one is a constant by now)."""
+    return {**{name: side - 1 for name, side in zip(THREAD, block)},
+            **dict.fromkeys(BLOCK_INDEX, 0)}
 
 
 def thread_indices(block: Block) -> np.ndarray:
@@ -326,10 +350,6 @@ def distinct_rows(*columns: np.ndarray) -> np.ndarray:
     """The distinct rows of the columns side by side: "which sectors does each warp touch"
     and "which words does each bank serve" are both distinct (group, key) pairs."""
     return np.unique(np.stack(columns, axis=1), axis=0)
-
-
-def shape_text(shape: tuple[int, ...]) -> str:
-    return "x".join(str(s) for s in shape)
 
 
 def plural(count: int, word: str) -> str:

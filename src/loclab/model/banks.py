@@ -24,12 +24,14 @@ beyond the phases' minimum, the conflicts proper. Which of the two the counter m
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from loclab.errors import UsageError
 from loclab.model.text import wrap_all
 from loclab.model.access import (ELEM_NAMES, WARP, Block, Params, check_elem_bytes, describe_block,
                                  distinct_rows, plural, resolve, shape_text)
@@ -144,7 +146,9 @@ def phase_size(elem_bytes: int) -> int:
 
 def bank_conflicts(access: str, shape: tuple[int, ...], block: tuple[int, ...] = (32, 8, 1),
                    elem_bytes: int = 4, params: Params | None = None) -> Banks:
-    """The bank conflicts of every warp's request of a ``__shared__`` array of ``shape``."""
+    """The bank conflicts of every warp's request of a ``__shared__`` array of ``shape``
+    (the arithmetic holds for any shape; :func:`check_fits_shared_memory` asks whether a
+    GPU could declare it)."""
     check_elem_bytes(elem_bytes)
     subscripts = resolve(access, block, params or {})
     start = subscripts.linear(tuple(shape)) * elem_bytes
@@ -169,6 +173,20 @@ def bank_conflicts(access: str, shape: tuple[int, ...], block: tuple[int, ...] =
                         tuple(int(w) for w in words))
     return Banks(subscripts.access.text, tuple(shape), subscripts.block, elem_bytes,
                  subscripts.params, subscripts.assumed + _assumptions(elem_bytes), warps, example)
+
+
+def check_fits_shared_memory(shape: tuple[int, ...], elem_bytes: int,
+                             gpu: str | None = None) -> None:
+    """A ``__shared__`` array larger than a block may have cannot be declared: a model of
+    its conflicts would describe a kernel that does not compile."""
+    from loclab.model.occupancy import shared_block_limit
+
+    size = math.prod(shape) * elem_bytes
+    most, whose = shared_block_limit(gpu)
+    if size > most:
+        raise UsageError(f"__shared__ array of shape {shape_text(tuple(shape))} x {elem_bytes} "
+                         f"B = {size:,} B: more than a block's shared memory {whose}, "
+                         f"{most:,} B")
 
 
 def _assumptions(elem_bytes: int) -> tuple[str, ...]:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from loclab.errors import UsageError
+from loclab.model.limits import MAX_CACHE_BYTES
 from loclab.model.text import MAX_LINE, wrap
 from loclab.model.trace import ElemBytes, Trace, trace_nest
 from loclab.nest.ir import Nest
@@ -57,10 +58,10 @@ class CacheLevel:
     ways: int = 8
 
     def __post_init__(self) -> None:
-        for key in ("size_bytes", "line_bytes", "ways"):
+        for key, what in (("size_bytes", "size"), ("line_bytes", "line"), ("ways", "ways")):
             value = getattr(self, key)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise UsageError(f"cache {self.name}: {key} must be a positive integer, "
+                raise UsageError(f"cache {self.name}: its {what} must be a positive integer, "
                                  f"not {value!r}")
         if not _power_of_two(self.line_bytes):
             raise UsageError(f"cache {self.name}: line size {self.line_bytes} B is not a "
@@ -72,6 +73,13 @@ class CacheLevel:
     @property
     def sets(self) -> int:
         return self.size_bytes // (self.line_bytes * self.ways)
+
+    def check_simulated(self) -> "CacheLevel":
+        """This level, if the simulator can hold its lines (see ``MAX_CACHE_BYTES``)."""
+        if self.size_bytes > MAX_CACHE_BYTES:
+            raise UsageError(f"cache {self.name} of {format_bytes(self.size_bytes)}: loclab "
+                             f"simulates caches of at most {format_bytes(MAX_CACHE_BYTES)}")
+        return self
 
     def describe(self) -> str:
         return (f"{self.name} {format_bytes(self.size_bytes)}, {self.ways}-way, "
@@ -122,12 +130,12 @@ LEVEL_HEADER = (f"{'':>4} {'size':>8} {'accesses':>13} {'misses':>12} {'rate':>6
 
 def format_bytes(value: float) -> str:
     """1536 -> '1.5 KiB': binary units, as cache sizes are given."""
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(value) < 1024 or unit == "GiB":
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
             return f"{value:.0f} {unit}" if unit == "B" or value == int(value) else \
                 f"{value:.1f} {unit}"
         value /= 1024
-    return f"{value:.1f} GiB"
+    return f"{value:.1f} TiB"
 
 
 # --------------------------------------------------------------------------- reference
@@ -281,7 +289,8 @@ def simulate(trace: Trace, levels: Sequence[CacheLevel]) -> list[LevelStats]:
 def parse_cache_list(text: str, line_bytes: int = 64) -> list[CacheLevel]:
     """``"32KiB,1MiB:16"`` -> L1 32 KiB (8 ways), L2 1 MiB (16 ways): sizes as 32KiB, 48K,
     1M, 1MiB, 512 (bytes; K, KB and KiB are all 1024); ``:ways`` is optional (8 for L1,
-    16 below, assumed)."""
+    16 below, assumed). Levels are nearest first, each larger than the one above it: a
+    list in another order is refused rather than read (or sorted) as something else."""
     from loclab.hw.cpu import parse_size
 
     levels = []
@@ -297,9 +306,15 @@ def parse_cache_list(text: str, line_bytes: int = 64) -> list[CacheLevel]:
                              "32KiB:8 (size:ways)") from None
         ways = int(match.group(2)) if match.group(2) else _assumed_ways(depth)
         try:
-            levels.append(CacheLevel(f"L{depth}", size, line_bytes, ways))
+            levels.append(CacheLevel(f"L{depth}", size, line_bytes, ways).check_simulated())
         except UsageError as err:
             raise UsageError(f"bad cache {item!r}: {str(err).split(': ', 1)[1]}") from None
+    for above, below in zip(levels, levels[1:]):
+        if below.size_bytes <= above.size_bytes:
+            raise UsageError(f"bad cache list {text!r}: {below.name} "
+                             f"({format_bytes(below.size_bytes)}) is not larger than "
+                             f"{above.name} ({format_bytes(above.size_bytes)}): list the "
+                             "levels nearest first, each larger than the one above")
     return levels
 
 

@@ -69,6 +69,10 @@ def known_gpus() -> list[str]:
     return sorted(table["gpus"]) + [f"sm_{c.replace('.', '')}" for c in table["capabilities"]]
 
 
+def known_capabilities() -> list[str]:
+    return list(_table()["capabilities"])
+
+
 def limits_for(gpu: str) -> SmLimits:
     """``v100``, ``H100``, ``sm_90``, ``9.0`` or ``compute_90``: that GPU's limits."""
     table = _table()
@@ -78,11 +82,32 @@ def limits_for(gpu: str) -> SmLimits:
     if capability is None and match:
         capability = f"{match.group(1)}.{match.group(2)}"
     if capability not in table["capabilities"]:
-        raise UsageError(f"unknown GPU {gpu!r}: known are {', '.join(known_gpus())} "
-                         f"(or a compute capability such as 8.6)")
+        raise UsageError(_unknown_gpu(gpu, capability))
     entry = dict(table["capabilities"][capability])
     entry["shared_carveouts_kib"] = tuple(entry["shared_carveouts_kib"])
     return SmLimits(capability=capability, **entry)
+
+
+def _unknown_gpu(gpu: str, capability: str | None) -> str:
+    """The refusal of ``--gpu``: the known compute capabilities first (a capability that is
+    not in the table is the likelier mistake for a GPU too new or too old), then the names."""
+    written = "" if gpu.strip() == capability else f" ({gpu.strip()})"
+    what = f"compute capability {capability}{written}" if capability else f"GPU {gpu!r}"
+    return (f"unknown {what}: the known compute capabilities are "
+            f"{', '.join(known_capabilities())} (written 9.0 or sm_90), the known GPUs "
+            f"{', '.join(sorted(_table()['gpus']))}")
+
+
+def shared_block_limit(gpu: str | None) -> tuple[int, str]:
+    """The most shared memory one block can have (a kernel that opts in), in bytes, on
+    ``gpu``; without one, the most on any GPU known (no shared array a real kernel could
+    declare is refused then). Also the words that say whose limit it is."""
+    if gpu is not None:
+        sm = limits_for(gpu)
+        return sm.shared_per_block_optin, f"on {gpu} (compute capability {sm.capability})"
+    most = max(known_capabilities(), key=lambda c: limits_for(c).shared_per_block_optin)
+    return (limits_for(most).shared_per_block_optin,
+            f"on any GPU loclab knows (compute capability {most}; --gpu names one)")
 
 
 @dataclass(frozen=True)
@@ -164,6 +189,7 @@ def _blocks(limit: int) -> str:
 
 
 UNLIMITED = 1 << 30
+MAX_LAUNCH_SHARED = 2**32 - 1  # cuLaunchKernel's sharedMemBytes is an unsigned int
 
 
 def _round_up(value: int, unit: int) -> int:
@@ -225,6 +251,10 @@ def _check(sm: SmLimits, kernel: Kernel, carveout_percent: int | None) -> None:
                          f"{sm.max_registers_per_thread} registers")
     if kernel.static_shared < 0 or kernel.dynamic_shared < 0:
         raise UsageError("--smem: shared memory cannot be negative")
+    if kernel.shared > MAX_LAUNCH_SHARED:
+        raise UsageError(f"--smem {kernel.shared}: more than a launch can ask for (CUDA takes "
+                         f"a block's shared memory as an unsigned int: at most "
+                         f"{MAX_LAUNCH_SHARED} B)")
     if kernel.static_shared > sm.shared_per_block:
         raise UsageError(f"{kernel.static_shared} B of static shared memory: a kernel's "
                          f"static arrays have at most {sm.shared_per_block} B")

@@ -11,7 +11,9 @@ trace of the very loop nests (their Python source is below, built at the tile si
 for) through a set-associative LRU cache, so line granularity, partial tiles and conflicts
 between a tile's rows show. Large sizes are simulated on a corner of the matrices (m x m x m
 with the leading dimension of the full n x n ones), which keeps the row stride, and so the
-conflicts, of the real problem.
+conflicts, of the real problem. One corner serves the whole report (the tile search and the
+table of variants), the largest whose every trace fits the budget of accesses: the work and
+the memory of a report are bounded whatever the sizes asked for.
 """
 
 from __future__ import annotations
@@ -21,13 +23,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loclab.errors import UsageError
+from loclab.model.access import check_elem_bytes
 from loclab.model.cache import CacheLevel, LevelStats, format_bytes, simulate
+from loclab.model.limits import DEFAULT_REUSE_ACCESSES, INDEX_LIMIT, MAX_TRACE_ACCESSES
+from loclab.model.magnitude import limit_text
 from loclab.model.text import MAX_LINE, wrap
 from loclab.model.trace import trace_nest
 
 KERNELS = ("mmm",)
-MAX_ACCESSES = 30_000_000
-SEARCH_ACCESSES = 2_000_000
+VARIANTS = ("naive", "blocked", "register")
 
 NAIVE = """\
 def mmm_naive(A, B, C, N, L):
@@ -85,12 +89,15 @@ def mmm_source(variant: str, tile: int = 32, register: int = 4) -> str:
 
 
 def mmm_accesses(variant: str, m: int, tile: int, register: int) -> int:
-    """Trace length of a variant at m x m x m (m a multiple of the tiles)."""
+    """Trace length of a variant at m x m x m (m a multiple of ``register``; the last tile
+    may be partial): per k two loads (A and B, or R of each per R x R register tile), and
+    per i, j and tile of k the load and the store of C."""
     if variant == "naive":
         return 2 * m**3 + m**2
+    tiles_of_k = -(-m // tile)
     if variant == "blocked":
-        return 2 * m**3 + 2 * m**3 // tile
-    return 2 * m**3 // register + 2 * m**3 // tile
+        return 2 * m**3 + 2 * m**2 * tiles_of_k
+    return 2 * m**3 // register + 2 * m**2 * tiles_of_k
 
 
 # --------------------------------------------------------------------------- formulas
@@ -163,14 +170,18 @@ def _measured(variant: str, n: int, m: int, level: CacheLevel, elem_bytes: int, 
                         stats.bytes_to_below, elem_bytes)
 
 
-def simulated_size(n: int, step: int, budget: int, tile: int, register: int) -> int:
-    """The largest multiple of ``step`` up to n whose longest trace (naive) fits ``budget``
-    accesses (at least one step)."""
-    m = n // step * step
-    while m > step and max(mmm_accesses(v, m, tile, register)
-                           for v in ("naive", "blocked", "register")) > budget:
-        m -= step
-    return max(m, step)
+def simulated_size(n: int, step: int, budget: int, tiles: list[int], register: int) -> int:
+    """The largest multiple of ``step`` up to n whose longest trace (of every variant at
+    every tile in ``tiles``) fits ``budget`` accesses; 0 if not even ``step`` does. A binary
+    search over the multiples: the traces grow with the size, and n may be huge."""
+    def fits(m: int) -> bool:
+        return max(mmm_accesses(v, m, t, register) for v in VARIANTS for t in tiles) <= budget
+
+    low, high = 0, n // step
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if fits(middle * step) else (low, middle - 1)
+    return low * step
 
 
 # --------------------------------------------------------------------------- tile choice
@@ -187,6 +198,7 @@ class TileChoice:
     misses: dict[int, int]
     simulated_n: int
     reasons: list[str] = field(default_factory=list)
+    step: int = 1  # the corner is a multiple of it (lines, register tiles)
 
     def to_json(self) -> dict[str, Any]:
         return {"tile": self.tile, "rule_tile": self.rule_tile,
@@ -201,12 +213,16 @@ class TileChoice:
         return out + [line for reason in self.reasons for line in wrap(f"  {reason}")]
 
 
-def _candidates(rule: int, line_elems: int) -> list[int]:
-    """Around the rule's T: whole-line multiples up to one past it, powers of two up to
-    twice it, and T itself."""
-    lines = range(line_elems, rule // line_elems * line_elems + line_elems + 1, line_elems)
+def _candidates(rule: int, line_elems: int, n: int, multiple: int) -> list[int]:
+    """Around the rule's T: the whole-line multiples on either side of it, powers of two up
+    to twice it, and T itself; each rounded down to a ``multiple`` and at most n (a tile is
+    at most the matrix). About log2(T) + 3 of them, whatever the cache: the search is
+    bounded (the whole-line multiples up to T were 148 for a 64 MiB cache)."""
+    below = rule // line_elems * line_elems
     powers = [2**p for p in range(2, max(2, (2 * rule).bit_length())) if 2**p <= 2 * rule]
-    return sorted({t for t in [rule, *lines, *powers] if 4 <= t})
+    rounded = {min(t, n) // multiple * multiple
+               for t in [rule, below, below + line_elems, *powers] if 4 <= t}
+    return sorted(t for t in rounded if t >= multiple) or [n // multiple * multiple]
 
 
 def _sets_of_rows(tile: int, n: int, level: CacheLevel, elem_bytes: int) -> int:
@@ -216,14 +232,21 @@ def _sets_of_rows(tile: int, n: int, level: CacheLevel, elem_bytes: int) -> int:
 
 
 def best_tile(n: int, cache_bytes: int, elem_bytes: int = 4, line_bytes: int = 64,
-              ways: int = 8, max_accesses: int = SEARCH_ACCESSES) -> TileChoice:
+              ways: int = 8, max_accesses: int = DEFAULT_REUSE_ACCESSES,
+              multiple: int = 1) -> TileChoice:
     """The tile for blocked MMM at n x n that the simulator finds best among candidates
-    around the slides' rule 3 T^2 x elem <= S, and the reasons as sentences."""
-    level = CacheLevel("L1", cache_bytes, line_bytes, ways)
+    around the slides' rule 3 T^2 x elem <= S (multiples of ``multiple``, the register tile
+    that the table's variants need), and the reasons as sentences. The candidates run on
+    the largest corner (a multiple of a line and of ``multiple``) whose every trace, the
+    table's too, has at most ``max_accesses`` accesses."""
+    level = CacheLevel("L1", cache_bytes, line_bytes, ways).check_simulated()
     rule = max(1, math.isqrt(cache_bytes // (3 * elem_bytes)))
     line_elems = max(1, line_bytes // elem_bytes)
-    candidates = _candidates(rule, line_elems)
-    m = simulated_size(n, min(n, line_elems), max_accesses, min(candidates), 1)
+    candidates = _candidates(rule, line_elems, n, multiple)
+    step = math.lcm(line_elems, multiple)
+    step = step if step <= n else multiple
+    m = simulated_size(n, step, max_accesses, candidates, multiple)
+    _check_corner(m, n, step, candidates, multiple, max_accesses, elem_bytes)
     results: dict[int, float] = {}
     misses: dict[int, int] = {}
     for tile in candidates:  # one size for all: their reuse compares (partial tiles too)
@@ -231,7 +254,7 @@ def best_tile(n: int, cache_bytes: int, elem_bytes: int = 4, line_bytes: int = 6
         results[tile], misses[tile] = measured.simulated_reuse or 0.0, measured.misses
     best = max(results, key=lambda t: (results[t], t))
     reasons = _reasons(rule, best, n, m, level, elem_bytes, results)
-    return TileChoice(best, rule, results, misses, m, reasons)
+    return TileChoice(best, rule, results, misses, m, reasons, step)
 
 
 def _reasons(rule: int, best: int, n: int, m: int, level: CacheLevel, elem_bytes: int,
@@ -239,7 +262,9 @@ def _reasons(rule: int, best: int, n: int, m: int, level: CacheLevel, elem_bytes
     line_elems = max(1, level.line_bytes // elem_bytes)
     out = [f"The slides' rule 3 T^2 x {elem_bytes} B <= {format_bytes(level.size_bytes)} "
            f"gives T = {rule}: tiles of A, B and C fit the cache together."]
-    if rule % line_elems:
+    if rule > n:
+        out.append(f"The matrices are smaller (n = {n}): a tile is at most n.")
+    elif rule % line_elems:
         out.append(f"A tile row of {rule} x {elem_bytes} B is not a whole number of "
                    f"{level.line_bytes} B lines; {rule // line_elems * line_elems or line_elems}"
                    " is, and wastes no partial line per row.")
@@ -258,6 +283,9 @@ def _reasons(rule: int, best: int, n: int, m: int, level: CacheLevel, elem_bytes
     out.append(f"Simulated flops per element moved at n={m} (leading dimension {n}, "
                f"{level.describe()}): {ranked}; "
                f"T = {best} moves the least.")
+    if max(results) > m:
+        out.append(f"A tile of more than {m} is one tile of the simulated corner: such "
+                   "tiles cannot differ here (a larger --accesses simulates a larger corner).")
     return out
 
 
@@ -308,34 +336,73 @@ class ReuseReport:
 def reuse_report(kernel: str = "mmm", n: int = 1024, cache_bytes: int = 32 * 1024,
                  elem_bytes: int = 4, line_bytes: int = 64, ways: int = 8,
                  tile: int | None = None, register: int = 4,
-                 max_accesses: int = MAX_ACCESSES,
-                 search_accesses: int = SEARCH_ACCESSES) -> ReuseReport:
+                 max_accesses: int = DEFAULT_REUSE_ACCESSES) -> ReuseReport:
     """Reuse factors of naive, blocked and register-tiled MMM: formulas at n, simulated at n
-    when the longest trace has at most ``max_accesses`` accesses (else on an m x m x m
-    corner that still exceeds the cache), with the tile :func:`best_tile` picks unless
-    ``tile`` is given (it must be a multiple of ``register``)."""
-    if kernel not in KERNELS:
-        raise UsageError(f"unknown kernel {kernel!r} (known: {', '.join(KERNELS)})")
-    for name, value in (("n", n), ("register", register)):
-        if value < 1:
-            raise UsageError(f"{name} must be at least 1, not {value}")
-    level = CacheLevel("L1", cache_bytes, line_bytes, ways)
+    when every trace has at most ``max_accesses`` accesses (else on an m x m x m corner),
+    with the tile :func:`best_tile` picks (on the same corner) unless ``tile`` is given (a
+    multiple of ``register``, at most n: then the corner is whole tiles)."""
+    _check_request(kernel, n, elem_bytes, line_bytes, tile, register, max_accesses)
+    level = CacheLevel("L1", cache_bytes, line_bytes, ways).check_simulated()
     choice = None
     if tile is None:
-        choice = best_tile(n, cache_bytes, elem_bytes, line_bytes, ways, search_accesses)
-        tile = max(register, choice.tile // register * register)
-    if tile % register:
-        raise UsageError(f"tile {tile} is not a multiple of the register tile {register}")
-    m = simulated_size(n, tile, max_accesses, tile, register)
-    variants = [_measured(v, n, m, level, elem_bytes, tile, register)
-                for v in ("naive", "blocked", "register")]
+        choice = best_tile(n, cache_bytes, elem_bytes, line_bytes, ways, max_accesses,
+                           register)
+        tile, m, step = choice.tile, choice.simulated_n, choice.step
+    else:
+        step = tile
+        m = simulated_size(n, step, max_accesses, [tile], register)
+        _check_corner(m, n, step, [tile], register, max_accesses, elem_bytes)
+    variants = [_measured(v, n, m, level, elem_bytes, tile, register) for v in VARIANTS]
     notes = []
-    if m != n:
+    if m + step <= n:
         notes.append(f"simulated on the {m} x {m} x {m} corner of the n x n matrices "
-                     f"(leading dimension {n}) to keep the trace under {max_accesses:,} "
-                     "accesses")
+                     f"(leading dimension {n}) to keep each trace within {max_accesses:,} "
+                     "accesses (--accesses)")
+    elif m != n:
+        notes.append(f"simulated on the {m} x {m} x {m} corner of the n x n matrices "
+                     f"(leading dimension {n}): the largest that is a multiple of {step}")
     if 3 * m * m * elem_bytes <= cache_bytes:
-        notes.append(f"at n={m} the three matrices fit the cache: the simulation shows "
-                     "compulsory misses only")
+        notes.append(f"at n={m} the three matrices fit the cache by size "
+                     f"({format_bytes(3 * m * m * elem_bytes)}): a line misses once, unless "
+                     "rows that map to the same sets evict it")
     return ReuseReport(kernel, n, level, elem_bytes, tile, register, m, variants,
                        formula_reuse("infinite", n, tile), choice, notes)
+
+
+def _check_request(kernel: str, n: int, elem_bytes: int, line_bytes: int, tile: int | None,
+                   register: int, max_accesses: int) -> None:
+    """Refuse, before any work, what no report can honour (the options' names as the
+    command line spells them)."""
+    if kernel not in KERNELS:
+        raise UsageError(f"unknown kernel {kernel!r} (known: {', '.join(KERNELS)})")
+    if register < 1:
+        raise UsageError(f"register must be at least 1, not {register}")
+    check_elem_bytes(elem_bytes)
+    if n < register:
+        raise UsageError(f"--n {n}: the register-tiled variant needs n of at least "
+                         f"{register} (its {register} x {register} tile of C)")
+    if line_bytes < elem_bytes:
+        raise UsageError(f"--line {line_bytes}: a line is at least an element "
+                         f"({elem_bytes} B)")
+    if tile is not None and tile > n:
+        raise UsageError(f"--tile {tile} is larger than --n {n}: a tile is at most the matrix")
+    if tile is not None and tile % register:
+        raise UsageError(f"tile {tile} is not a multiple of the register tile {register}")
+    if not 1 <= max_accesses <= MAX_TRACE_ACCESSES:
+        raise UsageError(f"--accesses {max_accesses:,}: 1 to {MAX_TRACE_ACCESSES:,} (a "
+                         "trace takes about 100 B of memory an access)")
+
+
+def _check_corner(m: int, n: int, step: int, tiles: list[int], register: int, budget: int,
+                  elem_bytes: int) -> None:
+    """The corner ``simulated_size`` found must exist (the budget holds the smallest one)
+    and its addresses, rows ``n`` elements apart, must stay inside int64."""
+    if m == 0:
+        least = max(mmm_accesses(v, step, t, register) for v in VARIANTS for t in tiles)
+        raise UsageError(f"--accesses {budget:,} is too few: the smallest corner, "
+                         f"{step} x {step} x {step}, takes {least:,} accesses a trace "
+                         f"(give at least that, or a smaller --tile)")
+    if 3 * m * n * elem_bytes >= INDEX_LIMIT:
+        raise UsageError(f"--n {n}: too large to simulate: rows {n} elements apart put "
+                         f"the corner's addresses beyond the {limit_text()} bytes loclab "
+                         "addresses")

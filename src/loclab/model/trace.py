@@ -6,7 +6,9 @@ subscripts as polynomials), so the trace is computed, not recorded: the instance
 statement are enumerated loop by loop with NumPy (a loop's bounds evaluated on the arrays of
 its outer loops' values), and the statements' instances are merged by their position in the
 loop tree (schedule keys ``pos0, iter0, pos1, iter1, ..., pos_d``). That keeps traces of
-10-100 M accesses to seconds, where a Python interpreter would take minutes.
+tens of millions of accesses to seconds, where a Python interpreter would take minutes; a
+longer one (``MAX_TRACE_ACCESSES``), or one whose numbers would leave int64, is refused
+before its arrays are allocated.
 
 Memory model: arrays are laid out one after another, each base aligned to 4096 bytes (a page,
 as a large allocation is), row-major; an array's extents are its declared extents when the IR
@@ -24,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Union
 
 from loclab.errors import UsageError
+from loclab.model.limits import MAX_TRACE_ACCESSES
+from loclab.model.magnitude import check_magnitude, limit_text, too_large
 from loclab.model.text import wrap
 from loclab.nest.expr import BoolOp, Compare, Condition, FloorDiv, MinMax, Mod, Poly, Symbol
 from loclab.nest.expr import condition_polys
@@ -175,17 +179,20 @@ class _Domain:
 
     ``values`` holds each loop variable's value per instance; ``keys`` the schedule keys so
     far (a position in a body is one int for all instances, an iteration number an array);
-    ``applied`` the guards already filtered on.
+    ``applied`` the guards already filtered on; ``magnitudes`` a bound on each loop
+    variable's absolute value (see :mod:`loclab.model.magnitude`).
     """
 
     size: int
     values: dict[str, Value]
     keys: list[Value]
     applied: frozenset[int] = frozenset()
+    magnitudes: dict[str, int] = field(default_factory=dict)
 
     def select(self, mask: "np.ndarray") -> "_Domain":
         return _Domain(int(mask.sum()), {k: v[mask] for k, v in self.values.items()},
-                       [k if isinstance(k, int) else k[mask] for k in self.keys], self.applied)
+                       [k if isinstance(k, int) else k[mask] for k in self.keys], self.applied,
+                       self.magnitudes)
 
     def take(self, index: "np.ndarray") -> dict[str, Value]:
         return {k: v[index] for k, v in self.values.items()}
@@ -198,6 +205,7 @@ class _Tracer:
         self.nest = nest
         self.params = dict(params)
         self.statements: list[tuple[Statement, _Domain, list[tuple[Access, list[Value]]]]] = []
+        self.accesses = 0
 
     def where(self, node: Loop | Statement) -> str:
         return f"{node.file or self.nest.filename}:{node.line}"
@@ -216,6 +224,21 @@ class _Tracer:
     def _env(self, domain: _Domain) -> dict[str, Value]:
         return {**self.params, **domain.values}
 
+    def _bounded(self, poly: Poly, domain: _Domain, node: Loop | Statement) -> int:
+        """A bound on ``poly``'s magnitude over ``domain``, checked (before NumPy evaluates
+        it in int64) to stay below the index limit."""
+        magnitudes = {**{k: abs(v) for k, v in self.params.items()}, **domain.magnitudes}
+        return check_magnitude(poly, magnitudes, self.where(node))
+
+    def _check_size(self, count: float, what: str, node: Loop | Statement) -> None:
+        """Refuse, before allocating it, a trace longer than loclab traces."""
+        if count > MAX_TRACE_ACCESSES:
+            sizes = ", ".join(f"{k}={v}" for k, v in self.params.items())
+            raise UsageError(f"{self.where(node)}: cannot trace {self.nest.name} at {sizes}: "
+                             f"{what} {count:,.0f} times, more than the "
+                             f"{MAX_TRACE_ACCESSES:,} accesses loclab traces: give smaller "
+                             "sizes")
+
     def _guarded(self, domain: _Domain, guards: tuple[Guard, ...],
                  node: Loop | Statement) -> _Domain:
         """``domain`` less the instances that the guards not yet applied exclude."""
@@ -228,6 +251,8 @@ class _Tracer:
                 what = f"loop {node.var}" if isinstance(node, Loop) else node.source
                 raise UsageError(f"{self.where(node)}: cannot trace {what}: its guard "
                                  f"`{guard.text}` depends on data")
+            for poly in condition_polys(guard.condition):
+                self._bounded(poly, domain, node)
             truth = np.broadcast_to(eval_condition(guard.condition, self._env(domain)),
                                     (domain.size,))
             domain = domain.select(truth != guard.negated)
@@ -241,27 +266,35 @@ class _Tracer:
 
         outer = self._guarded(outer, loop.guards, loop)
         env = self._env(outer)
-        bounds = []
+        bounds, largest = [], 0
         for side, poly in (("start", loop.start), ("stop", loop.stop)):
             if poly is None:
                 raise UsageError(f"{self.where(loop)}: cannot trace loop {loop.var}: its {side} "
                                  "depends on data")
+            largest = max(largest, self._bounded(poly, outer, loop))
             bounds.append(np.broadcast_to(eval_poly(poly, env), (outer.size,)))
         start, stop = bounds
         counts = np.maximum(0, -np.floor_divide(start - stop, loop.step))
+        self._check_size(float(counts.sum(dtype=np.float64)), f"loop {loop.var} runs", loop)
         owner = np.repeat(np.arange(outer.size), counts)
         firsts = np.cumsum(counts) - counts
         iteration = np.arange(owner.size, dtype=np.int64) - np.repeat(firsts, counts)
         values = outer.take(owner)
         values[loop.var] = start[owner] + loop.step * iteration
         keys = [k if isinstance(k, int) else k[owner] for k in outer.keys]
-        return _Domain(int(owner.size), values, keys + [position, iteration], outer.applied)
+        # A value of the loop lies between its start and its stop, a step past at most.
+        magnitudes = {**outer.magnitudes, loop.var: largest + abs(loop.step)}
+        return _Domain(int(owner.size), values, keys + [position, iteration], outer.applied,
+                       magnitudes)
 
     def _statement(self, statement: Statement, domain: _Domain, position: int) -> None:
         import numpy as np
 
         guarded = self._guarded(domain, statement.guards, statement)
-        domain = _Domain(guarded.size, guarded.values, guarded.keys + [position])
+        domain = _Domain(guarded.size, guarded.values, guarded.keys + [position],
+                         magnitudes=guarded.magnitudes)
+        self.accesses += domain.size * len(_array_accesses(statement))
+        self._check_size(self.accesses, "its statements access memory", statement)
         env = self._env(domain)
         accesses = []
         for access in _array_accesses(statement):
@@ -270,6 +303,7 @@ class _Tracer:
                 if poly is None:
                     raise UsageError(f"{self.where(statement)}: cannot trace {access.text}: "
                                      "its subscript depends on data")
+                self._bounded(poly, domain, statement)
                 subscripts.append(np.broadcast_to(eval_poly(poly, env), (domain.size,)))
             accesses.append((access, subscripts))
         self.statements.append((statement, domain, accesses))
@@ -318,6 +352,10 @@ def _check_params(nest: Nest, params: Mapping[str, int]) -> dict[str, int]:
            isinstance(v, bool)]
     if bad:
         raise UsageError(f"parameter values must be integers: {', '.join(bad)}")
+    large = [f"{k}={v:.3g}" for k, v in params.items() if too_large(v)]
+    if large:
+        raise UsageError(f"parameter values too large to trace: {', '.join(large)} (numbers "
+                         f"in indices must stay below {limit_text()})")
     return dict(params)
 
 
@@ -390,8 +428,16 @@ def _layout(tracer: _Tracer, elem_bytes: ElemBytes
                for d, (_, high), first in zip(declared, span, origin)):
             notes.append(f"{name} is indexed beyond its declared extents: laid out "
                          f"with {' x '.join(map(str, extents))}")
+        elif any(first < 0 for first in origin):  # Python would wrap it around; C would not
+            below = ", ".join(str(first) for first in origin)
+            notes.append(f"{name} is indexed below 0 (down to [{below}]): taken as written, "
+                         f"its first element laid out at that index, not wrapped around")
         layout[name] = ArrayLayout(name, base, sizes[name], extents, origin)
         base += -(-layout[name].size_bytes // PAGE_BYTES) * PAGE_BYTES
+        if too_large(base):
+            raise UsageError(f"cannot trace {tracer.nest.name}: its arrays span {base:.3g} "
+                             f"bytes at these sizes, more than the {limit_text()} loclab "
+                             "addresses")
     return layout, notes
 
 

@@ -9,13 +9,60 @@ loop variables as extra leading subscripts).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TypeVar
+
 from loclab.errors import UsageError
 from loclab.nest.expr import Condition, Poly
 from loclab.nest.ir import Access, Guard, Loop, Nest, Node, Statement, Update, Variable
 
+# Deeper nests take isl minutes (its work grows with the cube of the loops around a
+# statement: 50 loops take seconds); real code nests a dozen at most.
+MAX_LOOP_DEPTH = 50
+# Pairs of accesses (to one variable, one of them a write) whose dependences the analysis
+# computes with isl, about half a millisecond each: 20,000 are some ten seconds.
+MAX_ACCESS_PAIRS = 20_000
+
+_Function = TypeVar("_Function")
+
 
 class NestError(UsageError):
     """An unsupported or malformed loop nest; the message starts with file:line:column."""
+
+
+def pick_function(functions: Sequence[_Function], names: Sequence[str],
+                  places: Sequence[str], name: str, filename: str) -> _Function:
+    """The one function called ``name`` (``places``: each one's file:line). Every command
+    that takes FILE::NAME picks through here, so that none silently takes another copy of a
+    function defined twice than the others: that is an error naming both places."""
+    found = [k for k, known in enumerate(names) if known == name]
+    if not found:
+        known = ", ".join(dict.fromkeys(names)) or "none"
+        raise NestError(f"{filename}: no function named {name!r} (functions: {known})")
+    if len(found) > 1:
+        raise NestError(f"{filename}: {name} is defined {len(found)} times "
+                        f"({', '.join(places[k] for k in found)}): rename all but one")
+    return functions[found[0]]
+
+
+def defined_twice(names: Sequence[str], places: Sequence[str]) -> list[str]:
+    """A warning for each name that several functions of a file share (each place)."""
+    where: dict[str, list[str]] = {}
+    for name, place in zip(names, places):
+        where.setdefault(name, []).append(place)
+    return [f"{name} is defined {len(found)} times ({', '.join(found)}): each is analyzed, "
+            f"and FILE::{name} names none of them" for name, found in where.items()
+            if len(found) > 1]
+
+
+def nested_too_deep(place: str, statement: bool) -> NestError:
+    """Code at ``place`` (file:line:column) nested past ``MAX_NESTING`` levels."""
+    from loclab.nest.deep import MAX_NESTING
+
+    what = "statements" if statement else "an expression"
+    hint = "" if statement else f" (a sum of more than {MAX_NESTING:,} terms?)"
+    return NestError(f"{place}: {what} nested more than {MAX_NESTING:,} levels deep{hint}: "
+                     f"loclab reads at most {MAX_NESTING:,} levels")
 
 
 class NestBuilder:
@@ -109,6 +156,9 @@ class NestBuilder:
         if var in self.loop_vars:
             raise self.error(line, column, f"loop variable {var} is already the variable of "
                              f"the enclosing loop at line {self.loop_vars[var].line}")
+        if len(self._loops) == MAX_LOOP_DEPTH:
+            raise self.error(line, column, f"loop {var} is nested {MAX_LOOP_DEPTH + 1} loops "
+                             f"deep: loclab analyzes nests of at most {MAX_LOOP_DEPTH} loops")
         loop = Loop(id=f"L{len(self.nest.loops) + 1}", var=var, start=start, stop=stop,
                     step=step, line=line, column=column, depth=len(self._loops),
                     parent=self._loops[-1] if self._loops else None,
@@ -151,4 +201,27 @@ class NestBuilder:
         return statement
 
     def finish(self) -> Nest:
+        self._check_work()
         return self.nest
+
+    def _check_work(self) -> None:
+        """Refuse a function whose dependence analysis would take minutes, up front: it
+        checks every pair of accesses to one variable of which one is a write (200
+        statements writing one array are 40,000 pairs, seconds each thousand)."""
+        counts: dict[str, list[int]] = {}  # variable key -> [accesses, writes]
+        for statement in self.nest.statements:
+            for access in statement.accesses:
+                count = counts.setdefault(access.variable.key, [0, 0])
+                count[0] += 1
+                count[1] += access.write
+        pairs = {key: writes * (2 * accesses - writes)
+                 for key, (accesses, writes) in counts.items()}
+        total = sum(pairs.values())
+        if total > MAX_ACCESS_PAIRS:
+            worst = max(pairs, key=lambda key: pairs[key])
+            name = next(v.name for v in self.nest.variables if v.key == worst)
+            accesses, writes = counts[worst]
+            raise self.error(self.nest.line, 1, f"{self.nest.name} has {total:,} pairs of "
+                             f"accesses to check for dependences (most: {writes} writes of "
+                             f"{name} among its {accesses} accesses): loclab checks at most "
+                             f"{MAX_ACCESS_PAIRS:,} a function; split it")

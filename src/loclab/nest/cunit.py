@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loclab.nest.builder import NestError
+from loclab.nest.builder import NestError, pick_function
 from loclab.nest.preprocess import Location, Preprocessed, preprocess
 
 PRELUDE_TYPES = ["uint8_t", "uint16_t", "uint32_t", "uint64_t", "int8_t", "int16_t",
@@ -48,6 +48,18 @@ class CUnit:
         if coord is None:
             return None
         return self.source.macro(str(coord.file), coord.line, coord.column)
+
+    def place(self, function: Any) -> str:
+        """file:line of a function's definition, as the user wrote it."""
+        file, line, _ = self.locate(function.coord)
+        return f"{file}:{line}"
+
+    def function(self, name: str) -> Any:
+        """The definition of ``name``; none, or several, is an error (as ``FILE::NAME``
+        is for every command)."""
+        return pick_function(self.functions, [f.decl.name for f in self.functions],
+                             [self.place(f) for f in self.functions], name,
+                             self.source.main)
 
     def own_functions(self) -> list[Any]:
         """The functions defined in the file itself (not in a header it includes)."""
@@ -82,10 +94,34 @@ def parse_c(source: str, filename: str, include_dirs: Iterable[str | Path] = (),
         raise _parse_error(str(err), parser, pre) from None
     except (NotImplementedError, AssertionError) as err:  # pycparserext's own limits
         raise NestError(f"{pre.main}: not C that loclab can read ({err})") from None
+    except RecursionError:  # pycparser descends once a level (on the worker's stack)
+        raise NestError(f"{pre.main}: nested too deeply for loclab's C parser (parentheses "
+                        "or expressions thousands of levels deep)") from None
+    _check_nesting(tree, pre)
     functions = [node for node in tree.ext if isinstance(node, c_ast.FuncDef)]
     declared = {node.name for node in tree.ext if isinstance(node, c_ast.Decl)
                 and isinstance(node.type, (c_ast.FuncDecl, FuncDeclExt))}
     return CUnit(tree, pre, functions, declared | {f.decl.name for f in functions})
+
+
+def _check_nesting(tree: Any, pre: Preprocessed) -> None:
+    """Refuse code nested deeper than the walks that read it follow (``MAX_NESTING``
+    levels), naming where, before a walk fails without a place."""
+    from pycparser import c_ast
+
+    from loclab.nest.builder import nested_too_deep
+    from loclab.nest.deep import MAX_NESTING
+
+    statements = (c_ast.Compound, c_ast.For, c_ast.If, c_ast.While, c_ast.DoWhile)
+    pending: list[tuple[Any, int]] = [(tree, 0)]
+    while pending:
+        node, depth = pending.pop()
+        if depth > MAX_NESTING:
+            coord = node.coord
+            file, line, column = pre.locate(str(coord.file), coord.line, coord.column) \
+                if coord is not None else (pre.main, 0, 1)
+            raise nested_too_deep(f"{file}:{line}:{column}", isinstance(node, statements))
+        pending.extend((child, depth + 1) for _, child in node.children())
 
 
 def has_scop(node: Any) -> bool:

@@ -10,6 +10,7 @@ as isl text with its own variable names.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Union
@@ -51,6 +52,7 @@ class MinMax:
 Atom = Union[Symbol, FloorDiv, Mod, MinMax]
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a few atoms recur in every term of a file
 def _atom_key(atom: Atom) -> tuple[int, str]:
     kinds = {Symbol: 0, FloorDiv: 1, Mod: 2, MinMax: 3}
     return kinds[type(atom)], repr(atom)
@@ -149,6 +151,8 @@ class Poly:
 
     def substitute(self, values: Mapping[str, "Poly"]) -> "Poly":
         """Replace symbols by expressions (fixed sizes, known scalars)."""
+        if not values:  # nothing fixed, as mostly: the same polynomial, not a rebuilt copy
+            return self
         result = Poly.const(0)
         for monomial, coeff in self.terms:
             term = Poly.const(coeff)

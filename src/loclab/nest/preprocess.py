@@ -123,6 +123,10 @@ class Preprocessed:
     # macros that expanded to nothing, per output line: (output column, name)
     vanished: dict[tuple[str, int], list[tuple[int, str]]] = field(default_factory=dict)
     defines: dict[str, str] = field(default_factory=dict)  # -D NAME: its definition as given
+    # segments of each output line sorted by output column, with those columns: built on
+    # first use, so that finding a token's place is a binary search even on a long line
+    _sorted: dict[tuple[str, int], tuple[list[int], list[Segment]]] = field(
+        default_factory=dict, repr=False)
 
     def locate(self, file: str, line: int, column: int | None) -> Location:
         """A position in ``text`` (as pycparser reports it) in the user's file."""
@@ -167,13 +171,23 @@ class Preprocessed:
         return f"{macro}, defined with -D {shlex.quote(given)}" if given is not None else macro
 
     def _segment(self, file: str, line: int, column: int) -> Segment | None:
-        best: Segment | None = None
-        for segment in self.segments.get((file, line), ()):
-            if segment[0] == column:
-                return segment
-            if segment[0] < column and (best is None or segment[0] > best[0]):
-                best = segment
-        return best
+        """The segment at ``column`` of an output line, else the nearest one before it (of
+        several at one column, the first emitted)."""
+        columns, ordered = self._by_column(file, line)
+        at = bisect.bisect_left(columns, column)
+        if at < len(columns) and columns[at] == column:
+            return ordered[at]
+        if at == 0:
+            return None
+        return ordered[bisect.bisect_left(columns, columns[at - 1])]
+
+    def _by_column(self, file: str, line: int) -> tuple[list[int], list[Segment]]:
+        key = (file, line)
+        found = self._sorted.get(key)
+        if found is None:
+            ordered = sorted(self.segments.get(key, ()), key=lambda s: s[0])  # stable
+            found = self._sorted[key] = ([s[0] for s in ordered], ordered)
+        return found
 
     def lines(self, file: str) -> list[str]:
         source = self.files.get(file)

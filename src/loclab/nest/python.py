@@ -56,6 +56,10 @@ def python_functions(source: str, filename: str) -> list[tuple[str, ast.Function
     except SyntaxError as err:
         raise NestError(f"{filename}:{err.lineno}:{err.offset}: invalid Python: {err.msg}") \
             from None
+    except (RecursionError, MemoryError):  # CPython's parser gave up (on the worker's stack)
+        raise NestError(f"{filename}: nested too deeply for Python's parser (expressions "
+                        "thousands of levels deep)") from None
+    _check_nesting(tree, filename)
     found: list[tuple[str, ast.FunctionDef]] = []
 
     def visit(body: list[ast.stmt], prefix: str) -> None:
@@ -67,6 +71,33 @@ def python_functions(source: str, filename: str) -> list[tuple[str, ast.Function
 
     visit(tree.body, "")
     return found
+
+
+def python_function(source: str, filename: str, name: str,
+                    line_offset: int = 0) -> ast.FunctionDef:
+    """The function (or method, ``Class.method``) called ``name``; none, or several, is an
+    error (as ``FILE::NAME`` is for every command)."""
+    from loclab.nest.builder import pick_function
+
+    named = python_functions(source, filename)
+    return pick_function([node for _, node in named], [known for known, _ in named],
+                         [f"{filename}:{node.lineno + line_offset}" for _, node in named],
+                         name, filename)
+
+
+def _check_nesting(tree: ast.Module, filename: str) -> None:
+    """Refuse code nested deeper than the walks that read it follow (``MAX_NESTING``
+    levels), naming where, before a walk fails without a place."""
+    from loclab.nest.builder import nested_too_deep
+    from loclab.nest.deep import MAX_NESTING
+
+    pending: list[tuple[ast.AST, int]] = [(tree, 0)]
+    while pending:
+        node, depth = pending.pop()
+        if depth > MAX_NESTING and isinstance(node, (ast.stmt, ast.expr)):  # not Load()
+            raise nested_too_deep(f"{filename}:{node.lineno}:{node.col_offset + 1}",
+                                  isinstance(node, ast.stmt))
+        pending.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
 
 
 def build_python(lines: SourceLines, function: ast.FunctionDef, filename: str,

@@ -10,6 +10,15 @@ original run as plain Python at sizes that cover a whole tile and more (``loclab
 --verify``), checks it again at the tuning size against the original compiled with Numba,
 and times both there (``measure``). Code that fails either check is a bug in loclab: it is
 reported as one (VerificationError, exit 1), never returned.
+
+The original runs on loclab's random inputs, sized to fit every access, or on the user's
+(``inputs``: ``loclab.transform.inputs.INPUTS_CONTRACT``). Where it fails on them, the inputs
+do not suit it: that is said, with what to do (OriginalFailed, exit 2), never blamed on the
+optimized code. The original's runs and the verification of the kept recipe are
+bounds-checked (``measure``, ``loclab.transform.verify``); the recipes and tiles measured
+while tuning run as they will be timed, without: each computes the same statement instances
+as the original, which isl proved, and the kept one is verified with bounds checks before it
+is returned.
 """
 
 from __future__ import annotations
@@ -118,7 +127,7 @@ def plan(source: str, function: str | None = None, *, filename: str = "<source>"
          threads: int | None = None) -> Planned:
     """Analyse ``function`` and plan each of its top-level loop nests (``planner``) for the
     caches of this CPU and ``threads`` (default: Numba's), at ``params`` (the rest of the
-    sizes chosen as ``timing_sizes`` says)."""
+    sizes chosen as ``timing_sizes`` says; each a whole number of at least 1)."""
     import numba
 
     from loclab.deps import analyze
@@ -146,7 +155,8 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
              target: str = "cpu", params: Mapping[str, int] | None = None,
              tune: bool = True, threads: int | None = None, tuning_cache: Path | None = None,
              element_bytes: int = 8, timing: Any = None,
-             progress: Callable[[str], None] | None = None) -> Optimized:
+             progress: Callable[[str], None] | None = None,
+             inputs: Callable[..., Any] | None = None) -> Optimized:
     """Optimize ``function`` of the Python source text ``source`` for ``target``.
 
     ``params`` fixes sizes the code is tuned and timed at (the rest grow until the original
@@ -154,7 +164,8 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
     cache model's tiles (no measurement but the final one); ``element_bytes`` is the size of
     the arrays' elements the tile model assumes (8: the float64 inputs it is verified and
     timed on); ``timing`` the budget of the final timing (a ``loclab.bench.timing.Budget``;
-    default: ``loclab run``'s)."""
+    default: ``loclab run``'s); ``inputs`` a function that returns the arguments at given
+    sizes (``loclab.transform.inputs.INPUTS_CONTRACT``; default: loclab's random ones)."""
     from loclab.bench.runner import configure_threads
     from loclab.optimize import measure
     from loclab.optimize.build import choose
@@ -167,8 +178,10 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
     planned = plan(source, function, filename=filename, params=params,
                    element_bytes=element_bytes, threads=used_threads)
     code, sizes = planned.code, planned.sizes
-    inputs = measure.make_inputs(planned.as_written.program, sizes)
-    original, original_error = measure.runnable_original(planned.as_written, inputs)
+    measure.check_timed_work(planned.as_written.program, sizes)
+    arguments = measure.make_inputs(planned.as_written.program, sizes, inputs)
+    original, original_error = measure.runnable_original(planned.as_written, arguments, sizes,
+                                                         inputs)
     notes: list[str] = []
     if original is None:
         notes.append(f"the original does not run under Numba as written ({original_error}): "
@@ -177,15 +190,15 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
         code = replace(code, scalar_types=measure.scalar_types(original,
                                                                planned.as_written.program))
     if target == "gpu":
-        return optimize_gpu(planned, inputs, original, original_error, tune=tune,
-                            timing=timing, notes=notes, say=say)
+        return optimize_gpu(planned, arguments, original, original_error, tune=tune,
+                            timing=timing, notes=notes, say=say, supplier=inputs)
     candidates: list[Any] = []
     kept = tuned = None
     if tune and original is not None:
         from loclab.optimize.search import fastest_recipe
 
         say("measuring the acceptable recipes")
-        kept, candidates = fastest_recipe(code, planned.plans, original, inputs, sizes)
+        kept, candidates = fastest_recipe(code, planned.plans, original, arguments, sizes)
         chosen = candidates[kept].chosen
     else:
         chosen, _ = choose(code, planned.plans)
@@ -196,17 +209,18 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
         from loclab.optimize.search import tune_tiles
 
         say("tuning the tiles by measurement")
-        tuned = tune_tiles(code, [c.plan for c in chosen], original, inputs, sizes,
+        tuned = tune_tiles(code, [c.plan for c in chosen], original, arguments, sizes,
                            device_name("cpu", detect_machine(with_gpu=False), used_threads),
                            tuning_cache)
     tiles = {plan.band.key: plan.band.choice.tile for plan in bands}
     tiles.update(tuned.tiles if tuned else {})
     say("verifying against the original")
     chosen, result, verification, verdict, optimized = _proved(
-        code, planned.plans, chosen, tiles, original, inputs, sizes, notes)
+        code, planned.plans, chosen, tiles, original, arguments, sizes, notes, inputs)
     say("timing the original and the optimized function")
-    times = measure.compare_times(original, optimized, result.program, inputs, sizes,
-                                  used_threads, timing, original_error)
+    times = measure.compare_times(
+        measure.compile_original(planned.as_written) if original else None, optimized,
+        result.program, arguments, sizes, used_threads, timing, original_error, inputs)
     return Optimized(code.function, filename, target,
                      [_nest_result(c, tiles, tuned is not None) for c in chosen],
                      "; ".join(step for c in chosen for step in c.steps), result.source,
@@ -226,15 +240,18 @@ def _only_function(source: str, filename: str) -> str:
 
 def _proved(code: Any, plans: list[list[Any]], chosen: list[Any], tiles: Mapping[str, int],
             original: Callable[..., Any] | None, inputs: Mapping[str, Any],
-            sizes: Mapping[str, int], notes: list[str]) -> tuple[Any, ...]:
+            sizes: Mapping[str, int], notes: list[str],
+            supplier: Callable[..., Any] | None = None) -> tuple[Any, ...]:
     """The kept recipe, verified (against the original as Python, past the largest tile)
     and checked (against it under Numba at the tuning sizes); where it fails, which is a bug
     in loclab, the failure is noted as one and the next less ambitious recipe is proved
-    instead, down to the function as written. (chosen, result, verification, check,
-    compiled function)."""
+    instead, down to the function as written. The original failing on its inputs is no
+    bug of the recipe's: raised as it is. (chosen, result, verification, check, compiled
+    function)."""
     from loclab.bench.validate import Check
     from loclab.optimize import measure
     from loclab.optimize.build import choose, tiers
+    from loclab.transform.verify import describe
 
     tried: set[tuple[str, ...]] = set()
     for attempt in itertools.chain([chosen], (kept for kept, _ in tiers(code, plans))):
@@ -244,15 +261,17 @@ def _proved(code: Any, plans: list[list[Any]], chosen: list[Any], tiles: Mapping
             continue
         tried.add(recipe)
         try:
-            verification = _verify(result, tiles)
+            verification = _verify(result, tiles, supplier)
             optimized = result.compile()
             verdict = (measure.check(original, optimized, result.program, inputs, sizes)
                        if original is not None else Check(True, None, None))
+        except UsageError:  # the original failing on its inputs, the sizes too large
+            raise
         except Exception as err:  # the code failed to compile or to run: a bug too
             if not result.steps:
                 raise
             notes.append(f"BUG in loclab: {result.source.splitlines()[0][2:]} failed: "
-                         f"{type(err).__name__}: {str(err).splitlines()[0]}; not kept")
+                         f"{describe(err)}; not kept")
             continue
         if verification.ok and verdict.valid:
             return ([replace(new, refused=old.refused) for new, old in zip(final, attempt)],
@@ -272,13 +291,16 @@ def _bug(what: Any) -> Exception:
                              f"(a bug in loclab: please report it): {what}")
 
 
-def _verify(result: Any, tiles: Mapping[str, int]) -> Any:
+def _verify(result: Any, tiles: Mapping[str, int],
+            supplier: Callable[..., Any] | None = None) -> Any:
     """The transformed function against the original run as Python, at sizes past the
-    largest tile (a whole tile and a partial one), or the transformer's small defaults."""
-    if not tiles:
-        return result.verify()
-    largest = max(tiles.values()) + VERIFY_MARGIN
-    return result.verify(**{p: largest for p in result.program.nest.parameters})
+    largest tile (a whole tile and a partial one), or the transformer's small defaults; on
+    ``supplier``'s inputs where given."""
+    from loclab.transform.verify import verify
+
+    largest = max(tiles.values(), default=0) + VERIFY_MARGIN
+    sizes = {p: largest for p in result.program.nest.parameters} if tiles else {}
+    return verify(result, sizes, inputs=supplier, most_instances=None)
 
 
 def _nest_result(chosen: Any, tiles: Mapping[str, int], tuned: bool) -> NestResult:
@@ -303,8 +325,10 @@ def _nest_result(chosen: Any, tiles: Mapping[str, int], tuned: bool) -> NestResu
     reasons += [(step, why) for step, (_, why) in zip(parallel_steps, plan.parallel)]
     loops = tuple(loop.var for loop in plan.top.statements()[0].loops) \
         if plan.top.statements() else (plan.top.var,)
+    # plans refused at the same step say the same: said once
+    refused = tuple(dict.fromkeys((p.level, why) for p, why in chosen.refused))
     return NestResult(plan.top.line, loops, plan.level, tuple(reasons), plan.sequential,
-                      tuple((p.level, why) for p, why in chosen.refused), tile)
+                      refused, tile)
 
 
 class _CallableModule(types.ModuleType):

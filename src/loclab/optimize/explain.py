@@ -6,14 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from loclab.model.text import wrap
+from loclab.transform.inputs import sizes_text
 
 
 def _ms(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds * 1e3:.3g} ms"
-
-
-def _sizes(sizes: dict[str, int]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in sizes.items()) or "no sizes"
 
 
 def _step_lines(step: str, reason: str) -> list[str]:
@@ -78,20 +75,22 @@ def proof_lines(result: Any) -> list[str]:
         return []
     lines = wrap(f"verified against the original run as Python: {result.verification}")
     if timing.original is not None:
-        lines += wrap(f"checked at {_sizes(timing.sizes)} against the original compiled "
+        lines += wrap(f"checked at {sizes_text(timing.sizes)} against the original compiled "
                       f"with Numba: {'equal' if result.check.max_rel_err == 0 else 'agrees'}")
+    if timing.restored:
+        lines += wrap("timed with the arrays the function writes restored before each call, "
+                      "the copy included: run again on its own output, it fails")
     if result.target == "gpu":
         gpu = _ms(timing.optimized.median)
-        if timing.original is None:
+        if timing.original is None:  # why is the notes' to say, once
             return lines + wrap(f"GPU {gpu} (arrays on the device, CUDA events); the "
-                                f"original does not run under Numba: {timing.original_error}")
+                                "original, which Numba refuses, is not timed")
         return lines + wrap(f"original (Numba, as written, CPU) "
                             f"{_ms(timing.original.median)}; GPU {gpu} (arrays on the "
                             f"device, CUDA events): {timing.speedup:.3g}x")
-    if timing.original is None:
+    if timing.original is None:  # why is the notes' to say, once
         lines += wrap(f"optimized {_ms(timing.optimized.median)} ({timing.threads} threads); "
-                      f"the original does not run under Numba as written: "
-                      f"{timing.original_error}")
+                      "the original, which Numba refuses, is not timed")
     elif not result.recipe:
         lines.append(f"original (Numba, as written) {_ms(timing.original.median)}; returned "
                      f"as written")
@@ -105,7 +104,7 @@ def proof_lines(result: Any) -> list[str]:
 def explain(result: Any) -> str:
     """The whole account, one line per fact, wrapped for a terminal."""
     timing = result.timing
-    where = f", tuned at {_sizes(timing.sizes)}" if timing else ""
+    where = f", tuned at {sizes_text(timing.sizes)}" if timing else ""
     lines = [f"loclab optimize: {result.file}::{result.function} for the "
              f"{result.target.upper()}{where}"]
     for nest in result.nests:

@@ -51,8 +51,10 @@ class GpuTuning:
 
 def optimize_gpu(planned: Any, inputs: Mapping[str, Any], original: Callable[..., Any] | None,
                  original_error: str | None, *, tune: bool, timing: Any,
-                 notes: list[str], say: Callable[[str], None]) -> Any:
-    """The ``Optimized`` result for the GPU (see the module)."""
+                 notes: list[str], say: Callable[[str], None],
+                 supplier: Callable[..., Any] | None = None) -> Any:
+    """The ``Optimized`` result for the GPU (see the module); ``supplier``: the user's
+    inputs function, where the inputs are theirs."""
     from loclab.gpu import gpu_unavailable_reason
     from loclab.optimize import Optimized
 
@@ -68,6 +70,7 @@ def optimize_gpu(planned: Any, inputs: Mapping[str, Any], original: Callable[...
         return Optimized(planned.code.function, program.syntax.filename, "gpu",
                          nest_results(plan, emitted, configs), _recipe(plan), emitted.module,
                          None, None, None, None, [], None, notes, emitted)
+    check_device_memory(inputs, planned.sizes)
     tuning = GpuTuning()
     kept = configs
     if tune and original is not None:
@@ -75,14 +78,36 @@ def optimize_gpu(planned: Any, inputs: Mapping[str, Any], original: Callable[...
         kept = _search(plan, arrays, scalars, original, inputs, planned.sizes, tuning, notes)
     say("verifying against the original")
     emitted, function, verification, check = _proved(plan, arrays, scalars, kept, original,
-                                                     inputs, planned.sizes)
+                                                     inputs, planned.sizes, supplier)
     say("timing the original and the GPU function")
-    times = _times(function, original, program, inputs, planned.sizes, timing,
-                   original_error)
+    as_written = planned.as_written if original is not None else None
+    times = _times(function, as_written, program, inputs, planned.sizes, timing,
+                   original_error, supplier)
     return Optimized(planned.code.function, program.syntax.filename, "gpu",
                      nest_results(plan, emitted, kept), _recipe(plan), emitted.module,
                      verification, check, times, tuning if tuning.trials else None, [], None,
                      notes, emitted)
+
+
+def check_device_memory(inputs: Mapping[str, Any], sizes: Mapping[str, int],
+                        free: int | None = None) -> None:
+    """Refuse, before anything is copied there, arrays the GPU's free memory (``free``
+    bytes; default: CUDA's count) cannot hold: the host's memory was checked, the GPU's may
+    be smaller."""
+    import numpy as np
+
+    from loclab.errors import UsageError
+    from loclab.transform.inputs import sizes_text
+
+    nbytes = sum(a.nbytes for a in inputs.values() if isinstance(a, np.ndarray))
+    if free is None:
+        import cupy
+
+        free = int(cupy.cuda.runtime.memGetInfo()[0])
+    if nbytes > free:
+        raise UsageError(f"at {sizes_text(sizes)} the function's arrays take "
+                         f"{nbytes / 2**30:.3g} GiB and {free / 2**30:.3g} GiB of GPU memory "
+                         "is free: choose smaller sizes with --param")
 
 
 def _recipe(plan: GpuPlan) -> str:
@@ -95,7 +120,7 @@ def _attempt(plan: GpuPlan, arrays: Any, scalars: Any, configs: tuple[Config, ..
     from loclab.bench.timing import BUDGETS
     from loclab.optimize import measure
     from loclab.optimize.cuda.run import on_host_arrays, time_on_device
-    from loclab.transform.verify import argument_names
+    from loclab.transform.inputs import argument_names
 
     program = plan.planned.as_written.program
     try:
@@ -142,14 +167,15 @@ def _search(plan: GpuPlan, arrays: Any, scalars: Any, original: Callable[..., An
 
 def _proved(plan: GpuPlan, arrays: Any, scalars: Any, configs: tuple[Config, ...],
             original: Callable[..., Any] | None, inputs: Mapping[str, Any],
-            sizes: Mapping[str, int]) -> tuple[Any, Any, Any, Any]:
+            sizes: Mapping[str, int], supplier: Callable[..., Any] | None = None
+            ) -> tuple[Any, Any, Any, Any]:
     """The kept configs' function verified against the original run as Python past a
-    block's tile, and checked against it under Numba at the tuning sizes. (emitted code,
-    its compiled function, verification, check)"""
+    block's tile (on ``supplier``'s inputs where given), and checked against it under Numba
+    at the tuning sizes. (emitted code, its compiled function, verification, check)"""
     from loclab.bench.validate import Check
     from loclab.optimize import VERIFY_MARGIN, _bug, measure
     from loclab.optimize.cuda.run import on_host_arrays
-    from loclab.transform.verify import compare_runs, compile_original, make_inputs
+    from loclab.transform.verify import compare_runs, compile_original
 
     program = plan.planned.as_written.program
     emitted = plan.emit(arrays, scalars, configs)
@@ -158,11 +184,12 @@ def _proved(plan: GpuPlan, arrays: Any, scalars: Any, configs: tuple[Config, ...
     span = max((c.block[i] * c.tile[i] for c in configs for i in range(len(c.block))),
                default=1)
     small = {p: span + VERIFY_MARGIN for p in program.nest.parameters}
-    small_inputs = make_inputs(program, small)
+    small_inputs = measure.make_inputs(program, small, supplier)
     small_inputs = {name: value.astype(arrays[name][0]) if name in arrays else value
                     for name, value in small_inputs.items()}
     verification = compare_runs(compile_original(plan.planned.as_written), function, program,
-                                small_inputs, small, rounding_length(program, small))
+                                small_inputs, small, rounding_length(program, small),
+                                supplier)
     check = (measure.check(original, function, program, inputs, sizes,
                            rounding_length(program, sizes))
              if original is not None else Check(True, None, None))
@@ -183,18 +210,22 @@ def rounding_length(program: Any, sizes: Mapping[str, int]) -> int:
     return max(sizes.values(), default=1) ** depth
 
 
-def _times(function: Callable[..., Any], original: Callable[..., Any] | None, program: Any,
+def _times(function: Callable[..., Any], as_written: Any, program: Any,
            inputs: Mapping[str, Any], sizes: Mapping[str, int], budget: Any,
-           original_error: str | None) -> Any:
+           original_error: str | None, supplier: Callable[..., Any] | None) -> Any:
+    """The GPU function timed on the device; the original (``as_written``, compiled without
+    bounds checks; None where it does not run under Numba) on the CPU."""
     from loclab.bench.timing import BUDGETS
     from loclab.optimize.cuda.run import time_on_device
-    from loclab.optimize.measure import Timing, time_function
-    from loclab.transform.verify import argument_names
+    from loclab.optimize.measure import Timing, compile_original, time_original
+    from loclab.transform.inputs import argument_names
 
     budget = budget or BUDGETS["default"]
     fast = time_on_device(function, argument_names(program), inputs, budget)
-    slow = time_function(original, program, inputs, budget)[0] if original else None
-    return Timing(dict(sizes), 0, fast, slow, original_error)
+    slow = (time_original(compile_original(as_written), program, inputs, sizes, budget,
+                          supplier) if as_written is not None else None)
+    return Timing(dict(sizes), 0, fast, slow.summary if slow else None, original_error,
+                  slow.restored if slow else False)
 
 
 def nest_results(plan: GpuPlan, emitted: Any, configs: tuple[Config, ...]) -> list[Any]:

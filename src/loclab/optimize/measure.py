@@ -1,7 +1,12 @@
 """The optimized function beside the original, at the sizes it is tuned at: both compiled with
-Numba (the original exactly as written), both run on copies of the same random inputs (arrays
-only written are NaN first), every output compared, then each timed (median and spread, the
-harness's timer and budget).
+Numba (the original exactly as written), both run on copies of the same inputs (loclab's
+random ones, arrays only written NaN first, or the user's), every output compared, then each
+timed (median and spread, the harness's timer and budget).
+
+The original's first run and every comparison with it use a copy compiled with bounds checks:
+an index past an array's end (loclab's sizing wrong, or the user's inputs too small) is an
+error that says so, never a write into memory that is not the array's. Timing uses a copy
+compiled as written.
 """
 
 from __future__ import annotations
@@ -14,27 +19,29 @@ from loclab.bench.stats import Summary, summarize
 from loclab.bench.timing import Budget, PerfCounterClock, measure
 from loclab.bench.validate import Check
 from loclab.errors import UsageError
+from loclab.transform.inputs import (Supplier, argument_names, check_known, check_sizes,
+                                     check_work, instances)
 
 # The default size of a run that is timed: each size parameter as large as keeps the
 # original's statement instances near this (a second or less of compiled code).
 TARGET_INSTANCES = 2**24
 SMALLEST_SIZE = 16
+# Sizes given with --param may take longer, up to this (seconds a run, and it runs many
+# times while tuned and timed).
+MAX_TIMED_INSTANCES = 2**32
 
 
 def timing_sizes(program: Any, given: Mapping[str, int]) -> dict[str, int]:
     """The sizes to tune and time at: the given ones, the rest doubled from 16 (all alike)
-    while the run stays within ``TARGET_INSTANCES`` statement instances."""
-    from loclab.transform.verify import instances
-
+    while the run stays within ``TARGET_INSTANCES`` statement instances (and the sizes
+    within it too: a size no loop bound uses would grow without end)."""
+    check_known(program, given)
+    check_sizes(given)
     parameters = list(program.nest.parameters)
-    unknown = sorted(set(given) - set(parameters))
-    if unknown:
-        raise UsageError(f"--param {unknown[0]}: the function has no size {unknown[0]} "
-                         f"(its sizes: {', '.join(parameters) or 'none'})")
     free = [p for p in parameters if p not in given]
     size = SMALLEST_SIZE
     sizes = {**{p: size for p in free}, **given}
-    while free:
+    while free and size < TARGET_INSTANCES:
         larger = {**sizes, **{p: size * 2 for p in free}}
         if instances(program, larger) > TARGET_INSTANCES:
             break
@@ -43,15 +50,35 @@ def timing_sizes(program: Any, given: Mapping[str, int]) -> dict[str, int]:
     return {p: sizes[p] for p in parameters}
 
 
-def runnable_original(result: Any, inputs: Mapping[str, Any]
+def check_timed_work(program: Any, sizes: Mapping[str, int]) -> None:
+    """The original at ``sizes`` runs at most MAX_TIMED_INSTANCES statement instances: it is
+    run many times while tuned and timed (a planner's caller that only plans, such as a
+    case's auto row at the case's own size, need not check)."""
+    check_work(program, sizes, MAX_TIMED_INSTANCES, "compiled, many times over")
+
+
+def runnable_original(result: Any, inputs: Mapping[str, Any], sizes: Mapping[str, int],
+                      supplier: Supplier | None = None
                       ) -> tuple[Callable[..., Any] | None, str | None]:
-    """The original compiled with Numba as written and run once on ``inputs`` (compiling
-    it); or None and why, where Numba refuses it or it fails at these sizes."""
+    """The original compiled with Numba as written (with bounds checks) and run once on
+    ``inputs`` (compiling it); or None and why, where Numba refuses it. Where it compiles,
+    runs and fails, the inputs do not suit it: OriginalFailed (exit 2), blaming loclab's
+    sizing or inputs the function cannot take, or ``supplier``'s inputs (the user's)."""
+    from numba.core.errors import NumbaError
+
+    from loclab.transform.verify import bounds_checked, describe, original_failed, run
+
+    program = result.program
+    function = None
     try:
-        function = compile_original(result)
-        function(*arguments(result.program, inputs))
-    except Exception as err:  # the user's code under Numba: any failure is reported
-        return None, f"{type(err).__name__}: {str(err).splitlines()[0]}"
+        function = bounds_checked(compile_original(result))
+        run(function, program, named_arguments(program, inputs))
+    except UsageError:
+        raise
+    except Exception as err:  # Numba refusing the code, or the code raising
+        if isinstance(err, NumbaError) or not getattr(function, "signatures", None):
+            return None, describe(err)
+        raise original_failed(err, program, sizes, supplier) from None
     return function, None
 
 
@@ -90,20 +117,28 @@ def compile_original(result: Any) -> Callable[..., Any]:
     return numba.njit(original(result))
 
 
-def make_inputs(program: Any, sizes: Mapping[str, int]) -> dict[str, Any]:
-    """Random inputs that fit every access at ``sizes`` (the transformer's verification
-    inputs: arrays only written hold NaN)."""
-    from loclab.transform.verify import make_inputs as inputs
+def make_inputs(program: Any, sizes: Mapping[str, int],
+                supplier: Supplier | None = None) -> dict[str, Any]:
+    """The inputs at ``sizes``: what ``supplier`` returns (the user's ``--inputs``), else
+    random ones that fit every access (the transformer's verification inputs: arrays only
+    written hold NaN)."""
+    from loclab.transform.inputs import make_inputs as random_inputs
+    from loclab.transform.inputs import supplied_inputs
 
-    return inputs(program, dict(sizes))
+    if supplier is not None:
+        return supplied_inputs(program, supplier, sizes)
+    return random_inputs(program, dict(sizes))
 
 
 def arguments(program: Any, inputs: Mapping[str, Any]) -> list[Any]:
     """The inputs as the function takes them, each array a copy of its own."""
-    from loclab.transform.verify import argument_names
-
     return [inputs[name].copy() if hasattr(inputs[name], "copy") else inputs[name]
             for name in argument_names(program)]
+
+
+def named_arguments(program: Any, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """The inputs by parameter name, each array a copy of its own."""
+    return dict(zip(argument_names(program), arguments(program, inputs)))
 
 
 def check(original: Callable[..., Any], optimized: Callable[..., Any], program: Any,
@@ -119,28 +154,105 @@ def check(original: Callable[..., Any], optimized: Callable[..., Any], program: 
     return Check(verification.ok, worst, None if verification.ok else str(verification))
 
 
+@dataclass(frozen=True)
+class Timed:
+    """A function's time: the median and spread of its samples, calls per sample, and
+    whether each call got its inputs afresh (``restoring``)."""
+
+    summary: Summary
+    batch: int
+    restored: bool
+
+
 def time_function(function: Callable[..., Any], program: Any, inputs: Mapping[str, Any],
-                  budget: Budget) -> tuple[Summary, int]:
-    """The median time of ``function`` on copies of ``inputs`` (made once: a function that
+                  budget: Budget, restore: bool = False) -> Timed:
+    """The median time of ``function`` on copies of ``inputs``, made once (a function that
     accumulates into an output changes its values, not its time); its first call, which
-    compiles, is not timed."""
+    compiles, is not timed. A function that fails when it runs again on its own output (an
+    LU factorization of its factors divides by zero), or any with ``restore``, is timed
+    with the arrays it writes restored before each call, the copying included. What the
+    function prints goes to stderr."""
+    from loclab.transform.verify import printing_to_stderr
+
+    with printing_to_stderr():
+        if not restore:
+            args = arguments(program, inputs)
+            try:
+                samples, batch = measure(lambda: function(*args), PerfCounterClock(), budget)
+                return Timed(summarize(samples), batch, False)
+            except Exception:  # run again on its own output, it failed: time it restored
+                pass
+        samples, batch = measure(restoring(function, program, inputs), PerfCounterClock(),
+                                 budget)
+    return Timed(summarize(samples), batch, True)
+
+
+def restoring(function: Callable[..., Any], program: Any, inputs: Mapping[str, Any]
+              ) -> Callable[[], Any]:
+    """A call of ``function`` on arguments whose written arrays are copied back from
+    ``inputs`` first."""
+    import numpy as np
+
+    written = {a.variable.name for s in program.nest.statements for a in s.accesses
+               if a.write and a.variable.is_array and a.variable.is_argument}
     args = arguments(program, inputs)
-    samples, batch = measure(lambda: function(*args), PerfCounterClock(), budget)
-    return summarize(samples), batch
+    fresh = [(arg, inputs[name]) for name, arg in zip(argument_names(program), args)
+             if name in written and isinstance(arg, np.ndarray)]
+
+    def call() -> Any:
+        for target, source in fresh:
+            np.copyto(target, source)
+        return function(*args)
+
+    return call
+
+
+def time_original(original: Callable[..., Any], program: Any, inputs: Mapping[str, Any],
+                  sizes: Mapping[str, int], budget: Budget, supplier: Supplier | None,
+                  restore: bool = False) -> Timed:
+    """``time_function`` of the original (compiled as written, without bounds checks); where
+    it fails even on inputs restored as they were at its check, its inputs (``supplier``'s,
+    or loclab's) do not suit it: OriginalFailed."""
+    from loclab.transform.verify import original_failed
+
+    try:
+        return time_function(original, program, inputs, budget, restore)
+    except Exception as err:  # the user's code, raising
+        raise original_failed(err, program, sizes, supplier) from None
+
+
+def time_optimized(optimized: Callable[..., Any], program: Any, inputs: Mapping[str, Any],
+                   budget: Budget, restore: bool = False) -> Timed:
+    """``time_function`` of the optimized function; where it fails (it was checked on these
+    inputs), a bug in loclab: VerificationError."""
+    from loclab.transform.verify import VerificationError, describe
+
+    try:
+        return time_function(optimized, program, inputs, budget, restore)
+    except Exception as err:  # code loclab wrote, raising where the original does not
+        raise VerificationError(f"the optimized function fails while it is timed where the "
+                                f"original does not (a bug in loclab: please report it): "
+                                f"{describe(err)}") from None
 
 
 def compare_times(original: Callable[..., Any] | None, optimized: Callable[..., Any],
                   program: Any, inputs: Mapping[str, Any], sizes: Mapping[str, int],
                   threads: int, budget: Budget | None = None,
-                  original_error: str | None = None) -> "Timing":
-    """Both functions timed at the same sizes (``loclab run``'s default budget each); the
+                  original_error: str | None = None,
+                  supplier: Supplier | None = None) -> "Timing":
+    """Both functions timed at the same sizes and the same way (``loclab run``'s default
+    budget each; both with their written arrays restored where either needs it); the
     optimized one alone where the original does not run under Numba (``original_error``)."""
     from loclab.bench.timing import BUDGETS
 
     budget = budget or BUDGETS["default"]
-    fast, _ = time_function(optimized, program, inputs, budget)
-    slow = time_function(original, program, inputs, budget)[0] if original else None
-    return Timing(dict(sizes), threads, fast, slow, original_error)
+    fast = time_optimized(optimized, program, inputs, budget)
+    slow = (time_original(original, program, inputs, sizes, budget, supplier, fast.restored)
+            if original else None)
+    if slow is not None and slow.restored and not fast.restored:
+        fast = time_optimized(optimized, program, inputs, budget, restore=True)
+    return Timing(dict(sizes), threads, fast.summary, slow.summary if slow else None,
+                  original_error, fast.restored)
 
 
 @dataclass(frozen=True)
@@ -152,6 +264,7 @@ class Timing:
     optimized: Summary
     original: Summary | None
     original_error: str | None  # why the original could not be compiled or run
+    restored: bool = False  # each call timed on its written arrays restored (see above)
 
     @property
     def speedup(self) -> float | None:
@@ -162,4 +275,5 @@ class Timing:
                 "optimized_s": self.optimized.median, "optimized_iqr_s": self.optimized.iqr,
                 "original_s": self.original.median if self.original else None,
                 "original_iqr_s": self.original.iqr if self.original else None,
-                "original_error": self.original_error, "speedup": self.speedup}
+                "original_error": self.original_error, "restored": self.restored,
+                "speedup": self.speedup}

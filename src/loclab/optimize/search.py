@@ -74,10 +74,10 @@ def measured(build: Callable[[], Any], original: Callable[..., Any],
         verdict = check(original, function, result.program, inputs, sizes)
         if not verdict.valid:
             return Attempt(params, verdict)
-        summary, batch = time_function(function, result.program, inputs, timing)
+        timed = time_function(function, result.program, inputs, timing)
     except Exception as err:  # a build or a compile that fails: this attempt only
         return Attempt(params, None, describe(err))
-    return Attempt(params, verdict, None, summary, batch)
+    return Attempt(params, verdict, None, timed.summary, timed.batch)
 
 
 def fastest_recipe(source: Source, plans: Sequence[Sequence[NestPlan]],

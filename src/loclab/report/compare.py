@@ -105,6 +105,26 @@ def same_machine_line(comparison: Comparison) -> str:
             f"devices {fields['devices']}.")
 
 
+def difference_line(comparison: Comparison) -> str:
+    """What differs between the runs, by name: their machines (CPU, GPU) or, on one machine,
+    only their settings (threads, loclab, size preset, devices)."""
+    machines = comparison["machines"]
+    machine, settings = ", ".join(machines["machine"]), ", ".join(machines["settings"])
+    if machine and settings:
+        return f"The runs' machines differ: {machine}; and their settings: {settings}"
+    if machine:
+        return f"The runs' machines differ: {machine}"
+    return f"Same machine; the runs' settings differ: {settings}"
+
+
+def cases_line(comparison: Comparison) -> str | None:
+    """'The runs ran different cases: transpose only in BASE; scan only in NEW', or None."""
+    cases = comparison["cases"]
+    parts = [f"{', '.join(cases[f'only_in_{name}'])} only in {name.upper()}"
+             for name in ("base", "new") if cases[f"only_in_{name}"]]
+    return f"The runs ran different cases: {'; '.join(parts)}" if parts else None
+
+
 REFERENCE_DRIFT = 1.1  # references further apart than this are pointed out
 
 
@@ -222,7 +242,7 @@ def _rich_table(title: str, table: Table, rows: list[Row]) -> RichTable:
 
 
 def _machine_table(comparison: Comparison) -> RichTable:
-    table = RichTable(title="The runs' machines differ", title_justify="left",
+    table = RichTable(title=difference_line(comparison), title_justify="left",
                       box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False,
                       collapse_padding=True)
     for header in ("", "BASE", "NEW"):
@@ -242,6 +262,9 @@ def print_comparison(comparison: Comparison, console: Console) -> None:
         console.print(Text(same_machine_line(comparison), style="dim"))
         for line in reference_lines(comparison):
             console.print(Text.assemble(("references differ ", "yellow"), line))
+    different_cases = cases_line(comparison)
+    if different_cases:
+        console.print(Text(f"{different_cases}.", style="yellow"))
     case, narrow = None, False
     for (name, device, size), rows in sections(comparison).items():
         if name != case:
@@ -402,12 +425,15 @@ def write_html(comparison: Comparison, chart: str | None, path: Path) -> Path:
 
 
 def _machine_sentence(comparison: Comparison) -> str:
+    different_cases = cases_line(comparison)
+    cases = f" {different_cases}." if different_cases else ""
     if comparison["machines"]["differ"]:
-        return "The runs' machines or settings differ (highlighted)."
+        return f"{difference_line(comparison)} (highlighted).{cases}"
     drift = reference_lines(comparison)
     return ("Same machine and settings; the references were measured in each run" +
             ("; they differ by more than 10%, so the machine's state (clocks, other load) "
-             "changed between the runs and may explain changes of the rows." if drift else "."))
+             "changed between the runs and may explain changes of the rows." if drift else ".")
+            + cases)
 
 
 def _lists(comparison: Comparison) -> list[tuple[str, list[str]]]:
@@ -443,9 +469,11 @@ def write_comparison_report(comparison: Comparison, directory: Path) -> Path:
     timed in both runs) into ``directory``; return index.html."""
     from loclab.bench.results import write_json
     from loclab.errors import LoclabError
+    from loclab.outputs import remove_stale, report_files
     from loclab.report.charts.style import pyplot
 
     try:
+        earlier = report_files(directory)
         directory.mkdir(parents=True, exist_ok=True)
         chart = None
         if any(row["speedup"] for row in comparison["rows"]):
@@ -455,6 +483,9 @@ def write_comparison_report(comparison: Comparison, directory: Path) -> Path:
             chart = CHART
         write_json(comparison, directory / "comparison.json")
         write_markdown(comparison, chart, directory / "README.md")
-        return write_html(comparison, chart, directory / "index.html")
+        index = write_html(comparison, chart, directory / "index.html")
+        remove_stale(directory, earlier, ["index.html", "README.md", "comparison.json",
+                                          *([chart] if chart else [])])
+        return index
     except OSError as err:
         raise LoclabError(f"{directory}: cannot write the report: {err.strerror or err}") from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -278,6 +279,22 @@ def duration(seconds: float) -> str:
     if seconds < 90 * 60:
         return f"{round(seconds / 60):.0f} minutes"
     return f"{number(seconds / 3600, 2)} hours"
+
+
+BUSY = 1.2  # a slowdown worth naming: the load stretches the run's own work by a fifth
+
+
+def expectation(plan: Any) -> str:
+    """How long a planned run (``loclab.bench.runner.Plan``) takes, and what stretches it:
+    'about 9 minutes (this machine is busy: load 2 on 2 CPUs; numba compiles 45 functions
+    first)'."""
+    notes = []
+    if plan.slowdown() >= BUSY:
+        notes.append(f"this machine is busy: load {plan.load:.2g} on {os.cpu_count()} CPUs")
+    if plan.uncompiled:
+        notes.append(f"numba compiles {plan.uncompiled} functions first")
+    return f"about {duration(plan.expected_seconds())}" + (
+        f" ({'; '.join(notes)})" if notes else "")
 
 
 def _row_name(row: dict[str, Any]) -> str:

@@ -107,8 +107,12 @@ def transform(func_or_source: Callable[..., Any] | str, recipe: str,
     ``scalar_types`` gives the NumPy type of scalars an ``expand`` turns into arrays (as
     Numba types them for the arguments the code is for; default: float64, or int64 for a
     scalar used in a subscript)."""
-    origin = _origin(func_or_source, function, filename, language)
-    return _run(origin, recipe, emit, language, empty, scalar_types)
+    from loclab.nest.deep import on_deep_stack
+
+    where = filename or getattr(func_or_source, "__name__", None) or "<source>"
+    return on_deep_stack(where, lambda: _run(_origin(func_or_source, function, filename,
+                                                     language),
+                                             recipe, emit, language, empty, scalar_types))
 
 
 def transform_file(path: str | Path, function: str | None, recipe: str, *,
@@ -116,15 +120,23 @@ def transform_file(path: str | Path, function: str | None, recipe: str, *,
                    defines: Mapping[str, str] | None = None) -> Transformed:
     """Apply a recipe to the function ``function`` of a .py or .c file (``None``: its only
     function); C is preprocessed with ``include_dirs`` and ``defines`` (``-I``, ``-D``)."""
+    from loclab.nest.deep import on_deep_stack
+
+    return on_deep_stack(str(path), lambda: _transform_file(Path(path), function, recipe,
+                                                            emit, include_dirs, defines))
+
+
+def _transform_file(path: Path, function: str | None, recipe: str, emit: str | None,
+                    include_dirs: Iterable[str | Path],
+                    defines: Mapping[str, str] | None) -> Transformed:
     from loclab.nest import C_SUFFIXES, read_source
 
-    path = Path(path)
     source = read_source(path)
     language = "c" if path.suffix in C_SUFFIXES else "python"
     if language == "python" and (list(include_dirs) or defines):
         raise UsageError(f"{path}: -I and -D apply to C files only")
     if function is None:
-        function = _only_function(source, str(path), language)
+        function = _only_function(source, str(path), language, include_dirs, defines)
     origin = Origin(source, str(path), function, 0, None, tuple(map(str, include_dirs)),
                     dict(defines or {}))
     return _run(origin, recipe, emit, language)
@@ -147,15 +159,23 @@ def _origin(func_or_source: Callable[..., Any] | str, function: str | None,
                   getattr(target, "__globals__", None))
 
 
-def _only_function(source: str, filename: str, language: str) -> str:
-    if language != "python":
-        raise UsageError(f"{filename}: name the function to transform")
-    from loclab.nest.python import python_functions
+def _only_function(source: str, filename: str, language: str,
+                   include_dirs: Iterable[str | Path] = (),
+                   defines: Mapping[str, str] | None = None) -> str:
+    """The name of the one function of a file (a C file's own, not its headers'), as
+    ``analyze`` reads it; several are an error listing them."""
+    if language == "python":
+        from loclab.nest.python import python_functions
 
-    names = [name for name, _ in python_functions(source, filename)]
+        names = [name for name, _ in python_functions(source, filename)]
+    else:
+        from loclab.nest.cunit import parse_c
+
+        unit = parse_c(source, filename, include_dirs, defines)
+        names = [node.decl.name for node in unit.own_functions()]
     if len(names) != 1:
-        raise UsageError(f"{filename}: name the function to transform (functions: "
-                         f"{', '.join(names) or 'none'})")
+        raise UsageError(f"{filename}: name the function to transform with ::NAME "
+                         f"(functions: {', '.join(names) or 'none'})")
     return names[0]
 
 

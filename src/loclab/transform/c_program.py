@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from loclab.deps.model import Model
-from loclab.nest.builder import NestError
 from loclab.nest.c import build_c
 from loclab.nest.cunit import CUnit, has_scop, is_pragma, parse_c
 from loclab.nest.ir import Guard, Loop, Nest, Statement
@@ -41,11 +40,7 @@ def c_program(source: str, filename: str, function: str,
               include_dirs: Iterable[str | Path] = (),
               defines: Mapping[str, str] | None = None) -> Program:
     unit = parse_c(source, filename, include_dirs, defines)
-    found = [f for f in unit.functions if f.decl.name == function]
-    if not found:
-        known = ", ".join(f.decl.name for f in unit.own_functions()) or "none"
-        raise NestError(f"{filename}: no function named {function!r} (functions: {known})")
-    node = found[0]
+    node = unit.function(function)
     nest = build_c(node, unit)
     syntax = CFunctionSyntax(unit, node, source)
     parameters = node.decl.type.args

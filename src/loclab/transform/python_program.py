@@ -15,9 +15,8 @@ import ast
 from dataclasses import dataclass, field
 
 from loclab.deps.model import Model
-from loclab.nest.builder import NestError
 from loclab.nest.ir import Guard, Loop, Nest, Statement
-from loclab.nest.python import build_python, python_functions
+from loclab.nest.python import build_python, python_function
 from loclab.nest.source import SourceLines
 from loclab.transform.tree import Node, Program, Unit
 from loclab.transform.walker import Walker
@@ -39,11 +38,7 @@ class FunctionSyntax:
 def python_program(source: str, filename: str, function: str,
                    line_offset: int = 0) -> Program:
     """The Program of the function named ``function`` (``Class.method`` for a method)."""
-    named = dict(python_functions(source, filename))
-    if function not in named:
-        known = ", ".join(named) or "none"
-        raise NestError(f"{filename}: no function named {function!r} (functions: {known})")
-    node = named[function]
+    node = python_function(source, filename, function, line_offset)
     nest = build_python(SourceLines(source), node, filename, line_offset, function)
     syntax = FunctionSyntax(source, filename, node, line_offset)
     builder = _Builder(nest, syntax)

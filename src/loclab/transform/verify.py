@@ -1,15 +1,17 @@
-"""Proof by execution: the original and the transformed function on the same random inputs.
+"""Proof by execution: the original and the transformed function on the same inputs.
 
-Sizes come from the caller, else small defaults per size (distinct primes from 37 down, odd
-and no multiple of any tile, shrunk until the nest runs fewer than about 200,000 statement
-instances, so that the original runs in plain Python in well under a second). Every array
-argument is made to fit every affine access at those sizes (its extent per dimension is the
-largest subscript plus one, from isl); an array used in subscripts holds integers, others
-floats in [0.5, 1.5); an array the function only writes is poisoned with NaN, so that an
-element the transformed version forgets shows. Both functions get copies of the same inputs;
-every array argument and the return value are compared afterwards: exactly, unless a parallel
-reduction may combine its terms in another order, then within ``8 n eps`` of the largest
-value (``n`` the longest reordered sum).
+The inputs are loclab's (random, sized to fit every access) or the user's
+(``loclab.transform.inputs``). Both functions get copies of the same inputs; every array
+argument and the return value are compared afterwards: exactly, unless a parallel reduction
+may combine its terms in another order, then within ``8 n eps`` of the largest value (``n``
+the longest reordered sum). Numba code runs with bounds checks here, so that an index past
+an array's end is an IndexError, never a write into memory that is not the array's.
+
+A failure is blamed where it belongs: the original failing on loclab's inputs is loclab's
+sizing or inputs the function cannot take (exit 2, pointing at ``--param`` and
+``--inputs``); on the user's inputs it is the user's (exit 2); the transformed function
+failing, or computing something else, where the original does not is a bug in loclab
+(VerificationError, exit 1).
 """
 
 from __future__ import annotations
@@ -18,20 +20,26 @@ import contextlib
 import math
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from loclab.errors import LoclabError, UsageError
+from loclab.transform.inputs import (Supplier, argument_names, check_work, choose_sizes,
+                                     instances, make_inputs, sizes_text, supplied_inputs,
+                                     supplier_name, unsized_subscripts)
 
 if TYPE_CHECKING:
     from loclab.transform import Transformed
 
-MAX_INSTANCES = 200_000
-DEFAULT_SIZES = (37, 41, 43, 31, 29, 23, 19, 17, 13, 11, 7, 5)
-SEED = 20261125
+# Plain Python runs about a million statement instances a second: the original is run as
+# Python to verify, so sizes past this many instances would take hours.
+MAX_PYTHON_INSTANCES = 10_000_000
+PYTHON_INSTANCES_PER_SECOND = 1_000_000
+# The C compiler's code runs a billion or so a second.
+MAX_COMPILED_INSTANCES = 2**34
 
 
 class VerificationError(LoclabError):
@@ -69,14 +77,15 @@ class Verification:
         return all(c.ok for c in self.compared)
 
     def __str__(self) -> str:
-        sizes = ", ".join(f"{k}={v}" for k, v in self.sizes.items()) or "no sizes"
         verdict = "verified" if self.ok else "FAILED"
-        return f"{verdict} at {sizes}: " + "; ".join(str(c) for c in self.compared)
+        compared = "; ".join(str(c) for c in self.compared)
+        return f"{verdict} at {sizes_text(self.sizes)}: {compared}"
 
     def to_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "sizes": dict(self.sizes),
                 "compared": [{"name": c.name, "shape": list(c.shape), "exact": c.exact,
-                              "error": c.error, "tolerance": c.tolerance, "ok": c.ok}
+                              "error": c.error if math.isfinite(c.error) else None,
+                              "tolerance": c.tolerance, "ok": c.ok}
                              for c in self.compared]}
 
 
@@ -106,29 +115,73 @@ def _define(source: str, origin: Any, name: str) -> Callable[..., Any]:
     return target
 
 
-def verify(result: "Transformed", sizes: dict[str, int]) -> Verification:
+class OriginalFailed(UsageError):
+    """The original function raised on the inputs it was run on: loclab's (its sizing, or
+    inputs the function cannot take) or the user's: not a bug in loclab (exit 2)."""
+
+
+def verify(result: "Transformed", sizes: Mapping[str, int], *,
+           inputs: Supplier | None = None, progress: Callable[[str], None] | None = None,
+           most_instances: int | None = MAX_PYTHON_INSTANCES) -> Verification:
+    """Run the original and the transformed function on the same inputs (loclab's, or what
+    ``inputs`` returns at these sizes) and compare every output. Sizes past
+    ``most_instances`` statement instances are refused (None: any); ``progress`` hears what
+    runs where it takes more than about a second."""
     if result.language == "c":
         from loclab.transform.verify_c import verify_c
 
-        return verify_c(result, sizes)
+        if inputs is not None:
+            raise UsageError("--inputs: C functions are verified on loclab's inputs only")
+        return verify_c(result, dict(sizes))
     program = result.program
-    chosen = choose_sizes(program, sizes)
-    return compare_runs(compile_original(result), compile_transformed(result), program,
-                        make_inputs(program, chosen), chosen)
+    chosen = choose_sizes(program, dict(sizes))
+    how = "as Python (the original runs as written)"
+    work = check_work(program, chosen, most_instances, how) if most_instances \
+        else instances(program, chosen)
+    if progress is not None and work > PYTHON_INSTANCES_PER_SECOND // 2:
+        progress(f"verifying at {sizes_text(chosen)}: about {work:,} statement instances "
+                 f"{how}, about {max(1, round(2 * work / PYTHON_INSTANCES_PER_SECOND))} s")
+    arguments = (make_inputs(program, chosen) if inputs is None
+                 else supplied_inputs(program, inputs, chosen))
+    return compare_runs(compile_original(result), bounds_checked(compile_transformed(result)),
+                        program, arguments, chosen, supplier=inputs)
+
+
+def bounds_checked(function: Callable[..., Any]) -> Callable[..., Any]:
+    """A Numba function compiled again with bounds checks: an index past an array's end
+    raises IndexError instead of reading or writing memory that is not the array's (plain
+    Python checks its own; anything else is returned as it is)."""
+    options = getattr(function, "targetoptions", None)
+    if options is None or not hasattr(function, "py_func"):
+        return function
+    import numba
+
+    kept = {k: v for k, v in options.items() if k not in {"nopython", "boundscheck"}}
+    return numba.njit(boundscheck=True, **kept)(function.py_func)
 
 
 def compare_runs(original: Callable[..., Any], transformed: Callable[..., Any], program: Any,
                  inputs: dict[str, Any], sizes: dict[str, int],
-                 length: int | None = None) -> Verification:
+                 length: int | None = None, supplier: Supplier | None = None
+                 ) -> Verification:
     """Run both functions on their own copies of ``inputs`` and compare every array argument
     and the return value (a reordered reduction within its tolerance; ``length``: the
     longest chain of float operations the transformed code may round differently, where
-    that is not only the program's reordered reductions)."""
+    that is not only the program's reordered reductions). ``supplier``: where the inputs
+    came from (None: loclab), for the message where the original fails on them."""
     chosen = dict(sizes)
     expected_args = _copies(inputs)
     actual_args = _copies(inputs)
-    expected = _call(original, program, expected_args, "the original")
-    actual = _call(transformed, program, actual_args, "the transformed function")
+    try:
+        expected = run(original, program, expected_args)
+    except Exception as err:
+        raise original_failed(err, program, chosen, supplier) from None
+    try:
+        actual = run(transformed, program, actual_args)
+    except Exception as err:
+        raise VerificationError(f"the transformed function fails where the original does "
+                                f"not (a bug in loclab: please report it): "
+                                f"{describe(err)}") from None
     length = reordered_length(program, chosen) if length is None else length
     compared = [compare_outputs(name, expected_args[name], actual_args[name], length)
                 for name in expected_args if isinstance(expected_args[name], np.ndarray)]
@@ -138,19 +191,47 @@ def compare_runs(original: Callable[..., Any], transformed: Callable[..., Any], 
     return Verification(chosen, tuple(compared))
 
 
-def argument_names(program: Any) -> list[str]:
-    """The function's parameters, in order (how its inputs, a dict by name, are passed)."""
-    return [a.arg for a in program.syntax.function.args.args]
-
-
-def _call(function: Callable[..., Any], program: Any, args: dict[str, Any],
-          who: str) -> Any:
+def run(function: Callable[..., Any], program: Any, args: Mapping[str, Any]) -> Any:
+    """Call ``function`` with ``args`` (by parameter name), what it prints on stderr; what it
+    raises, raised (Numba's parallel code wraps it in a SystemError: unwrapped)."""
     try:
         with printing_to_stderr():
             return function(*[args[n] for n in argument_names(program)])
-    except Exception as err:
-        raise VerificationError(f"{who} failed at these sizes: {type(err).__name__}: "
-                                f"{err}") from None
+    except SystemError as err:
+        raise unwrapped(err) from None
+
+
+def unwrapped(err: BaseException) -> BaseException:
+    """What Numba's parallel code raised, where it wraps it in a SystemError ("returned a
+    result with an exception set")."""
+    if isinstance(err, SystemError) and isinstance(err.__cause__, Exception):
+        return err.__cause__
+    return err
+
+
+def describe(err: BaseException) -> str:
+    """An exception in one line, its type named."""
+    err = unwrapped(err)
+    return f"{type(err).__name__}: {(str(err).splitlines() or [''])[0]}"
+
+
+def original_failed(err: BaseException, program: Any, sizes: Mapping[str, int],
+                    supplier: Supplier | None) -> OriginalFailed:
+    """The error for the original failing on its inputs, blamed where it belongs."""
+    err = unwrapped(err)
+    at = sizes_text(sizes)
+    if supplier is not None:
+        return OriginalFailed(f"the original fails on the inputs from --inputs "
+                              f"{supplier_name(supplier)} at {at}: {describe(err)}")
+    failed = f"the original fails on loclab's random inputs at {at}: {describe(err)}"
+    if isinstance(err, IndexError):
+        unsized = unsized_subscripts(program, sizes)
+        blame = (f"loclab could not size {', '.join(unsized)}, which depend on data"
+                 if unsized else "loclab sized the arrays wrong (a bug in loclab)")
+        return OriginalFailed(f"{failed}: {blame}: give sizes with --param or the inputs "
+                              "with --inputs MODULE.py::FUNC")
+    return OriginalFailed(f"{failed}: it may need valid inputs: give them with --inputs "
+                          "MODULE.py::FUNC")
 
 
 @contextlib.contextmanager
@@ -169,7 +250,7 @@ def printing_to_stderr() -> Iterator[None]:
         os.close(saved)
 
 
-def _copies(inputs: dict[str, Any]) -> dict[str, Any]:
+def _copies(inputs: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in inputs.items()}
 
 
@@ -185,7 +266,7 @@ def compare_outputs(name: str, expected: np.ndarray, actual: np.ndarray, length:
     if length == 0 or expected.dtype.kind != "f":
         return Compared(name, tuple(expected.shape), True, error, 0.0, error == 0.0)
     scale = float(np.max(np.abs(finite[0]), initial=0.0))
-    tolerance = 8 * length * np.finfo(expected.dtype).eps * max(scale, 1.0)
+    tolerance = float(8 * length * np.finfo(expected.dtype).eps * max(scale, 1.0))
     return Compared(name, tuple(expected.shape), error == 0.0, error, tolerance,
                     error <= tolerance)
 
@@ -202,173 +283,3 @@ def reordered_length(program: Any, sizes: dict[str, int]) -> int:
 
 def _depth(node: Any) -> int:
     return 1 + max((_depth(c) for c in node.body if hasattr(c, "body")), default=0)
-
-
-# -- sizes and inputs -------------------------------------------------------------------------
-def choose_sizes(program: Any, given: dict[str, int],
-                 fits: Callable[[dict[str, int]], bool] = lambda sizes: True) -> dict[str, int]:
-    """Sizes for every parameter: the given ones, else defaults small enough to run fast
-    (and, with ``fits``, that the function's declarations allow)."""
-    parameters = list(program.nest.parameters)
-    unknown = sorted(set(given) - set(parameters))
-    if unknown:
-        raise UsageError(f"--param {unknown[0]}: {program.nest.name} has no size "
-                         f"{unknown[0]} (sizes: {', '.join(parameters) or 'none'})")
-    for name, value in given.items():
-        if value < 0:
-            raise UsageError(f"--param {name}={value}: sizes are never negative")
-    free = [p for p in parameters if p not in given]
-    for start in range(len(DEFAULT_SIZES)):
-        candidate = dict(given)
-        for k, name in enumerate(free):
-            candidate[name] = DEFAULT_SIZES[min(start + k, len(DEFAULT_SIZES) - 1)]
-        if not free or (instances(program, candidate) <= MAX_INSTANCES and fits(candidate)):
-            return {p: candidate[p] for p in parameters}
-    return {p: candidate[p] for p in parameters}
-
-
-def instances(program: Any, sizes: dict[str, int]) -> int:
-    """How many statement instances a run has at most: per statement, the volume of the box
-    around its iteration domain (counting the points one by one is slower than the run)."""
-    import islpy as isl
-
-    from loclab.deps.model import Model
-
-    model = Model(program.nest, sizes)
-    total = 0
-    for statement in program.nest.statements:
-        domain = isl.Set(model.domain_set(statement))
-        if domain.is_empty():
-            continue
-        if not domain.is_bounded():
-            return MAX_INSTANCES + 1
-        volume = 1
-        for dim in range(domain.dim(isl.dim_type.set)):
-            low = _extreme(domain, dim, minimum=True)
-            high = _extreme(domain, dim, minimum=False)
-            volume *= (high - low + 1) if low is not None and high is not None else 1
-        total += volume
-    return total
-
-
-def make_inputs(program: Any, sizes: dict[str, int]) -> dict[str, Any]:
-    """Random arguments that fit every access of the function at these sizes."""
-    from loclab.deps.model import Model
-
-    model = Model(program.nest, sizes)
-    rng = np.random.default_rng(SEED)
-    names = [a.arg for a in program.syntax.function.args.args]
-    variables = {v.name: v for v in program.nest.variables if v.is_argument}
-    index_arrays = _index_names(program)
-    largest = max(sizes.values(), default=8)
-    shapes = access_shapes(program, model, largest)
-    out: dict[str, Any] = {}
-    for name in names:
-        if name in sizes:
-            out[name] = sizes[name]
-        elif name in variables and variables[name].is_array:
-            shape = shapes.get(variables[name].key, (largest,))
-            if name in index_arrays:
-                out[name] = rng.integers(0, max(1, largest), size=shape).astype(np.int64)
-            elif _only_written(program, variables[name]):
-                out[name] = np.full(shape, np.nan)
-            else:
-                out[name] = rng.uniform(0.5, 1.5, size=shape)
-        else:
-            out[name] = float(rng.uniform(0.5, 1.5))
-    return _with_shapes(program, out, sizes)
-
-
-def _with_shapes(program: Any, inputs: dict[str, Any], sizes: dict[str, int]) -> dict[str, Any]:
-    """Sizes written ``len(A)`` or ``A.shape[k]`` are the arrays' own: make them agree."""
-    for parameter, value in sizes.items():
-        if parameter.startswith("len(") and parameter[4:-1] in inputs:
-            array = inputs[parameter[4:-1]]
-            inputs[parameter[4:-1]] = _resized(array, 0, value)
-        elif ".shape[" in parameter:
-            name, rest = parameter.split(".shape[")
-            if name in inputs:
-                inputs[name] = _resized(inputs[name], int(rest.rstrip("]")), value)
-    return inputs
-
-
-def _resized(array: np.ndarray, axis: int, length: int) -> np.ndarray:
-    if axis >= array.ndim:
-        return array
-    shape = list(array.shape)
-    if shape[axis] >= length:
-        return np.take(array, range(length), axis=axis).copy()
-    shape[axis] = length
-    grown = np.resize(array, shape)
-    return grown
-
-
-def access_shapes(program: Any, model: Any, largest: int) -> dict[str, tuple[int, ...]]:
-    """Per argument array, the largest subscript plus one in each dimension."""
-    import islpy as isl
-
-    shapes: dict[str, list[int]] = {}
-    for statement in program.nest.statements:
-        for access in statement.accesses:
-            variable = access.variable
-            if not (variable.is_array and variable.is_argument):
-                continue
-            rank = len(access.subscripts)
-            current = shapes.setdefault(variable.key, [0] * rank)
-            if len(current) != rank:
-                continue
-            relation = isl.Map(model.access_relation(statement, access)).range()
-            for dim in range(rank):
-                if not relation.is_bounded() and access.subscripts[dim] is None:
-                    current[dim] = max(current[dim], largest)
-                    continue
-                low = _extreme(relation, dim, minimum=True)
-                high = _extreme(relation, dim, minimum=False)
-                if low is None or high is None:
-                    current[dim] = max(current[dim], largest)
-                    continue
-                if low < 0:
-                    raise UsageError(f"{access.text} at line {statement.line} reads index "
-                                     f"{low} at these sizes; loclab takes subscripts as "
-                                     "written (no wrap-around): choose sizes with --param")
-                current[dim] = max(current[dim], high + 1)
-    return {key: tuple(max(1, d) for d in dims) for key, dims in shapes.items()}
-
-
-def _extreme(relation: Any, dim: int, minimum: bool) -> int | None:
-    import islpy as isl
-
-    projected = relation.project_out(isl.dim_type.set, dim + 1,
-                                     relation.dim(isl.dim_type.set) - dim - 1)
-    projected = projected.project_out(isl.dim_type.set, 0, dim)
-    if projected.is_empty() or not projected.is_bounded():
-        return None
-    value = projected.lexmin() if minimum else projected.lexmax()
-    point = value.sample_point()
-    return int(point.get_coordinate_val(isl.dim_type.set, 0).to_python())
-
-
-def _index_names(program: Any) -> set[str]:
-    """Arrays whose values are used as subscripts (directly or through a scalar)."""
-    import ast
-
-    function = program.syntax.function
-    inside: set[str] = set()
-    for node in ast.walk(function):
-        if isinstance(node, ast.Subscript):
-            inside |= {n.id for n in ast.walk(node.slice) if isinstance(n, ast.Name)}
-    scalars_from: dict[str, set[str]] = {}
-    for node in ast.walk(function):
-        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
-            scalars_from[node.targets[0].id] = {
-                n.value.id for n in ast.walk(node.value)
-                if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name)}
-    names = set(inside)
-    for name in inside:
-        names |= scalars_from.get(name, set())
-    return names
-
-
-def _only_written(program: Any, variable: Any) -> bool:
-    accesses = [a for s in program.nest.statements for a in s.accesses if a.variable is variable]
-    return bool(accesses) and all(a.write for a in accesses)

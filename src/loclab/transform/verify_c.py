@@ -13,6 +13,7 @@ are compared as for Python (:mod:`loclab.transform.verify`).
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import shutil
 import subprocess
@@ -23,9 +24,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from loclab.errors import UsageError
-from loclab.transform.verify import (SEED, Verification, VerificationError, access_shapes,
-                                     choose_sizes, compare_outputs, printing_to_stderr,
-                                     reordered_length)
+from loclab.transform.inputs import (SEED, access_shapes, check_footprint, check_work,
+                                     choose_sizes, index_bounds)
+from loclab.transform.verify import (MAX_COMPILED_INSTANCES, Verification, VerificationError,
+                                     compare_outputs, printing_to_stderr, reordered_length)
 
 if TYPE_CHECKING:
     from loclab.transform import Transformed
@@ -67,27 +69,8 @@ def verify_c(result: "Transformed", sizes: dict[str, int]) -> Verification:
     if missing:
         raise UsageError(f"--verify: the size {missing[0]} is not a parameter of "
                          f"{result.name}; define it with -D {missing[0]}=VALUE")
-    model = Model(program.nest, chosen)
-    largest = max(chosen.values(), default=8)
-    shapes = access_shapes(program, model, largest)
-    rng = np.random.default_rng(SEED)
-    arguments: dict[str, Any] = {}
-    for name, kind, pointer in parameters:
-        dtype, _ = _c_type(kind, name)
-        if pointer:
-            variable = variables.get(name)
-            shape = _declared(variable, chosen) or shapes.get(
-                variable.key if variable else name, (largest,))
-            if np.issubdtype(dtype, np.integer):
-                arguments[name] = rng.integers(0, max(1, largest), size=shape).astype(dtype)
-            else:
-                arguments[name] = rng.uniform(0.5, 1.5, size=shape).astype(dtype)
-        elif name in chosen:
-            arguments[name] = chosen[name]
-        elif np.issubdtype(dtype, np.integer):
-            arguments[name] = int(rng.integers(1, 8))
-        else:
-            arguments[name] = float(rng.uniform(0.5, 1.5))
+    check_work(program, chosen, MAX_COMPILED_INSTANCES, "compiled")
+    arguments = _arguments(program, parameters, chosen)
     with tempfile.TemporaryDirectory(prefix="loclab-verify-") as scratch:
         origin = result.origin
         flags = _flags(origin)
@@ -111,6 +94,42 @@ def verify_c(result: "Transformed", sizes: dict[str, int]) -> Verification:
         compared.append(compare_outputs("return value", np.asarray(expected_value, dtype),
                                         np.asarray(actual_value, dtype), length))
     return Verification(chosen, tuple(compared))
+
+
+def _arguments(program: Any, parameters: list[tuple[str, str, bool]],
+               sizes: dict[str, int]) -> dict[str, Any]:
+    """The C function's arguments at ``sizes``: an array parameter a NumPy array of its
+    element type, shaped as declared or as far as the loops reach (an index array's values
+    below the extent it indexes), a size the size, other scalars random values."""
+    from loclab.deps.model import Model
+
+    variables = {v.name: v for v in program.nest.variables if v.is_argument}
+    largest = max(sizes.values(), default=8)
+    reached = access_shapes(program, Model(program.nest, sizes), largest)
+    shapes = {name: _declared(variables.get(name), sizes) or reached.get(
+        variables[name].key if name in variables else name, (largest,))
+        for name, _, pointer in parameters if pointer}
+    dtypes = {name: _c_type(kind, name)[0] for name, kind, pointer in parameters if pointer}
+    check_footprint(sum(math.prod(shape) * np.dtype(dtypes[name]).itemsize
+                        for name, shape in shapes.items()), sizes, copies=3)
+    bounds = index_bounds(program, {variables[name].key: shape
+                                    for name, shape in shapes.items() if name in variables})
+    rng = np.random.default_rng(SEED)
+    arguments: dict[str, Any] = {}
+    for name, kind, pointer in parameters:
+        dtype, _ = _c_type(kind, name)
+        if pointer and np.issubdtype(dtype, np.integer):
+            top = bounds.get(name, largest)
+            arguments[name] = rng.integers(0, max(1, top), size=shapes[name]).astype(dtype)
+        elif pointer:
+            arguments[name] = rng.uniform(0.5, 1.5, size=shapes[name]).astype(dtype)
+        elif name in sizes:
+            arguments[name] = sizes[name]
+        elif np.issubdtype(dtype, np.integer):
+            arguments[name] = int(rng.integers(1, 8))
+        else:
+            arguments[name] = float(rng.uniform(0.5, 1.5))
+    return arguments
 
 
 def _return_type(function: Any) -> Any:

@@ -3,7 +3,7 @@
 One JSON file (``$LOCLAB_TUNING_CACHE``, else ``$XDG_CACHE_HOME/loclab/tuning.json``, else
 ``~/.cache/loclab/tuning.json``), shared by ``loclab tune`` (writes) and ``loclab run`` (reads)::
 
-    {"format": 1,
+    {"loclab": "0.1.0", "format": 1,
      "entries": {"NVIDIA H200": {"mmm/gpu-register-tiled": {"k=4096 m=4096 n=4096": {
          "dims": {"m": 4096, "n": 4096, "k": 4096}, "params": {"T": 16, "R": 4},
          "median_s": 0.0021, "strategy": "local", "evaluated": 23,
@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -146,24 +145,19 @@ def check_is_cache(path: Path) -> None:
 
 def store(path: Path, device: str, case: str, variant: str, entry: Entry) -> None:
     """Add or replace one entry, keeping every other: read again just before writing (another
-    tune may have stored meanwhile), write a temporary file beside the cache, rename it over.
-    A reader sees the old file or the new one, never half of one; a file that is not a tuning
-    cache is never replaced (UsageError)."""
+    tune may have stored meanwhile), then replace the file whole (``outputs.replace_file``: a
+    reader sees the old file or the new one, never half of one; a link to the cache stays a
+    link). A file that is not a tuning cache is never replaced (UsageError)."""
+    from loclab import __version__
+    from loclab.outputs import JSON_MARK, replace_file
+
     entries = read(path).entries
     entries.setdefault(device, {}).setdefault(f"{case}/{variant}", {})[
         size_key(entry["dims"])] = entry
-    text = json.dumps({"format": FORMAT, "entries": entries}, indent=2) + "\n"
+    text = json.dumps({JSON_MARK: __version__, "format": FORMAT, "entries": entries},
+                      indent=2) + "\n"
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp",
-                                             dir=path.parent)
-        try:
-            with os.fdopen(handle, "w") as file:
-                file.write(text)
-            os.replace(temporary, path)
-        except BaseException:
-            os.unlink(temporary)
-            raise
+        replace_file(path, text.encode())
     except OSError as err:
         raise LoclabError(f"{path}: cannot write the tuning cache: "
                           f"{err.strerror or err}") from None

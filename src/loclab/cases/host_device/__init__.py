@@ -60,6 +60,8 @@ SIZES = {
 # One byte, sizes that are no multiple of a word, of a chunk or of the four chunks.
 TEST_DIMS = tuple({"bytes": size} for size in (1, 4097, 64 * KIB + 3, 2 * MIB + 5))
 
+# What runs instead of a kernel (the rows record none).
+COPIES_ONLY = "copies only: the driver and the copy engines move the bytes, no kernel runs"
 PAGEABLE_TO_DEVICE = Placement(inputs="pageable", output="device")
 PINNED_TO_DEVICE = Placement(inputs="pinned", output="device")
 DEVICE_TO_PAGEABLE = Placement(inputs="device", output="pageable")
@@ -85,24 +87,25 @@ CASE = Case(
     variants=(
         Variant("h2d-pageable", "gpu", "naive",
                 "cudaMemcpy from pageable host memory (staged by the driver; the host waits)",
-                lazy(GPU, "one_way"), placement=PAGEABLE_TO_DEVICE),
+                lazy(GPU, "one_way"), placement=PAGEABLE_TO_DEVICE, no_kernel=COPIES_ONLY),
         Variant("h2d-pinned", "gpu", "optimized",
                 "cudaMemcpyAsync from pinned host memory (a DMA by the copy engine)",
                 lazy(GPU, "one_way"), placement=PINNED_TO_DEVICE,
-                baseline="h2d-pageable"),
+                baseline="h2d-pageable", no_kernel=COPIES_ONLY),
         Variant("d2h-pageable", "gpu", "naive",
                 "cudaMemcpy to pageable host memory (staged by the driver; the host waits)",
-                lazy(GPU, "one_way"), placement=DEVICE_TO_PAGEABLE),
+                lazy(GPU, "one_way"), placement=DEVICE_TO_PAGEABLE, no_kernel=COPIES_ONLY),
         Variant("d2h-pinned", "gpu", "optimized",
                 "cudaMemcpyAsync to pinned host memory (a DMA by the copy engine)",
-                lazy(GPU, "one_way"), placement=DEVICE_TO_PINNED, baseline="d2h-pageable"),
+                lazy(GPU, "one_way"), placement=DEVICE_TO_PINNED, baseline="d2h-pageable",
+                no_kernel=COPIES_ONLY),
         Variant("round-trip-pinned", "gpu", "naive",
                 "pinned host memory to the device and back, one direction after the other",
-                lazy(GPU, "round_trip"), placement=PINNED_HOST),
+                lazy(GPU, "round_trip"), placement=PINNED_HOST, no_kernel=COPIES_ONLY),
         Variant("both-ways-pinned", "gpu", "optimized",
                 "the same round trip in chunks of up to 8 MiB on two streams: chunk i comes "
                 "back while chunk i + 1 goes in (the link is full duplex)",
                 lazy(GPU, "both_ways"), placement=PINNED_HOST,
-                baseline="round-trip-pinned"),
+                baseline="round-trip-pinned", no_kernel=COPIES_ONLY),
     ),
 )

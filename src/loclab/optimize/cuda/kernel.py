@@ -132,7 +132,9 @@ class KernelWriter:
         mapping = self.mapping
         if not mapping.grid:
             return [mapping.node]
-        inner = self.loops[id(mapping.order[-1])].body
+        innermost = max(mapping.order, key=lambda loop: loop.depth)  # as written: the band
+        # may be reordered (grid j over i: the thread runs i in the body of j)
+        inner = self.loops[id(innermost)].body
         for loop in reversed(mapping.order[len(mapping.grid):]):
             node = self.loops[id(loop)]
             inner = [ast.copy_location(ast.For(target=node.target, iter=node.iter, body=inner,
@@ -329,6 +331,26 @@ class KernelWriter:
             text = self._simple(node, translator)
             self.lines.append(f"{pad}if ({copy_.ok}) {text}" if guarded else f"{pad}{text}")
 
+    def _atomic(self, node: ast.stmt, translator: Translator) -> str | None:
+        """An update of an array the threads update together (``X[..] += v``, or ``X[..] =
+        X[..] + v`` as the frontend reads it too) as an atomic add; None for any other
+        statement."""
+        if isinstance(node, ast.AugAssign):
+            target = node.target
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+        else:
+            return None
+        if not (isinstance(target, ast.Subscript)
+                and subscript_parts(target)[0] in self.mapping.atomics):
+            return None
+        increment = _increment(node)
+        if increment is None:
+            raise translator.error(node, "an atomic update other than + and -")
+        sign, value = increment
+        return (f"loclab_atomic_add(&{translator.expr(target)}, "
+                f"{sign}({translator.expr(value)}));")
+
     def _uniform(self, node: ast.For, copies: list[_Copy]) -> bool:
         """Whether every copy runs the loop over the same values (then it is jammed)."""
         return len(copies) == 1 or not (_names([node.iter]) & set(copies[0].rename))
@@ -339,6 +361,9 @@ class KernelWriter:
                           f"{'  ' * depth}{{")
 
     def _simple(self, node: ast.stmt, translator: Translator) -> str:
+        atomic = self._atomic(node, translator)
+        if atomic is not None:
+            return atomic
         if isinstance(node, ast.Assign):
             value = translator.expr(node.value)
             if len(node.targets) == 1:
@@ -348,12 +373,6 @@ class KernelWriter:
             return f"{{ {first} = {value}; {rest} }}"
         if isinstance(node, ast.AugAssign):
             target, value = node.target, translator.expr(node.value)
-            if isinstance(target, ast.Subscript) and \
-                    subscript_parts(target)[0] in self.mapping.atomics:
-                if not isinstance(node.op, (ast.Add, ast.Sub)):
-                    raise translator.error(node, "an atomic update other than + and -")
-                sign = "-" if isinstance(node.op, ast.Sub) else ""
-                return f"loclab_atomic_add(&{translator.expr(target)}, {sign}({value}));"
             op = ast.BinOp(left=target, op=node.op, right=node.value)
             ast.copy_location(op, node)
             if isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.BitAnd, ast.BitOr,
@@ -382,47 +401,62 @@ class KernelWriter:
         promoted, copies = self._promote(node, copies, depth, guarded, runs)
         compare = "<" if step > 0 else ">"
         stages = [s for s in self.staged.values() if s.along == var]
-        if stages:
-            strip = self.strip
-            ahead = [s for s in stages if self._prefetched(s) is not None]
-            for stage in ahead:  # the first strip's share, into registers
-                self._prefetch(stage, depth, f"({low})", declare=True)
-            self.lines.append(f"{pad}for (I {var}0 = {low}; {var}0 < {high}; "
-                              f"{var}0 += {strip}) {{")
-            self.lines.append(f"{pad}  __syncthreads();")
-            for stage in stages:
-                if stage in ahead:
-                    self._store_prefetched(stage, depth + 1)
-                else:
-                    self._load(stage, depth + 1)
-            self.lines.append(f"{pad}  __syncthreads();")
-            if ahead:  # the next strip's loads are in flight while this one is computed
-                self.lines.append(f"{pad}  if ({var}0 + {strip} < ({high})) {{")
-                for stage in ahead:
-                    self._prefetch(stage, depth + 2, f"{var}0 + {strip}", declare=False)
-                self.lines.append(f"{pad}  }}")
-            # a whole strip has a constant trip count: unrolled, its shared-memory offsets
-            # become constants; the last, partial strip runs as a plain loop
-            self.inside.add(var)
-            self.lines.append(f"{pad}  if ({var}0 + {strip} <= ({high})) {{")
-            self.lines.append(f"{pad}    #pragma unroll")
-            self.lines.append(f"{pad}    for ({var} = {var}0; {var} < {var}0 + {strip}; "
-                              f"{var}++) {{")
-            self._hoisted_block(node.body, copies, depth + 3, guarded)
-            self.lines.append(f"{pad}    }}")
-            self.lines.append(f"{pad}  }} else {{")
-            self.lines.append(f"{pad}    for ({var} = {var}0; {var} < ({high}); {var}++) {{")
-            self.block(node.body, copies, depth + 3, guarded)
-            self.lines.append(f"{pad}    }}")
-            self.lines.append(f"{pad}  }}")
-            self.inside.discard(var)
+        if stages and any(self._prefetched(s) is not None for s in stages):
+            # the registers a strip is prefetched into, in a scope of their own: a sibling
+            # loop that stages the same array declares its own
+            self.lines.append(f"{pad}{{")
+            self._staged_loop(node, copies, depth + 1, guarded, low, high, stages)
             self.lines.append(f"{pad}}}")
+        elif stages:
+            self._staged_loop(node, copies, depth, guarded, low, high, stages)
         else:
             self.lines.append(f"{pad}for ({var} = {low}; {var} {compare} {high}; {var} += "
                               f"{step}) {{")
             self.block(node.body, copies, depth + 1, guarded)
             self.lines.append(f"{pad}}}")
         self._store(promoted, before, copies, depth, guarded, runs)
+
+    def _staged_loop(self, node: ast.For, copies: list[_Copy], depth: int, guarded: bool,
+                     low: str, high: str, stages: list[_Stage]) -> None:
+        """A loop along which arrays are staged in shared memory, strip by strip: each strip
+        loaded (or stored from the registers it was prefetched into a strip ahead), then
+        computed, a whole strip unrolled and the last, partial one as a plain loop."""
+        pad = "  " * depth
+        var = node.target.id  # type: ignore[attr-defined]
+        strip = self.strip
+        ahead = [s for s in stages if self._prefetched(s) is not None]
+        for stage in ahead:  # the first strip's share, into registers
+            self._prefetch(stage, depth, f"({low})", declare=True)
+        self.lines.append(f"{pad}for (I {var}0 = {low}; {var}0 < {high}; "
+                          f"{var}0 += {strip}) {{")
+        self.lines.append(f"{pad}  __syncthreads();")
+        for stage in stages:
+            if stage in ahead:
+                self._store_prefetched(stage, depth + 1)
+            else:
+                self._load(stage, depth + 1)
+        self.lines.append(f"{pad}  __syncthreads();")
+        if ahead:  # the next strip's loads are in flight while this one is computed
+            self.lines.append(f"{pad}  if ({var}0 + {strip} < ({high})) {{")
+            for stage in ahead:
+                self._prefetch(stage, depth + 2, f"{var}0 + {strip}", declare=False)
+            self.lines.append(f"{pad}  }}")
+        # a whole strip has a constant trip count: unrolled, its shared-memory offsets
+        # become constants; the last, partial strip runs as a plain loop
+        self.inside.add(var)
+        self.lines.append(f"{pad}  if ({var}0 + {strip} <= ({high})) {{")
+        self.lines.append(f"{pad}    #pragma unroll")
+        self.lines.append(f"{pad}    for ({var} = {var}0; {var} < {var}0 + {strip}; "
+                          f"{var}++) {{")
+        self._hoisted_block(node.body, copies, depth + 3, guarded)
+        self.lines.append(f"{pad}    }}")
+        self.lines.append(f"{pad}  }} else {{")
+        self.lines.append(f"{pad}    for ({var} = {var}0; {var} < ({high}); {var}++) {{")
+        self.block(node.body, copies, depth + 3, guarded)
+        self.lines.append(f"{pad}    }}")
+        self.lines.append(f"{pad}  }}")
+        self.inside.discard(var)
+        self.lines.append(f"{pad}}}")
 
     def _split(self, node: ast.For, copies: list[_Copy], depth: int, low: str,
                high: str) -> None:
@@ -869,6 +903,23 @@ def assigned(body: Sequence[ast.stmt]) -> set[str]:
                                                                              ast.Name):
             out.add(node.target.id)
     return out
+
+
+def _increment(node: ast.AugAssign | ast.Assign) -> tuple[str, ast.expr] | None:
+    """(sign, value) of ``X[..] += v``, ``X[..] -= v``, ``X[..] = X[..] + v``, ``X[..] =
+    v + X[..]`` or ``X[..] = X[..] - v``; None for any other update."""
+    if isinstance(node, ast.AugAssign):
+        if isinstance(node.op, (ast.Add, ast.Sub)):
+            return "-" if isinstance(node.op, ast.Sub) else "", node.value
+        return None
+    target, value = ast.unparse(node.targets[0]), node.value
+    if not isinstance(value, ast.BinOp) or not isinstance(value.op, (ast.Add, ast.Sub)):
+        return None
+    if ast.unparse(value.left) == target:
+        return "-" if isinstance(value.op, ast.Sub) else "", value.right
+    if isinstance(value.op, ast.Add) and ast.unparse(value.right) == target:
+        return "", value.left
+    return None
 
 
 def _loop_vars(body: Sequence[ast.stmt]) -> set[str]:

@@ -5,9 +5,9 @@ Each case is charted in its own metric (``loclab.report.metric``; ``bars``): GB/
 copy roof, GFlop/s against the fp32 peak and the library, or its unit per second against that
 unit's roof. A swept case also gets its time against the swept dimension (``sweep``), and a
 case whose rows compute in phases a chart of where their time goes (``phases``). The
-roofline (``roofline``) puts every timed row against its device's roofs, each point numbered
-and listed in a key, its numbers placed where they overlap nothing (``placement``). What the
-charts share (pyplot, fonts, colours, plain ticks) is in ``style``.
+roofline (``roofline``) puts every timed variant, at its largest size, against its device's
+roofs, each point numbered and listed in a key, its numbers placed where they overlap nothing
+(``placement``). What the charts share (pyplot, fonts, colours, plain ticks) is in ``style``.
 """
 
 from __future__ import annotations
@@ -52,6 +52,6 @@ def write_charts(document: dict[str, Any], directory: Path) -> list[tuple[str, s
             charts.append((f"{case}: where the time goes (copies, compute) against the ideal "
                            "and no-overlap times", name))
     save(roofline_figure(document), directory / "roofline.png")
-    charts.append(("Roofline: every timed row against its device's roofs (numbers: the key "
-                   "below each device)", "roofline.png"))
+    charts.append(("Roofline: every timed variant, at its largest size, against its device's "
+                   "roofs (numbers: the key below each device)", "roofline.png"))
     return charts

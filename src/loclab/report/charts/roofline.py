@@ -1,7 +1,8 @@
-"""Every timed row against its device's roofs, a row of panels per device: a strip of the
-rows that only move data (GB/s under the copy roof) beside the classic roofline (GFlop/s
-against flop/byte under the copy roof and the fp32 peak). Points are numbered and listed in a
-key beneath, since variants sharing an intensity would hide each other's labels."""
+"""Every timed variant against its device's roofs, at its largest size, a row of panels per
+device: a strip of the rows that only move data (GB/s under the copy roof) beside the classic
+roofline (GFlop/s against flop/byte under the copy roof and the fp32 peak). Points are
+numbered and listed in a key beneath, since variants sharing an intensity would hide each
+other's labels; the key gives the size of a case that ran at several."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from loclab.report.charts.placement import Spot, label_panel, level_spots, slope_spots
-from loclab.report.charts.points import Point, roofline_points
+from loclab.report.charts.points import Point, roofline_points, timed_rows
 from loclab.report.charts.style import (CASE_COLOURS, CASE_MARKERS, COLUMN_INCHES, DPI, FONT,
-                                        INVALID, SKIPPED, Figure, format_axis, pyplot)
+                                        INVALID, SKIPPED, Figure, Row, format_axis, pyplot)
 from loclab.report.charts.titles import device_title, size_text, varying
 from loclab.report.text import number
 
@@ -160,15 +161,19 @@ def _roof_texts(ax: Any, copy: float | None, peak: float | None) -> list[tuple[s
     return texts
 
 
-def _key(subfig: Any, points: list[Point], styles: dict[str, tuple[str, str]],
-         columns: int) -> None:
+def case_sizes(rows: list[Row]) -> dict[str, list[str]]:
+    """The dimensions that vary between the sizes each case of ``rows`` ran at (none where
+    it ran at one): what a key entry must name of its point's size."""
+    return {case: varying([row["size"] for row in rows if row["case"] == case])
+            for case in dict.fromkeys(row["case"] for row in rows)}
+
+
+def _key(subfig: Any, points: list[Point], sizes: dict[str, list[str]],
+         styles: dict[str, tuple[str, str]], columns: int) -> None:
     """Every point's number, case, variant, size and rate, with its marker: what no label on
     a crowded roofline could say."""
     from matplotlib.lines import Line2D
 
-    rows = [point.row for point in points]
-    sizes = {case: varying([row["size"] for row in rows if row["case"] == case])
-             for case in dict.fromkeys(row["case"] for row in rows)}
     handles = [Line2D([], [], marker=styles[point.row["case"]][0], linestyle="none",
                       color=styles[point.row["case"]][1], markersize=5,
                       markeredgecolor=INVALID if not point.row["valid"] else "black",
@@ -181,9 +186,9 @@ def _key(subfig: Any, points: list[Point], styles: dict[str, tuple[str, str]],
 
 
 def roofline_figure(document: dict[str, Any]) -> Figure:
-    """Every timed row against the roofs of its device, a row of panels per device: a strip
-    of rows that only move data (GB/s under the copy roof) beside the classic roofline, and
-    beneath them a key of the numbered points."""
+    """Every timed variant (at its largest size) against the roofs of its device, a row of
+    panels per device: a strip of rows that only move data (GB/s under the copy roof) beside
+    the classic roofline, and beneath them a key of the numbered points."""
     plt = pyplot()
     found = roofline_points(document)
     styles = _case_styles(document)
@@ -203,8 +208,8 @@ def roofline_figure(document: dict[str, Any]) -> Figure:
         _strip_panel(left, strip, copy, styles)
         _roofline_panel(right, roofline, copy, peak, styles)
         # in number order: the key is read alongside the points, strip and roofline mixed
-        _key(subfig, sorted(strip + roofline, key=lambda point: point.number), styles,
-             KEY_COLUMNS)
+        _key(subfig, sorted(strip + roofline, key=lambda point: point.number),
+             case_sizes(timed_rows(document, device)), styles, KEY_COLUMNS)
         subfig.suptitle(device_title(document, device), fontsize=FONT + 2)
         panels += [(left, strip, _strip_texts, copy, peak),
                    (right, roofline, _roof_texts, copy, peak)]

@@ -15,8 +15,13 @@ from loclab.deps.dependences import Dependence
 from loclab.deps.remedies import Remedies
 from loclab.errors import LoclabError, UsageError
 from loclab.transform.legality import Carried, Checker, Dependences, Violation
-from loclab.transform.recipe import Arg, LoopRef, Step
+from loclab.transform.recipe import Arg, LoopRef, Step, Unparsed
 from loclab.transform.tree import LoopNode, Node, Program, Reduction, Unit
+
+
+# The largest tile or strip, a C int: the emitted code adds it to a loop variable, where a
+# constant past 2^63 does not fit at all (nor compile) and one near it wraps.
+MAX_SIZE = 2**31 - 1
 
 
 class IllegalStep(LoclabError):
@@ -109,7 +114,8 @@ def find_loops(program: Program, ref: Arg, step: Step) -> list[LoopNode]:
     """The loops a step names: one, or the copies of one that unrolling made (its main and
     remainder loops, which share a name and line)."""
     if not isinstance(ref, LoopRef):
-        raise step.error(f"{ref!r} is not a loop (a name, or name@line)")
+        hint = ref.hint if isinstance(ref, Unparsed) else ""
+        raise step.error(f"{ref!r} is not a loop (a name, or name@line){hint}")
     loops = program.loops()
     matches = [n for n in loops if n.name == ref.var and ref.line in (None, n.line)]
     if ref.line is not None and len(matches) != 1:
@@ -144,11 +150,26 @@ def _opaque_reason(program: Program, loop: object) -> str:
     return "inside a block loclab cannot express"
 
 
-def size_argument(value: Arg, step: Step, what: str = "tile size") -> int:
+def require_distinct(nodes: list[LoopNode], step: Step) -> None:
+    """Refuse a step that names one loop twice (``tile(i=8, i@3=8)``), naming it."""
+    seen: set[int] = set()
+    for node in nodes:
+        if id(node) in seen:
+            raise step.error(f"names the loop {node.label} twice")
+        seen.add(id(node))
+
+
+def size_argument(value: Arg, step: Step, what: str = "tile size",
+                  limit: int = MAX_SIZE) -> int:
+    """A whole number from 1 to ``limit``, as the step's ``what``; anything else is an
+    error that says what it is (a bad size, not a loop)."""
     if isinstance(value, bool) or not isinstance(value, int):
+        hint = value.hint if isinstance(value, Unparsed) else ""
+        raise step.error(f"bad {what} {str(value)!r}: a whole number, e.g. 8{hint}")
+    if value < 1:
         raise step.error(f"{what} {value} must be a positive integer")
-    if value <= 0:
-        raise step.error(f"{what} {value} must be a positive integer")
+    if value > limit:
+        raise step.error(f"bad {what} {value}: loclab takes at most {limit:,}")
     return value
 
 
@@ -215,4 +236,7 @@ def no_keywords(step: Step) -> None:
 
 def expect_args(step: Step, low: int, high: int, usage: str) -> None:
     if not low <= len(step.args) <= high:
+        for arg in step.args:  # a comma left out joins two arguments: say so
+            if isinstance(arg, Unparsed) and arg.hint:
+                raise step.error(f"{arg!r} is not one argument{arg.hint}; usage {usage}")
         raise UsageError(f"{step}: usage {usage}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from loclab.transform.recipe import Step
 from loclab.transform.steps import (Applied, Context, band_of, expect_args, find_loop,
-                                    no_keywords, rebuild_band)
+                                    no_keywords, rebuild_band, require_distinct)
 from loclab.transform.tree import LoopNode, Program
 
 NAMES = ("interchange", "permute")
@@ -23,8 +23,7 @@ def apply(program: Program, step: Step, context: Context) -> Applied:
         expect_args(step, 2, 16, "permute(loop, loop, ...) (the new order, outermost first)")
     new = program.clone()
     nodes = [find_loop(new, ref, step) for ref in step.args]
-    if len({id(n) for n in nodes}) != len(nodes):
-        raise step.error("names one loop twice")
+    require_distinct(nodes, step)
     band = band_of(new, nodes, step)
     if step.name == "interchange":
         a, b = nodes

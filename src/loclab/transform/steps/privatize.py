@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from loclab.nest.ir import Loop, Variable
 from loclab.transform.recipe import LoopRef, Step
-from loclab.transform.steps import Applied, Context, IllegalStep, find_loop, no_keywords
+from loclab.transform.steps import (Applied, Context, IllegalStep, find_loop, no_keywords,
+                                    require_distinct)
 from loclab.transform.tree import Private, Program
 
 NAMES = ("privatize", "expand")
@@ -30,7 +31,9 @@ def apply(program: Program, step: Step, context: Context) -> Applied:
     if not around:
         raise step.error(f"no loop is around every use of {variable.name} in a loop (lines "
                          f"{', '.join(str(s.line) for s in uses)}): name the loop")
-    loops = [find_loop(new, ref, step).origin for ref in step.args[1:]]
+    nodes = [find_loop(new, ref, step) for ref in step.args[1:]]
+    require_distinct(nodes, step)
+    loops = [node.origin for node in nodes]
     for loop in loops:
         if loop not in around:
             raise step.error(f"{loop.var}@{loop.line} is not around every use of "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from loclab.transform.recipe import Step
 from loclab.transform.steps import (Applied, Context, band_of, find_loop, rebuild_band,
-                                    size_argument)
+                                    require_distinct, size_argument)
 from loclab.transform.steps.stripmine import stripmine
 from loclab.transform.tree import Program
 
@@ -19,11 +19,10 @@ NAMES = ("tile",)
 def apply(program: Program, step: Step, context: Context) -> Applied:
     if step.args or not step.keywords:
         raise step.error("usage tile(loop=size, ...), e.g. tile(i=32, j=32)")
+    sizes = [size_argument(size, step) for _, size in step.keywords]
     new = program.clone()
     points = [find_loop(new, ref, step) for ref, _ in step.keywords]
-    if len({id(n) for n in points}) != len(points):
-        raise step.error("names one loop twice")
-    sizes = [size_argument(size, step) for _, size in step.keywords]
+    require_distinct(points, step)
     band = band_of(new, points, step)
     if len(band) != len(points):
         between = ", ".join(n.label for n in band if n not in points)

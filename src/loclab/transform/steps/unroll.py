@@ -22,24 +22,32 @@ from loclab.transform.steps import (Applied, Context, expect_args, find_loops,
 from loclab.transform.tree import LoopNode, Node, Program, Unit
 
 NAMES = ("unroll",)
+MAX_FACTOR = 64  # past this, the copies would not fit in registers anyway
+MAX_COPIES = 128  # statements (copies included) an unrolled function may hold
 
 
 def apply(program: Program, step: Step, context: Context) -> Applied:
     expect_args(step, 2, 2, "unroll(loop, factor[, jam=True])")
     jam = False
     for key, option in step.keywords:
-        if key.var != "jam" or not isinstance(option, bool):
-            raise step.error(f"unknown option {key}={option} (unroll takes jam=True)")
+        if str(key) != "jam" or not isinstance(option, bool):
+            raise step.error(f"unknown option {key}={option} (unroll takes jam=True or "
+                             "jam=False)")
         jam = option
     new = program.clone()
     # A loop that an earlier unroll copied (its group and its remainder) is unrolled in
     # every copy: register tiling unrolls and jams two loops, the second inside both.
+    factor = size_argument(step.args[1], step, "unroll factor", MAX_FACTOR)
     nodes = find_loops(new, step.args[0], step)
-    factor = size_argument(step.args[1], step, "unroll factor")
     for node in nodes:
         if node.tile:
             raise step.error(f"{node.label} runs over tiles: unroll the loop over "
                              f"{node.origin.var} inside it")
+        trips = trip_count(node)
+        if trips is not None and factor > trips:
+            raise step.error(f"bad unroll factor {factor}: {node.label} runs only {trips} "
+                             "iterations")
+    _check_copies(new, nodes, factor, step)
     if factor == 1:
         return Applied(new, "unrolling by 1 changes nothing")
     for node in nodes:
@@ -51,6 +59,31 @@ def apply(program: Program, step: Step, context: Context) -> Applied:
                             "keeps its source first with the copies innermost")
     return Applied(new, f"unrolling {name} by {factor} keeps every iteration in its "
                         "place")
+
+
+def trip_count(node: LoopNode) -> int | None:
+    """The most iterations a loop runs, where its bounds are constants or a tile bounds it
+    (None: it depends on the sizes)."""
+    loop = node.origin
+    start, stop = (None if bound is None else bound.constant_value()
+                   for bound in (loop.start, loop.stop))
+    counts = [len(range(start, stop, loop.step))] if start is not None \
+        and stop is not None else []
+    if node.within is not None:
+        counts.append(node.within.tile)
+    return min(counts, default=None)
+
+
+def _check_copies(program: Program, nodes: list[LoopNode], factor: int, step: Step) -> None:
+    """Refuse an unrolling after which the function would hold more than MAX_COPIES
+    statements: generating and checking the code grows faster than their number (and
+    unrollings multiply: 8 by 8 holds 81 copies of a statement, with the remainders)."""
+    units = len(program.units())
+    copied = sum(1 for node in nodes for _ in node.units())
+    after = units + factor * copied
+    if after > MAX_COPIES:
+        raise step.error(f"unrolling by {factor} would turn {units} statements into "
+                         f"{after}: loclab makes at most {MAX_COPIES} (unroll by less)")
 
 
 def _unroll(program: Program, node: LoopNode, factor: int, jam: bool) -> None:

@@ -1,0 +1,472 @@
+"""``loclab optimize`` and ``loclab transform --verify`` on loop nests from outside the project
+(issue 31): arrays sized from what the accesses really touch, bounds-checked runs, failures
+blamed where they belong, the user's own inputs, sizes checked before anything is allocated
+or run, JSON that serializes, and a corpus of third-party-like kernels (tests/data/kernels/)
+each optimized or refused in one line."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from loclab.bench import timing
+from loclab.bench.timing import Budget
+from loclab.cli import main
+from loclab.errors import UsageError
+from loclab.optimize import optimize_file
+from loclab.transform import transform, transform_file
+from loclab.transform.inputs import choose_sizes, make_inputs, supplied_inputs
+from loclab.transform.verify import (OriginalFailed, VerificationError, bounds_checked,
+                                     compare_runs, verify)
+
+KERNELS = Path(__file__).parent / "data" / "kernels"
+QUICK = Budget(seconds=0.01, min_runs=2, max_runs=3)
+
+SQUARES = KERNELS / "squares.py"
+SCALED_INDEX = '''
+def scaled_gather(A, B, idx, N):
+    for i in range(N):
+        A[i] = B[2 * idx[i]]
+'''
+TOTAL = '''
+def total(A, N):
+    s = 0.0
+    for i in range(N):
+        s += A[i]
+    return s
+'''
+
+
+@pytest.fixture
+def quick_timing(monkeypatch):
+    """The command line times with ``loclab run``'s default budget: a hundredth of it."""
+    monkeypatch.setitem(timing.BUDGETS, "default", QUICK)
+
+
+def one_line(capsys) -> str:
+    return error_line(capsys.readouterr().err)
+
+
+def error_line(err: str) -> str:
+    """The one error line on stderr (after optimize's progress lines, if any)."""
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines and ": error: " in lines[-1], err
+    assert all(line.startswith("loclab optimize: ") and ": error: " not in line
+               for line in lines[:-1]), err
+    assert "Traceback" not in err
+    return lines[-1]
+
+
+def program_of(source: str, function: str, steps: str = "unroll(i, 2)"):
+    return transform(source, steps, function).program
+
+
+# --- 1. sizes from what the accesses touch; bounds-checked runs ----------------------------
+
+def test_a_non_affine_subscript_sizes_the_array_from_its_values():
+    program = transform_file(SQUARES, "scatter_squares", "unroll(i, 2)").program
+    inputs = make_inputs(program, {"N": 30})
+    assert inputs["A"].shape == (29 * 29 + 1,) and inputs["B"].shape == (30,)
+
+
+@pytest.mark.parametrize("subscript, extent", [
+    ("i ** 2", 81 + 1), ("i << 1", 18 + 1), ("abs(i - 7)", 7 + 1), ("int(i / 2)", 4 + 1),
+    ("(i - 3) * (i - 3) + i // 4", 36 + 2 + 1), ("min(i * i, 40)", 40 + 1)])
+def test_subscripts_isl_cannot_bound_are_evaluated(subscript, extent):
+    source = f"def f(A, B, N):\n    for i in range(N):\n        A[{subscript}] = B[i]\n"
+    assert make_inputs(program_of(source, "f"), {"N": 10})["A"].shape == (extent,)
+
+
+def test_an_index_array_holds_values_within_the_extent_it_indexes():
+    source = ("def gather(A, idx, out):\n    for i in range(len(idx)):\n"
+              "        out[i] = A[idx[i]]\n    for j in range(len(A)):\n"
+              "        A[j] = 2.0 * A[j]\n")
+    program = program_of(source, "gather")
+    inputs = make_inputs(program, choose_sizes(program, {"len(A)": 3}))
+    assert inputs["A"].shape == (3,) and inputs["idx"].max() < 3 < len(inputs["idx"])
+    assert transform(source, "unroll(i, 2)", "gather").verify(**{"len(A)": 3}).ok
+
+
+def test_a_c_index_array_holds_values_within_the_declared_extent(tmp_path):
+    from loclab.transform.verify_c import _arguments, _parameters
+
+    path = tmp_path / "gather.c"
+    path.write_text("void gather(int n, int m, double a[m], int idx[n], double out[n]) {\n"
+                    "    for (int i = 0; i < n; i++)\n        out[i] = a[idx[i]];\n}\n")
+    program = transform_file(path, "gather", "unroll(i, 2)").program
+    arguments = _arguments(program, _parameters(program.syntax.function), {"n": 40, "m": 3})
+    assert arguments["a"].shape == (3,) and arguments["idx"].max() < 3
+
+
+def test_numba_runs_that_verify_are_bounds_checked():
+    import numba
+
+    @numba.njit
+    def past_the_end(A, N):
+        for i in range(N + 1):
+            A[i] = 1.0
+
+    with pytest.raises(IndexError):
+        bounds_checked(past_the_end)(np.zeros(4), 4)
+
+
+def test_the_transformed_function_failing_where_the_original_does_not_is_a_bug():
+    program = program_of(TOTAL, "total")
+
+    def broken(A, N):
+        return A[N]
+
+    def original(A, N):
+        return float(A.sum())
+
+    with pytest.raises(VerificationError, match="a bug in loclab"):
+        compare_runs(original, broken, program, {"A": np.ones(5), "N": 5}, {"N": 5})
+
+
+def test_optimize_runs_a_non_affine_subscript_instead_of_crashing(tmp_path):
+    result = optimize_file(SQUARES, "scatter_squares", params={"N": 40}, tune=False,
+                           timing=QUICK, tuning_cache=tmp_path / "t.json")
+    assert result.verification.ok and result.check.valid
+    assert result.verification.compared[0].shape == (36 * 36 + 1,)
+
+
+# --- 2. the original failing on loclab's inputs is loclab's sizing, said so -----------------
+
+def test_transform_verify_of_a_non_affine_subscript_verifies(capsys):
+    assert main(["transform", f"{SQUARES}::scatter_squares", "--apply", "unroll(i, 2)",
+                 "--verify", "--param", "N=20"]) == 0
+    assert "verified at N=20: A (362): equal" in capsys.readouterr().err
+
+
+def test_a_subscript_that_depends_on_data_is_named_when_the_sizing_fails(tmp_path, capsys):
+    path = tmp_path / "scaled.py"
+    path.write_text(SCALED_INDEX)
+    assert main(["transform", f"{path}::scaled_gather", "--apply", "unroll(i, 2)",
+                 "--verify"]) == 2
+    line = one_line(capsys)
+    assert "the original fails on loclab's random inputs at N=37: IndexError" in line
+    assert "loclab could not size B[2 * idx[i]] (scaled.py:4)" in line
+    assert "--param" in line and "--inputs" in line
+
+
+# --- 3. JSON of real runs --------------------------------------------------------------------
+
+def test_optimize_json_serializes_a_run_compared_within_a_tolerance(tmp_path, capsys,
+                                                                     quick_timing):
+    path = tmp_path / "total.py"
+    path.write_text(TOTAL)
+    # Without tuning the most ambitious recipe is kept: the parallel sum, compared within a
+    # tolerance (a tuned run may keep the sequential one where it measures faster).
+    assert main(["optimize", f"{path}::total", "--param", "N=5000", "--json", "--no-tune",
+                 "--tuning-cache", str(tmp_path / "tuning.json")]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["verification"]["ok"]
+    returned = document["verification"]["compared"][-1]
+    assert returned["name"] == "return value" and returned["tolerance"] > 0
+    assert document["timing"]["restored"] is False
+
+
+def test_transform_json_serializes_a_verification_within_a_tolerance(tmp_path, capsys):
+    path = tmp_path / "total.py"
+    path.write_text(TOTAL)
+    assert main(["transform", f"{path}::total", "--apply", "parallel(i)", "--emit", "numba",
+                 "--verify", "--json"]) == 0
+    verification = json.loads(capsys.readouterr().out)["verification"]
+    assert verification["ok"] and verification["compared"][0]["tolerance"] > 0
+    assert verification["compared"][0]["exact"] in (True, False)
+
+
+# --- 4. inputs the function needs ------------------------------------------------------------
+
+def test_a_kernel_that_needs_valid_inputs_points_to_inputs(capsys, quick_timing):
+    assert main(["optimize", f"{KERNELS / 'cholesky.py'}::cholesky", "--no-tune",
+                 "--param", "N=20"]) == 2
+    line = one_line(capsys)
+    assert "the original fails on loclab's random inputs" in line
+    assert "ValueError: math domain error" in line and "--inputs MODULE.py::FUNC" in line
+
+
+def test_the_users_inputs_are_used_to_verify(capsys):
+    cholesky = KERNELS / "cholesky.py"
+    assert main(["transform", f"{cholesky}::cholesky", "--apply", "unroll(k@12, 2)",
+                 "--verify", "--param", "N=9", "--inputs", f"{cholesky}::inputs"]) == 0
+    assert "verified at N=9" in capsys.readouterr().err
+
+
+def test_inputs_in_the_api_as_a_tuple_in_parameter_order(tmp_path):
+    def positive_definite(N):
+        b = np.random.default_rng(0).uniform(0, 1, (N, N))
+        return b @ b.T + N * np.eye(N), N
+
+    result = optimize_file(KERNELS / "cholesky.py", "cholesky", params={"N": 24},
+                           tune=False, timing=QUICK, tuning_cache=tmp_path / "t.json",
+                           inputs=positive_definite)
+    assert result.verification.ok and result.check.valid
+
+
+def short_arrays(N):
+    """One element short of what the loop reads."""
+    return {"A": np.ones(N - 1)}
+
+
+def test_the_original_failing_on_the_users_inputs_is_their_error():
+    result = transform(TOTAL, "unroll(i, 2)", "total")
+    with pytest.raises(OriginalFailed, match=r"the original fails on the inputs from --inputs "
+                                             r"test_optimize_hardening.py::short_arrays at "
+                                             r"N=37: IndexError"):
+        verify(result, {}, inputs=short_arrays)
+
+
+@pytest.mark.parametrize("returned, message", [
+    ([1.0], "returned list: called with each size as a keyword argument"),
+    ({"A": np.ones(5), "B": 1}, "returned B, which is no parameter of total (A, N)"),
+    ({"N": 5}, "returned no A"),
+    ({"A": np.ones(5), "N": 4}, "returned N=4 at N=5"),
+    ({"A": [1.0] * 5}, "returned A as list: arrays are NumPy arrays")])
+def test_the_inputs_contract_is_checked(returned, message):
+    program = program_of(TOTAL, "total")
+    with pytest.raises(UsageError, match=re.escape(message)):
+        supplied_inputs(program, lambda N: returned, {"N": 5})
+
+
+def test_the_users_inputs_function_failing_is_one_line():
+    def broken(N):
+        raise RuntimeError("no data")
+
+    with pytest.raises(UsageError, match="--inputs .*broken failed at N=5: RuntimeError: "
+                                         "no data"):
+        supplied_inputs(program_of(TOTAL, "total"), broken, {"N": 5})
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("nope.py::f", "no such file: nope.py"), ("inputs.py", "expected MODULE.py::FUNCTION"),
+    ("{kernels}/lu.py::nothing", "defines no function nothing")])
+def test_a_bad_inputs_option_is_one_line_and_exit_2(spec, message, capsys):
+    assert main(["optimize", f"{KERNELS / 'lu.py'}::lu", "--inputs",
+                 spec.format(kernels=KERNELS)]) == 2
+    assert message in one_line(capsys)
+
+
+def test_c_is_verified_on_loclabs_inputs_only(capsys):
+    assert main(["transform", "examples/loops.c::three_loops_1", "--apply", "unroll(i, 2)",
+                 "--verify", "--inputs", f"{KERNELS / 'lu.py'}::inputs"]) == 2
+    assert "--inputs: C functions are verified on loclab's inputs only" in one_line(capsys)
+
+
+def test_transform_inputs_needs_verify(capsys):
+    assert main(["transform", f"{KERNELS / 'lu.py'}::lu", "--apply", "unroll(k@10, 2)",
+                 "--inputs", f"{KERNELS / 'lu.py'}::inputs"]) == 2
+    assert "--inputs gives the inputs of --verify: add --verify" in one_line(capsys)
+
+
+def test_a_function_that_fails_run_again_on_its_output_is_timed_on_fresh_inputs():
+    from loclab.optimize.measure import time_function
+
+    source = ("def drain(A, N):\n    for i in range(N):\n"
+              "        A[i] = float(A[i]) / float(A[i]) - 1.0\n")  # then 0 / 0
+    program = program_of(source, "drain")
+    namespace: dict = {}
+    exec(source, namespace)
+    timed = time_function(namespace["drain"], program, {"A": np.ones(8), "N": 8}, QUICK)
+    assert timed.restored and timed.summary.median > 0
+
+
+# --- 5. sizes checked up front ---------------------------------------------------------------
+
+@pytest.mark.parametrize("sizes, message", [
+    ({"N": 0}, "--param N=0: a size is a whole number of at least 1"),
+    ({"N": -1}, "--param N=-1: a size is a whole number of at least 1"),
+    ({"N": 10**12}, "at N=1000000000000 the function runs about 1e+12 statement instances"),
+])
+def test_optimize_refuses_sizes_it_cannot_run(sizes, message):
+    with pytest.raises(UsageError, match=message.replace("+", r"\+")):
+        optimize_file(KERNELS / "gather.py", "gather_add", params=sizes, tune=False)
+
+
+def test_planning_alone_takes_any_size_the_caller_can_run():
+    """A case's auto row plans at the case's own size, which the harness has checked (bmmm's
+    default runs 8.4e9 statement instances); only optimize's own timing is bounded."""
+    from loclab.optimize import plan
+
+    planned = plan(TOTAL, "total", params={"N": 2**34})
+    assert planned.sizes == {"N": 2**34}
+
+
+def test_optimize_grows_no_size_without_end(tmp_path):
+    from loclab.optimize.measure import timing_sizes
+
+    source = "def f(A, W):\n    for i in range(10):\n        A[i * W] = 1.0\n"
+    sizes = timing_sizes(program_of(source, "f"), {})
+    assert sizes["W"] <= 2**24
+
+
+@pytest.mark.parametrize("sizes, message", [
+    ({"N": 0}, "--param N=0: a size is a whole number of at least 1"),
+    ({"N": 10**9}, "at N=1000000000 the function runs about 1e+09 statement instances as "
+                   "Python"),
+])
+def test_transform_verify_refuses_sizes_it_cannot_run(sizes, message):
+    result = transform(TOTAL, "unroll(i, 2)", "total")
+    with pytest.raises(UsageError, match=message.replace("+", r"\+")):
+        result.verify(**sizes)
+
+
+def test_arrays_that_cannot_fit_in_memory_are_refused_before_they_are_allocated():
+    source = "def spread(A, N):\n    for i in range(3):\n        A[i * N] = 1.0\n"
+    result = transform(source, "unroll(i, 3)", "spread")
+    with pytest.raises(UsageError, match=r"at N=1000000000000 the function's arrays take "
+                                         r"1.49e\+04 GiB"):
+        result.verify(N=10**12)
+
+
+# --- 6. what is said, once, and when it takes a while ----------------------------------------
+
+def test_plans_refused_at_the_same_step_are_said_once():
+    from dataclasses import replace
+
+    from loclab.optimize import _nest_result, plan
+    from loclab.optimize.build import choose
+
+    recipes = Path(__file__).parent.parent / "examples" / "recipes.py"
+    found = plan(recipes.read_text(), "eliminating_war", filename=str(recipes),
+                 params={"N": 50})
+    chosen, _ = choose(found.code, found.plans)
+    refused = ((found.plans[0][-1], "permute(i, j) is illegal: D1"),) * 3
+    nest = _nest_result(replace(chosen[0], refused=refused), {}, False)
+    assert nest.refused == (("sequential", "permute(i, j) is illegal: D1"),)
+
+
+def test_why_numba_refuses_the_original_is_said_once():
+    from types import SimpleNamespace
+
+    from loclab.bench.stats import summarize
+    from loclab.optimize.explain import explain
+    from loclab.optimize.measure import Timing
+
+    why = "TypingError: Numba cannot type this"
+    result = SimpleNamespace(
+        file="f.py", function="f", target="cpu", nests=[], parallel=True, candidates=[],
+        tuning=None, recipe="parallel(i)", verification="verified at N=7: A (7): equal",
+        timing=Timing({"N": 64}, 2, summarize([1e-3] * 3), None, why),
+        notes=[f"the original does not run under Numba as written ({why}): nothing measured "
+               "to choose; verified against it as Python only"])
+    assert explain(result).count(why) == 1
+
+
+def test_a_long_verification_says_what_it_runs_first(monkeypatch, capsys):
+    from loclab.transform import verify as verifying
+
+    monkeypatch.setattr(verifying, "PYTHON_INSTANCES_PER_SECOND", 100)
+    assert main(["transform", f"{SQUARES}::scatter_squares", "--apply", "unroll(i, 2)",
+                 "--verify", "--param", "N=60"]) == 0
+    err = capsys.readouterr().err
+    assert ("loclab transform: verifying at N=60: about 60 statement instances as Python "
+            "(the original runs as written), about 1 s") in err
+
+
+# --- 7. a corpus of third-party-like kernels -------------------------------------------------
+
+FAST = "fast"
+CORPUS = [  # (file::function, sizes, inputs function or None, speed)
+    ("gather.py::gather_add", ["N=30"], None, FAST),
+    ("cholesky.py::cholesky", ["N=12"], "inputs", FAST),
+    ("squares.py::scatter_squares", ["N=30"], None, "slow"),
+    ("seidel_2d.py::seidel_2d", ["TSTEPS=2", "N=12"], None, "slow"),
+    ("gemm.py::gemm", ["NI=20", "NJ=24", "NK=28"], None, "slow"),
+    ("atax.py::atax", ["M=20", "N=24"], None, "slow"),
+    ("bicg.py::bicg", ["M=20", "N=24"], None, "slow"),
+    ("mvt.py::mvt", ["N=24"], None, "slow"),
+    ("gesummv.py::gesummv", ["N=24"], None, "slow"),
+    ("two_mm.py::two_mm", ["NI=12", "NJ=14", "NK=16", "NL=18"], None, "slow"),
+    ("jacobi_2d.py::jacobi_2d", ["TSTEPS=3", "N=20"], None, "slow"),
+    ("covariance.py::covariance", ["M=12", "N=16"], None, "slow"),
+    ("doitgen.py::doitgen", ["NR=6", "NQ=7", "NP=8"], None, "slow"),
+    ("lu.py::lu", ["N=20"], "inputs", "slow"),
+    ("lu.py::lu", ["N=20"], None, "slow"),
+    ("trmm.py::trmm", ["M=16", "N=20"], None, "slow"),
+]
+
+
+@pytest.mark.parametrize("target, sizes, inputs", [
+    pytest.param(target, sizes, inputs, id=f"{target}{'+inputs' if inputs else ''}",
+                 marks=[] if speed == FAST else [pytest.mark.slow])
+    for target, sizes, inputs, speed in CORPUS])
+def test_every_kernel_of_the_corpus_is_optimized_or_refused_in_one_line(
+        target, sizes, inputs, capsys, quick_timing):
+    file, _, function = target.partition("::")
+    argv = ["optimize", f"{KERNELS / file}::{function}", "--target", "cpu", "--no-tune",
+            "--json", *[word for size in sizes for word in ("--param", size)]]
+    if inputs:
+        argv += ["--inputs", f"{KERNELS / file}::{inputs}"]
+    code = main(argv)
+    captured = capsys.readouterr()
+    if code == 2:
+        assert "--inputs" in error_line(captured.err)
+        return
+    assert code == 0, captured.err
+    document = json.loads(captured.out)
+    assert document["verification"]["ok"] and document["check"]["valid"]
+    assert document["timing"]["optimized_s"] > 0
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+@pytest.mark.parametrize("target, sizes, written", [
+    # atax's second nest reads A in two loops one after the other, each staged in shared
+    # memory through registers a strip ahead: each loop declares its own; threads over i
+    # update y[j] (written y[j] = y[j] + ...) together: atomically
+    ("atax.py::atax", {"M": 200, "N": 240}, ("double p_A_0 =", "loclab_atomic_add(&y[j], ")),
+    # trmm's grid loop j is inside i as written: the thread runs i, and no loop over j
+    ("trmm.py::trmm", {"M": 50, "N": 60},
+     ("for (i = 0; i < M; i += 1) {\n        for (k =",))])
+def test_kernels_of_reordered_and_staged_nests_compile_for_the_gpu(target, sizes, written,
+                                                                    tmp_path):
+    from loclab.optimize import plan
+    from loclab.optimize.cuda import argument_types, gpu_plan
+
+    file, _, function = target.partition("::")
+    path = KERNELS / file
+    found = plan(path.read_text(), function, filename=str(path), params=sizes)
+    inputs = make_inputs(found.as_written.program, found.sizes)
+    cuda = gpu_plan(found).emit(*argument_types(inputs, list(sizes)))
+    assert all(fragment in cuda.source for fragment in written)
+    source = tmp_path / "kernels.cu"
+    keep = "".join(f"void* keep_{k.name} = (void*)&{k.name}<int>;\n" for k in cuda.kernels)
+    source.write_text(cuda.source + keep)
+    run = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-c", "-o", "/dev/null",
+                          str(source)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("target, sizes, inputs", [
+    ("squares.py::scatter_squares", ["N=300"], None),
+    ("gather.py::gather_add", ["N=3000"], None),
+    ("cholesky.py::cholesky", ["N=24"], "inputs"),
+    ("atax.py::atax", ["M=200", "N=240"], None), ("bicg.py::bicg", ["M=200", "N=240"], None),
+    ("trmm.py::trmm", ["M=50", "N=60"], None)])
+def test_kernels_of_the_corpus_are_optimized_for_the_gpu(target, sizes, inputs, capsys,
+                                                         quick_timing):
+    file, _, function = target.partition("::")
+    argv = ["optimize", f"{KERNELS / file}::{function}", "--target", "gpu", "--no-tune",
+            "--json", *[word for size in sizes for word in ("--param", size)]]
+    if inputs:
+        argv += ["--inputs", f"{KERNELS / file}::{inputs}"]
+    assert main(argv) == 0, capsys.readouterr().err
+    document = json.loads(capsys.readouterr().out)
+    assert document["verification"]["ok"] and document["check"]["valid"]
+
+
+def test_arrays_the_gpu_cannot_hold_are_refused_before_they_are_copied():
+    from loclab.optimize.gpu import check_device_memory
+
+    inputs = {"A": np.zeros((1024, 1024)), "N": 1024}
+    check_device_memory(inputs, {"N": 1024}, free=2**23)
+    with pytest.raises(UsageError, match=r"at N=1024 the function's arrays take 0.00781 GiB "
+                                         r"and 0.00391 GiB of GPU memory is free"):
+        check_device_memory(inputs, {"N": 1024}, free=2**22)
