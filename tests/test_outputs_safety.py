@@ -244,6 +244,19 @@ def test_an_edited_generated_file_is_replaced_only_with_force(kernel, tmp_path, 
     assert "# my note" not in out.read_text()
 
 
+def test_optimize_s_gpu_module_is_written_again_as_loclab_s_own(kernel, tmp_path, capsys):
+    """The GPU target writes a module of its own (``optimize.cuda.module``): its first line
+    is loclab's header too, so that a second ``-o`` replaces it and an edit is kept."""
+    out = tmp_path / "gpu.py"
+    command = ["optimize", f"{kernel}::kernel", "--target", "gpu", "--no-tune", "-o", str(out)]
+    assert main(command) == 0
+    assert out.read_text().startswith("# loclab optimize: kernel.py::kernel with ")
+    assert main(command) == 0
+    out.write_text(out.read_text() + "# my note\n")
+    capsys.readouterr()
+    refused(command, capsys, "was edited since loclab wrote it")
+
+
 def test_a_file_an_older_loclab_wrote_needs_force(kernel, tmp_path, capsys):
     out = tmp_path / "out.py"
     older = "# loclab transform: kernel.py::kernel with parallel(i)\nprint('edited?')\n"

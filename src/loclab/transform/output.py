@@ -19,16 +19,19 @@ from pathlib import Path
 from loclab.errors import UsageError
 from loclab.outputs import Place, check_apart, check_file, replace_file
 
-MARK = "loclab transform:"
+# The first line of every file loclab writes with -o starts so (``header``): transform's, and
+# optimize's GPU module (optimize's CPU code is transform's).
+MARKS = ("loclab transform:", "loclab optimize:")
 # The header's record of the body it was written with: 16 hex digits of its SHA-256 (a file
 # is compared with what loclab wrote, not guarded against forgery).
 DIGEST = re.compile(rb" \[body sha256 ([0-9a-f]{16})\]( \*/)?$")
 LONGEST_HEADER = 64 * 1024  # read no further for the header line of a file that has none
 
 
-def header(language: str, target: str, recipe: str) -> str:
-    """The first line of an emitted file."""
-    text = f"{MARK} {target} with {recipe}"
+def header(language: str, target: str, recipe: str, tool: str = "transform") -> str:
+    """The first line of an emitted file: which ``tool`` wrote it, from what, with what."""
+    text = f"loclab {tool}: {target} with {recipe}"
+    assert text.startswith(MARKS), tool
     return f"/* {text} */" if language == "c" else f"# {text}"
 
 
@@ -41,7 +44,7 @@ def check_output(path: Path, source: Path, *, force: bool = False,
     if path.is_file() and path.stat().st_size:
         with open(path, "rb") as file:
             first = file.readline(LONGEST_HEADER).rstrip(b"\r\n")
-            if MARK.encode() not in first:
+            if not any(mark.encode() in first for mark in MARKS):
                 raise UsageError(f"-o {path}: holds a file loclab did not write; name a new "
                                  "file")
             problem = _changed(first, file.read())

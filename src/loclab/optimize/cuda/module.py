@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -21,6 +22,7 @@ from loclab.nest.ir import Loop
 from loclab.optimize.cuda.kernel import Kernel, KernelWriter, assigned
 from loclab.optimize.cuda.mapping import Config, NestMapping
 from loclab.optimize.cuda.syntax import HELPERS, Typing, c_type, shape_of
+from loclab.transform.output import header
 
 GRID_LIMITS = (2**31 - 1, 65535, 65535)
 ALLOCATORS = {"empty", "zeros", "ones", "full"}
@@ -174,7 +176,10 @@ def _module_text(function: ast.FunctionDef, filename: str, kernels: Sequence[Ker
     scalar_types = "\n".join(
         f"_{k}_type = np.{np.dtype(scalars[k]).name}" for k in sorted(
             {s for kernel in kernels for s in kernel.scalars}))
-    return f'''"""{function.name} of {filename} for the GPU (loclab optimize --target gpu).
+    first = header("python", f"{Path(filename).name}::{function.name}",
+                   "its loop nests as CUDA kernels", tool="optimize")
+    return f'''{first}
+"""{function.name} of {filename} for the GPU (loclab optimize --target gpu).
 
 Call it with CuPy arrays (C-contiguous, of the dtypes below): every top-level loop nest is a
 kernel of SOURCE, launched in the function's order.
