@@ -63,7 +63,7 @@ def test_a_sum_of_thousands_of_terms_is_analyzed(tmp_path: Path, language: str,
     path = write(tmp_path, f"k.{suffix}", sum_of(1500, language))
     assert main(["analyze", str(path), "--json"]) == 0
     (analysis,) = json.loads(capsys.readouterr().out)
-    assert analysis["loops"][0]["parallel"] and len(analysis["dependences"]) == 0
+    assert analysis["loops"][0]["parallel_if_distinct"] and len(analysis["dependences"]) == 0
 
 
 @pytest.mark.parametrize("language, suffix", [("python", "py"), ("c", "c")])
@@ -98,7 +98,7 @@ def test_the_deep_stack_gives_back_results_errors_and_the_recursion_limit() -> N
 
 def test_a_transformed_sum_of_thousands_of_terms_is_emitted(tmp_path: Path) -> None:
     path = write(tmp_path, "k.py", sum_of(1500, "python"))
-    result = transform_file(path, None, "parallel(i)")
+    result = transform_file(path, None, "parallel(i)", assume_distinct=True)
     assert result.source.count("b[i]") == 1500
 
 
@@ -174,9 +174,9 @@ def pooled(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     started: list[int] = []
     in_pool = parallel._in_pool
 
-    def spy(nests: list, params: object, workers: int) -> object:
+    def spy(nests: list, params: object, workers: int, assume_distinct: bool) -> object:
         started.append(workers)
-        return in_pool(nests, params, workers)
+        return in_pool(nests, params, workers, assume_distinct)
 
     monkeypatch.setattr(parallel, "worker_count", lambda functions: 2)
     monkeypatch.setattr(parallel, "CHUNK", 1)
@@ -205,7 +205,7 @@ def test_a_worker_s_error_is_raised_as_one_process_raises_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from loclab.deps import parallel
 
-    def refuse(nest: object, params: object) -> None:
+    def refuse(nest: object, params: object, assume_distinct: bool) -> None:
         raise UsageError(f"{nest.name}: refused")  # type: ignore[attr-defined]
 
     monkeypatch.setattr(parallel, "analyze_nest", refuse)

@@ -62,7 +62,7 @@ def test_a_polybench_style_kernel_reads_as_a_compiler_reads_it() -> None:
     assert [str(e) for e in extents["A"]] == ["1000", "1000"]
     assert analysis.nest.parameters == ["steps", "n"]
     # the verdicts of a Jacobi-style stencil and of a recurrence
-    verdicts = {r.id: r.parallel for r in analysis.loops}
+    verdicts = {r.id: r.parallel_if_distinct for r in analysis.loops}
     assert verdicts == {"L1": False, "L2": True, "L3": True, "L4": True, "L5": True,
                         "L6": False}
     assert analysis.loop("L6").parallel_after == ["scan + on edge (parallel as a prefix scan)"]
@@ -83,7 +83,7 @@ def test_the_functions_with_a_scop_are_analyzed_and_only_their_scop() -> None:
 
 def test_naming_a_function_without_a_scop_analyzes_all_of_it() -> None:
     (init,) = loclab.analyze_file(HEAT, "init", include_dirs=[UTILITIES])
-    assert [r.parallel for r in init.loops] == [True, True]
+    assert [r.parallel_if_distinct for r in init.loops] == [True, True]
     assert not any("scop" in n for n in init.notes)
     line = line_of(HEAT, "KB_ALLOC_2D(A, REAL, SIZE, SIZE);")
     with pytest.raises(UsageError, match=rf"heat.c:{line}:3: pointer A initialized here would "
@@ -98,7 +98,7 @@ def test_defines_change_sizes_bounds_and_verdicts() -> None:
     assert [str(loop.stop) for loop in tiny.nest.loops[:2]] == ["4", "15"]
     assert tiny.nest.parameters == []
     # SHIFT 0 makes edge[i] = edge[i - 0] + ...: no recurrence any more
-    assert heat(SHIFT="0").loop("L6").parallel
+    assert heat(SHIFT="0").loop("L6").parallel_if_distinct
 
 
 def test_cli_passes_include_dirs_and_defines(capsys: pytest.CaptureFixture[str]) -> None:

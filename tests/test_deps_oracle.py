@@ -88,7 +88,9 @@ def analyzer_deps(analysis: Any) -> frozenset[Dep]:
 
 
 def analyzer_parallel(analysis: Any) -> dict[int, bool]:
-    return {loop.line: loop.parallel for loop in analysis.loops}
+    """The verdicts for distinct arrays, which is what the oracle runs (aliased calls:
+    tests/test_alias_oracle.py)."""
+    return {loop.line: loop.parallel_if_distinct for loop in analysis.loops}
 
 
 def union(truths: Iterable[Truth]) -> Truth:

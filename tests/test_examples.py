@@ -30,10 +30,13 @@ BOTH = pytest.mark.parametrize("lang", ["py", "c"])
 
 
 @functools.cache
-def analyzed(file: str, function: str):
+def analyzed(file: str, function: str, assume_distinct: bool = True):
+    """The slides reason about distinct arrays: their verdicts are those with the arguments
+    assumed apart (what overlap would change: test_overlap_only_makes_verdicts_conditional)."""
     path = EXAMPLES / file
     return loclab.analyze(path.read_text(), function=function, filename=str(path),
-                          language="c" if path.suffix == ".c" else None)
+                          language="c" if path.suffix == ".c" else None,
+                          assume_distinct=assume_distinct)
 
 
 def deps(a, *names):
@@ -572,6 +575,19 @@ def test_analyze_file_reports_every_function(path):
         assert {"function", "loops", "statements", "dependences", "interchanges",
                 "distribution"} <= report.to_json().keys()
         assert report.explain()
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.[pc]*")), ids=lambda p: p.name)
+def test_overlap_only_makes_verdicts_conditional(path):
+    """Without the assumption every verdict for distinct arrays stands as
+    parallel_if_distinct, and a loop loses ``parallel`` only by an overlap it names."""
+    for name in functions_in(path):
+        apart = analyzed(path.name, name)
+        maybe = analyzed(path.name, name, assume_distinct=False)
+        for sure, loop in zip(apart.loops, maybe.loops):
+            assert loop.parallel_if_distinct == sure.parallel
+            assert loop.parallel == (sure.parallel and not loop.overlaps)
+        assert [d.id for d in maybe.dependences] == [d.id for d in apart.dependences]
 
 
 def load_python(stem: str):

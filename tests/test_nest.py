@@ -50,7 +50,8 @@ def test_lines_follow_the_file_for_a_live_function() -> None:
     ("    for i in range(N):\n        A[i] = foo(i)\n", ":3:16: call to foo may write"),
     ("    for i in range(N):\n        a, b = A[i], A[i]\n", ":3:9: tuple assignment"),
     ("    for i in range(N):\n        A[i, :] = 0\n", ":3:14: slice in A[i, :]"),
-    ("    for i in range(0, N, N):\n        A[i] = 0\n", ":2:26: the loop step must be"),
+    ("    for i in range(0, N, A[0]):\n        A[i] = 0\n", ":2:26: the loop step must be"),
+    ("    for i in range(0, N, 0):\n        A[i] = 0\n", ":2:26: the loop step must be"),
     ("    for i in A:\n        A[i] = 0\n", ":2:14: only 'for v in range(...)'"),
     ("    for i in range(N):\n        i = 2\n", ":3:9: assignment to loop variable i"),
     ("    for i in range(N):\n        for i in range(N):\n            A[i] = 0\n",
@@ -109,9 +110,9 @@ def test_c_locals_are_private_python_scalars_are_not() -> None:
                             "        B[i] = t\n")
     c = loclab.analyze("void f(float* A, float* B, int N) {\n  for (int i = 0; i < N; i++) "
                        "{\n    float t = A[i];\n    B[i] = t;\n  }\n}\n", language="c")
-    assert not python.loops[0].parallel
+    assert not python.loops[0].parallel_if_distinct
     assert python.loops[0].parallel_after == ["privatize t"]
-    assert c.loops[0].parallel
+    assert c.loops[0].parallel_if_distinct and not c.loops[0].parallel  # A and B may overlap
     assert deps(c) == {("S1", "S2", "RAW", "t", ("=",))}
 
 
@@ -127,7 +128,7 @@ def test_numpy_allocation_inside_a_loop_is_fresh_per_iteration() -> None:
 def test_flattened_subscripts_are_delinearized_when_provable() -> None:
     source = ("def f(A, B, W, H):\n    for i in range(H):\n        for j in range(W):\n"
               "            B[j * H + i] = A[i * W + j] + B[j * H + i]\n")
-    analysis = loclab.analyze(source)
+    analysis = loclab.analyze(source, assume_distinct=True)
     assert all(r.parallel for r in analysis.loops)
     assert any("delinearized" in n for n in analysis.notes)
     # j - 1 can be -1: not provably within [0, W), so the subscript is unknown (safe)

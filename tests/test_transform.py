@@ -147,7 +147,7 @@ def test_a_parallel_loop_counting_down_runs_each_value_once_under_numba(loop, re
 
 
 def test_tiling_emits_the_slides_blocked_loops() -> None:
-    result = transform(TRANSPOSE, "tile(i=32, j=32); parallel(ii)")
+    result = transform(TRANSPOSE, "tile(i=32, j=32); parallel(ii)", assume_distinct=True)
     assert body(result) == """def transpose(A, B, N, M):
     for ii in range(0, N, 32):  # parallel
         for jj in range(0, M, 32):
@@ -155,7 +155,8 @@ def test_tiling_emits_the_slides_blocked_loops() -> None:
                 for j in range(jj, min(M, jj + 32)):
                     B[j, i] = A[i, j]
 """
-    numba = transform(TRANSPOSE, "tile(i=32, j=32); parallel(ii)", emit="numba")
+    numba = transform(TRANSPOSE, "tile(i=32, j=32); parallel(ii)", emit="numba",
+                      assume_distinct=True)
     assert "@njit(parallel=True)" in numba.source
     assert "for ii_index in prange((N + 31) // 32):\n        ii = 32 * ii_index" in numba.source
 
@@ -169,7 +170,7 @@ def test_stripmine_names_the_tile_loop_as_the_slides_or_as_told() -> None:
 
 
 def test_unrolling_leaves_a_remainder_loop() -> None:
-    result = transform(TRANSPOSE, "unroll(j, 4)")
+    result = transform(TRANSPOSE, "unroll(j, 4)", assume_distinct=True)
     assert body(result) == """def transpose(A, B, N, M):
     if M >= 1:
         for i in range(N):
@@ -239,7 +240,7 @@ def test_vectorize_refuses_what_lanes_would_break(source: str, recipe: str,
 def test_distribution_expands_what_two_loops_share() -> None:
     source = ("def f(A, B, N):\n    for i in range(2, N):\n        tmp = 2 * B[i - 2]\n"
               "        A[i] = tmp\n        B[i] = tmp + B[i - 1]\n")
-    result = transform(source, "distribute(i); parallel(i)")
+    result = transform(source, "distribute(i); parallel(i)", assume_distinct=True)
     assert body(result) == """def f(A, B, N):
     tmp = np.empty((max(0, N - 2),), dtype=np.float64)
     for i in range(2, N):
@@ -281,7 +282,7 @@ def test_copying_removes_a_war_and_staging_reads_a_slice() -> None:
 def test_a_block_loclab_cannot_express_is_kept_as_written_and_said() -> None:
     source = ("def f(A, X, N):\n    for i in range(N):\n        if X[i] > 0:\n"
               "            A[i] = A[i] + 1\n")
-    result = transform(source, "stripmine(i, 4); parallel(ii)")
+    result = transform(source, "stripmine(i, 4); parallel(ii)", assume_distinct=True)
     assert "if X[i] > 0:\n                A[i] = A[i] + 1" in result.source
     assert result.notes == ["line 3: kept as written (the condition at line 3 reads memory)"]
 

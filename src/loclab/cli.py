@@ -17,8 +17,8 @@ from loclab import __version__
 from loclab.bench.tuning import STRATEGY_NAMES
 from loclab.cases import CASE_FAMILIES, case_choices, case_names
 from loclab.cases.base import DEVICE_CHOICES, SIZE_PRESETS
-from loclab.cli_args import (Params, c_options, dims, function_target, positive_float,
-                             positive_int)
+from loclab.cli_args import (Params, c_options, dims, distinct_option, function_target,
+                             positive_float, positive_int)
 from loclab.cli_model import add_model_commands
 from loclab.errors import LoclabError, UsageError
 from loclab.optimize import TARGETS as OPTIMIZE_TARGETS
@@ -124,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("--param", action=Params,
                          help="fix a size parameter (at least 1), repeatable (default: "
                               "symbolic sizes)")
+    distinct_option(analyze)
     c_options(analyze)
     analyze.set_defaults(handler=_analyze)
 
@@ -159,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "a tuple in order; default: random inputs loclab sizes)")
     transform.add_argument("--json", action="store_true",
                            help="print the steps, the code and the verification as JSON")
+    distinct_option(transform)
     c_options(transform)
     transform.set_defaults(handler=_transform)
 
@@ -200,6 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     optimize.add_argument("--json", action="store_true",
                           help="print the decisions, the code, the verification and the "
                                "timing as JSON")
+    distinct_option(optimize)
     optimize.set_defaults(handler=_optimize)
 
     compare = commands.add_parser(
@@ -414,7 +417,7 @@ def _analyze(args: argparse.Namespace) -> int:
     path, function = args.target
     analyses = _analyze_with_progress(lambda progress: analyze_file(
         path, function, params=args.param, include_dirs=args.include_dirs,
-        defines=dict(args.defines), progress=progress))
+        defines=dict(args.defines), progress=progress, assume_distinct=args.assume_distinct))
     # on stderr: the JSON on stdout keeps its shape
     for warning in [*analyses.warnings, *map(str, analyses.skipped)]:
         print(f"loclab analyze: warning: {warning}", file=sys.stderr)
@@ -489,7 +492,8 @@ def _transform(args: argparse.Namespace) -> int:
               "it does nothing", file=sys.stderr)
     inputs = _inputs(args)
     result = transform_file(path, function, args.apply, emit=args.emit,
-                            include_dirs=args.include_dirs, defines=dict(args.defines))
+                            include_dirs=args.include_dirs, defines=dict(args.defines),
+                            assume_distinct=args.assume_distinct)
     verification = _verified(result, args, inputs) if args.verify else None
     if args.output is not None:
         write_output(args.output, result.source)
@@ -548,6 +552,7 @@ def _optimize(args: argparse.Namespace) -> int:
     result = optimize_file(path, function, target=args.target,
                            params=dict(args.param), tune=args.tune, threads=args.threads,
                            tuning_cache=args.tuning_cache, inputs=inputs,
+                           assume_distinct=args.assume_distinct,
                            progress=lambda message: print(f"loclab optimize: {message}",
                                                           file=sys.stderr, flush=True))
     if args.output is not None:

@@ -114,6 +114,15 @@ def define(text: str) -> tuple[str, str]:
     return name, value if sep else "1"
 
 
+def distinct_option(command: argparse.ArgumentParser) -> None:
+    """``--assume-distinct``, for the commands whose verdicts depend on arguments that may
+    share memory."""
+    command.add_argument("--assume-distinct", action="store_true",
+                         help="no two array arguments share memory (not one array passed "
+                              "twice, nor overlapping views or pointers): without it, a "
+                              "verdict that needs them apart says so")
+
+
 def c_options(command: argparse.ArgumentParser) -> None:
     """A C compiler's -I and -D, for the commands that read C."""
     command.add_argument("-I", dest="include_dirs", action="append", default=[], type=Path,

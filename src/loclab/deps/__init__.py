@@ -48,25 +48,30 @@ class FileAnalyses(list[Analysis]):
 def analyze(func_or_source: Callable[..., Any] | str, function: str | None = None, *,
             params: Mapping[str, int] | None = None, language: str | None = None,
             filename: str | None = None, include_dirs: Iterable[str | Path] = (),
-            defines: Mapping[str, str] | None = None) -> Analysis:
-    """Analyze one function: a live Python function, or source text holding it."""
+            defines: Mapping[str, str] | None = None,
+            assume_distinct: bool = False) -> Analysis:
+    """Analyze one function: a live Python function, or source text holding it.
+
+    ``assume_distinct``: no two arguments share memory (the caller vouches); otherwise the
+    analysis says what arguments that may overlap would add (``Analysis.overlaps``)."""
     from loclab.nest.deep import on_deep_stack
 
     where = filename or getattr(func_or_source, "__name__", "<source>")
     return on_deep_stack(where, lambda: _analyze(func_or_source, function, params, language,
-                                                 filename, include_dirs, defines))
+                                                 filename, include_dirs, defines,
+                                                 assume_distinct))
 
 
 def _analyze(func_or_source: Callable[..., Any] | str, function: str | None,
              params: Mapping[str, int] | None, language: str | None, filename: str | None,
              include_dirs: Iterable[str | Path],
-             defines: Mapping[str, str] | None) -> Analysis:
+             defines: Mapping[str, str] | None, assume_distinct: bool) -> Analysis:
     from loclab.nest import load_function, load_source
 
     if callable(func_or_source):
         nest = load_function(func_or_source)
         _check_params([nest], params)
-        return analyze_nest(nest, params)
+        return analyze_nest(nest, params, assume_distinct)
     if not isinstance(func_or_source, str):
         raise UsageError(f"analyze() takes a function or source text, not "
                          f"{type(func_or_source).__name__}")
@@ -77,29 +82,32 @@ def _analyze(func_or_source: Callable[..., Any] | str, function: str | None,
         names = ", ".join(n.name for n in nests)
         raise UsageError(f"the source defines {names}: pass function=NAME")
     _check_params(nests, params)
-    return analyze_nest(nests[0], params)
+    return analyze_nest(nests[0], params, assume_distinct)
 
 
 def analyze_file(path: str | Path, function: str | None = None, *,
                  params: Mapping[str, int] | None = None,
                  include_dirs: Iterable[str | Path] = (),
                  defines: Mapping[str, str] | None = None,
-                 progress: Progress | None = None) -> FileAnalyses:
+                 progress: Progress | None = None,
+                 assume_distinct: bool = False) -> FileAnalyses:
     """Analyze every function of a .py or .c file (or the one named ``function``).
 
     Without ``function``, one that cannot be read is left out and listed in the result's
     ``skipped``; if none can be read, the error names each one (the only one's error as is).
     ``progress(done, total, label)`` is called as the functions are read, then analyzed.
+    ``assume_distinct`` as for :func:`analyze`.
     """
     from loclab.nest.deep import on_deep_stack
 
     return on_deep_stack(str(path), lambda: _analyze_file(path, function, params,
-                                                          include_dirs, defines, progress))
+                                                          include_dirs, defines, progress,
+                                                          assume_distinct))
 
 
 def _analyze_file(path: str | Path, function: str | None, params: Mapping[str, int] | None,
                   include_dirs: Iterable[str | Path], defines: Mapping[str, str] | None,
-                  progress: Progress | None) -> FileAnalyses:
+                  progress: Progress | None, assume_distinct: bool) -> FileAnalyses:
     from loclab.nest import load_file
 
     skipped: list[Skipped] = []
@@ -110,7 +118,8 @@ def _analyze_file(path: str | Path, function: str | None, params: Mapping[str, i
     if not nests:
         raise _unreadable(path, skipped)
     _check_params(nests, params)
-    analyses = analyze_nests(nests, params, _labelled(progress, "analyzing functions"))
+    analyses = analyze_nests(nests, params, _labelled(progress, "analyzing functions"),
+                             assume_distinct)
     return FileAnalyses(analyses, skipped, warnings)
 
 

@@ -15,6 +15,7 @@ from loclab.deps.dependences import Dependence, compute_dependences
 from loclab.deps.distribution import Piece, distribute
 from loclab.deps.interchange import CutBand, Interchange, cut_bands, interchanges
 from loclab.deps.model import Model
+from loclab.deps.overlap import Overlap, overlaps
 from loclab.deps.remedies import Remedies, Remedy
 from loclab.nest.ir import Loop, Nest, Statement
 
@@ -27,6 +28,7 @@ class LoopReport:
     carried: list[Dependence]
     remedies: list[Remedy]
     unresolved: list[Dependence]
+    overlaps: list[Overlap] = field(default_factory=list)  # overlaps that make it carry
 
     @property
     def id(self) -> str:
@@ -46,7 +48,13 @@ class LoopReport:
 
     @property
     def parallel(self) -> bool:
-        """A DOALL exactly as written: it carries no memory-based dependence."""
+        """A DOALL exactly as written, whatever the arguments are: it carries no
+        memory-based dependence, and no overlap of arguments would make it carry one."""
+        return not self.carried and not self.overlaps
+
+    @property
+    def parallel_if_distinct(self) -> bool:
+        """A DOALL when the arguments that may overlap (``overlaps``) do not."""
         return not self.carried
 
     def remedy_for(self, key: str) -> Remedy | None:
@@ -61,14 +69,18 @@ class LoopReport:
 
     @property
     def parallel_after(self) -> list[str]:
-        """What makes it parallel; empty when parallel already or when nothing does."""
-        if self.parallel or self.unresolved:
+        """What makes it parallel (when the arguments that may overlap do not); empty when
+        parallel already or when nothing does."""
+        if self.parallel_if_distinct or self.unresolved:
             return []
         return [r.label() for r in self.remedies]
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "var": self.var, "file": self.loop.file, "line": self.line,
-                "depth": self.depth, "parallel": self.parallel, "parallel_after": self.parallel_after,
+                "depth": self.depth, "parallel": self.parallel,
+                "parallel_if_distinct": self.parallel_if_distinct,
+                "overlaps": [list(o.names) for o in self.overlaps],
+                "parallel_after": self.parallel_after,
                 "carries": self.carries, "blocking": [d.id for d in self.unresolved]}
 
 
@@ -110,6 +122,11 @@ class Analysis:
     pieces: list[Piece]
     notes: list[str] = field(default_factory=list)
     cut_bands: list[CutBand] = field(default_factory=list)  # orders not all listed
+    overlaps: list[Overlap] = field(default_factory=list)  # arguments that may share memory
+    assume_distinct: bool = False  # the user said no arguments overlap
+    # loops that step by a size of unknown sign (Python's range(lo, hi, inc)): this analysis
+    # assumes the sizes positive, counting_down is the one with them negative
+    counting_down: "Analysis | None" = None
 
     @property
     def name(self) -> str:
@@ -149,12 +166,40 @@ class Analysis:
             "parameters": list(self.nest.parameters),
             "loops": [r.to_json() for r in self.loops],
             "statements": [s.to_json() for s in self.statements],
-            "dependences": [_dependence_json(d) for d in self.dependences],
+            "dependences": [dependence_json(d) for d in self.dependences],
             "interchanges": self.interchanges,
             "distribution": self.distribution,
             "reductions": self.reductions,
+            "aliasing": self.aliasing(),
+            "strides": self.strides(),
             "notes": list(self.notes) + [cut.text() for cut in self.cut_bands],
         }
+
+    def strides(self) -> dict[str, Any] | None:
+        """Loops that step by a size: the sign assumed, and the verdicts with the other one
+        where the code leaves it open (``strides`` in JSON; None without such loops)."""
+        loops = [loop for loop in self.nest.loops if loop.stride is not None]
+        if not loops:
+            return None
+        assumed = [f"{loop.stride} {'>= 1' if loop.step > 0 else '<= -1'}" for loop in loops]
+        down = self.counting_down
+        return {"assumed": assumed, "counting_down": None if down is None else {
+            "assumed": [f"{loop.stride} <= -1" for loop in loops if not loop.signed],
+            "loops": [r.to_json() for r in down.loops],
+            "dependences": [dependence_json(d) for d in down.dependences]}}
+
+    def aliasing(self) -> dict[str, Any]:
+        """What the verdicts assume about arguments sharing memory (``aliasing`` in JSON)."""
+        if self.assume_distinct:
+            assumption = "arguments assumed distinct (assume_distinct): no two share memory"
+        elif self.overlaps:
+            assumption = ("dependences, interchanges and distribution are those of distinct "
+                          "arrays; a loop is parallel whatever the arguments are, "
+                          "parallel_if_distinct when the may_overlap pairs do not overlap")
+        else:
+            assumption = "no two arrays written here can share memory"
+        return {"assume_distinct": self.assume_distinct, "assumption": assumption,
+                "may_overlap": [o.to_json() for o in self.overlaps]}
 
     def explain(self) -> str:
         from loclab.deps.explain import explain
@@ -162,23 +207,44 @@ class Analysis:
         return explain(self)
 
 
-def _dependence_json(d: Dependence) -> dict[str, Any]:
+def dependence_json(d: Dependence) -> dict[str, Any]:
     return {"id": d.id, "kind": d.kind, "array": d.array, "source": d.source,
             "sink": d.sink, "direction": list(d.direction), "distance": list(d.distance),
             "carried_by": d.carried_by, "loops": [l.id for l in d.loops], "exact": d.exact,
             "source_access": d.source_access.text, "sink_access": d.sink_access.text}
 
 
-def analyze_nest(nest: Nest, params: Mapping[str, int] | None = None) -> Analysis:
+def analyze_nest(nest: Nest, params: Mapping[str, int] | None = None,
+                 assume_distinct: bool = False) -> Analysis:
+    """``assume_distinct``: the user vouches that no two arguments share memory. A loop that
+    steps by a size whose sign the code leaves open is analyzed counting up, and again
+    counting down (``Analysis.counting_down``)."""
+    analysis = _analyze_nest(nest, params, assume_distinct)
+    unsigned = [loop for loop in nest.loops if not loop.signed]
+    if unsigned:
+        for loop in unsigned:
+            loop.step = -loop.step
+        try:
+            analysis.counting_down = _analyze_nest(nest, params, assume_distinct)
+        finally:
+            for loop in unsigned:
+                loop.step = -loop.step
+    return analysis
+
+
+def _analyze_nest(nest: Nest, params: Mapping[str, int] | None,
+                  assume_distinct: bool) -> Analysis:
     model = Model(nest, params)
     dependences = compute_dependences(model)
+    shared = [] if assume_distinct else overlaps(model)
     remedies = Remedies(model, dependences)
     reports: list[LoopReport] = []
     privatized: dict[int, dict[str, Remedy]] = {}
     for loop in nest.loops:
         carried = [d for d in dependences if d.carrier is loop]
         found, unresolved = remedies.for_loop(loop, carried)
-        reports.append(LoopReport(loop, carried, found, unresolved))
+        reports.append(LoopReport(loop, carried, found, unresolved,
+                                  [o for o in shared if loop in o.carriers]))
         privatized[id(loop)] = {key: remedy for key in dict.fromkeys(d.variable for d in carried)
                                 if (remedy := remedies.privatization(loop, key)) is not None}
     pieces = distribute(nest, dependences, privatized)
@@ -186,4 +252,5 @@ def analyze_nest(nest: Nest, params: Mapping[str, int] | None = None) -> Analysi
     return Analysis(nest=nest, params=dict(model.sizes), dependences=dependences,
                     loops=reports, statements=[StatementReport(s) for s in nest.statements],
                     interchange_options=orders, pieces=pieces, notes=model.notes,
-                    cut_bands=cut_bands(nest, dependences))
+                    cut_bands=cut_bands(nest, dependences), overlaps=shared,
+                    assume_distinct=assume_distinct)

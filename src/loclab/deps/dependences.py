@@ -97,16 +97,24 @@ def dependence_relations(model: Model) -> Iterator[tuple[Use, Use, "isl.Map"]]:
     against."""
     for first, second in _pairs_with_a_write(model):
         (s1, a1), (s2, a2) = first, second
-        order = _order(s1, a1, s2, a2, common_loops(s1, s2))
+        order = instance_order(first, second)
         if order is None:
             continue
-        relation = _relation(model, first, second, order)
+        relation = same_element(model, first, second, order)
         if not relation.is_empty():
             yield first, second, relation
 
 
-def _relation(model: Model, first: Use, second: Use, order: "isl.Map") -> "isl.Map":
-    """``{ S1[x] -> S2[y] }`` of the instance pairs that touch one element in ``order``,
+def instance_order(first: Use, second: Use) -> "isl.Map | None":
+    """"Instance x of the first use runs before instance y of the second" (None: never)."""
+    (s1, a1), (s2, a2) = first, second
+    return _order(s1, a1, s2, a2, common_loops(s1, s2))
+
+
+def same_element(model: Model, first: Use, second: Use, order: "isl.Map") -> "isl.Map":
+    """``{ S1[x] -> S2[y] }`` of the instance pairs that touch one element in ``order``
+    (equal subscripts, whatever variables the uses name: ``loclab.deps.overlap`` asks it of
+    two arrays that may be one),
     as the intersection of pieces each parsed once (the statements' domains, the equal
     subscripts, the order): parsing one text per pair of accesses was most of the
     analysis' time. Equalities go in first, which keeps the order's disjunction small."""
@@ -132,17 +140,26 @@ def _pairs_with_a_write(model: Model) -> Iterator[tuple[Use, Use]]:
                 yield first, second
 
 
-def compute_dependences(model: Model) -> list[Dependence]:
+Relations = Iterator[tuple[Use, Use, "isl.Map"]]
+
+
+def compute_dependences(model: Model, relations: Relations | None = None,
+                        prefix: str = "D") -> list[Dependence]:
+    """The dependences of ``relations`` (every pair of accesses to one variable unless
+    given: ``loclab.deps.overlap`` gives pairs of two arrays that may be one), numbered
+    ``D1``... (``prefix``)."""
     found: dict[tuple, _Entry] = {}
-    for first, second, relation in dependence_relations(model):
+    for first, second, relation in (dependence_relations(model) if relations is None
+                                    else relations):
         (s1, a1), (s2, a2) = first, second
         loops = common_loops(s1, s2)
-        exact = model.exact(s1, a1) and model.exact(s2, a2)
+        exact = model.exact(s1, a1) and model.exact(s2, a2) \
+            and _whole_strides(model, relation, s1, s2)
         for vector, distance in direction_vectors(relation, loops):
             key = (s1.ordinal, s2.ordinal, kind_of(a1, a2), a1.variable.key, vector)
             entry = found.setdefault(key, _Entry(first, second, loops))
             entry.add(distance, exact)
-    return _compact(found, _ranks(model))
+    return _compact(found, _ranks(model), prefix)
 
 
 def _ranks(model: Model) -> dict[str, int]:
@@ -184,21 +201,56 @@ def _execution_order(n_in: int, n_out: int, orientation: tuple[int, ...],
 
 
 Vectors = Iterator[tuple[tuple[str, ...], tuple[int | None, ...]]]
+MULTIPLES = 4  # a strided loop's distance is exact when it is at most this many strides
+
+
+def _whole_strides(model: Model, relation: "isl.Map", s1: Statement, s2: Statement) -> bool:
+    """Whether a relation over loops that step by a size (analyzed over every value between
+    their bounds) holds between real iterations: every such loop is common to both
+    statements and the distance along it is a whole number of strides (``a[i + inc]``), at
+    most ``MULTIPLES``. Otherwise the dependence is possible, not exact."""
+    import islpy as isl
+
+    loops = common_loops(s1, s2)
+    strided = [loop for loop in {*s1.loops, *s2.loops} if loop.stride is not None]
+    if not strided:
+        return True
+    if any(loop not in loops for loop in strided):
+        return False
+    delta = deltas(relation, len(loops))
+    loop_vars = {loop.var for loop in model.nest.loops}
+    for level, loop in enumerate(loops):
+        if loop.stride is None:
+            continue
+        stride = model.render(loop.stride, s1, "x")
+        if stride is None or loop.stride.symbols() & loop_vars:
+            return False
+        line = delta.project_out(isl.dim_type.set, level + 1, len(loops) - level - 1) \
+            .project_out(isl.dim_type.set, 0, level)
+        whole = " or ".join(f"d = {m} * ({stride})" for m in range(-MULTIPLES, MULTIPLES + 1))
+        if not line.is_subset(model.parsed(isl.Set, f"{model.header}{{ [d] : {whole} }}")):
+            return False
+    return True
+
+
+def deltas(relation: "isl.Map", depth: int) -> "isl.Set":
+    """``y - x`` over the first ``depth`` coordinates (the common loops), the others
+    projected out, the tuples unnamed."""
+    import islpy as isl
+
+    common = relation.project_out(isl.dim_type.in_, depth, relation.dim(isl.dim_type.in_)
+                                  - depth)
+    common = common.project_out(isl.dim_type.out, depth, common.dim(isl.dim_type.out) - depth)
+    return common.reset_tuple_id(isl.dim_type.in_).reset_tuple_id(isl.dim_type.out).deltas()
 
 
 def direction_vectors(relation: "isl.Map", loops: tuple[Loop, ...]) -> Vectors:
     """Yield (direction vector, distance vector) for every sign pattern that occurs."""
-    import islpy as isl
-
     depth = len(loops)
     if depth == 0:
         yield (), ()
         return
-    # y - x over the common loops: the other coordinates projected out, the tuples unnamed
-    common = relation.project_out(isl.dim_type.in_, depth, relation.dim(isl.dim_type.in_)
-                                  - depth)
-    common = common.project_out(isl.dim_type.out, depth, common.dim(isl.dim_type.out) - depth)
-    delta = common.reset_tuple_id(isl.dim_type.in_).reset_tuple_id(isl.dim_type.out).deltas()
+    delta = deltas(relation, depth)
     if delta.is_empty():
         return
     # in each loop's execution order: a loop counting down runs y before x when y - x < 0
@@ -296,7 +348,8 @@ def _agree(a: tuple[int | None, ...], b: tuple[int | None, ...]) -> tuple[int | 
     return tuple(x if x == y else None for x, y in zip(a, b))
 
 
-def _compact(found: dict[tuple, _Entry], rank: dict[str, int]) -> list[Dependence]:
+def _compact(found: dict[tuple, _Entry], rank: dict[str, int],
+             prefix: str = "D") -> list[Dependence]:
     """Merge vectors that differ in one component and cover <, =, > into '*'; number them.
 
     ``rank`` orders variables by first use in the program, so that the numbering does not
@@ -328,7 +381,7 @@ def _compact(found: dict[tuple, _Entry], rank: dict[str, int]) -> list[Dependenc
                                     d.source_statement.ordinal, d.sink_statement.ordinal,
                                     KIND_ORDER[d.kind], rank[d.variable], d.direction))
     for number, dependence in enumerate(dependences, 1):
-        dependence.id = f"D{number}"
+        dependence.id = f"{prefix}{number}"
     return dependences
 
 

@@ -47,8 +47,15 @@ def explain(analysis: "Analysis") -> str:
     if on_scalars:
         lines += _section(_SCALARS_TITLE, _scalar_lines(analysis, on_scalars))
     lines += _matrix(on_arrays)
+    lines += _aliasing(analysis)
     lines += _section("Loops", [line for r in analysis.loops for line in _verdict(r)]
                       or ["no loops"])
+    if analysis.counting_down is not None:
+        down = [loop for loop in analysis.nest.loops if not loop.signed]
+        sizes = _names([str(loop.stride) for loop in down])
+        lines += _section(f"Loops if {sizes} < 0 (they count down; the rest assumes > 0)",
+                          [line for r in analysis.counting_down.loops
+                           for line in _verdict(r)])
     if analysis.interchange_options:
         lines += _section("Loop orders of perfect nests (interchange theorem)",
                           [line for o in analysis.interchange_options
@@ -127,7 +134,8 @@ def _dependence_lines(d: "Dependence") -> list[str]:
     chunks = [f"{head}: {steps[0]}"] + [f"=> {step}" for step in steps[1:]]
     chunks.append(f" {carried}{distance}")
     if not d.exact:
-        chunks.append(" (possible: non-affine access or condition)")
+        chunks.append(" (possible: a non-affine access or condition, or a step that is a "
+                      "size)")
     return _fill(chunks, 2, 4)
 
 
@@ -237,10 +245,63 @@ def _carried_items(dependences: list["Dependence"], item: Callable[["Dependence"
     return ", ".join(items)
 
 
+def _aliasing(analysis: "Analysis") -> list[str]:
+    """What the verdicts assume about arguments sharing memory, and what sharing adds."""
+    if analysis.assume_distinct:
+        from loclab.deps.overlap import may_overlap
+
+        names = list(dict.fromkeys(v.name for pair in may_overlap(analysis.nest)
+                                   for v in pair))
+        if not names:
+            return []
+        return _section("Arguments", _wrap(
+            f"{_names(names)} assumed distinct (--assume-distinct): the verdicts do not "
+            "hold for a call where they share memory", 2, 2))
+    if not analysis.overlaps:
+        return []
+    c = analysis.nest.language == "c"
+    lines: list[str] = []
+    for overlap in analysis.overlaps:
+        first, second = overlap.names
+        lines += _wrap(f"{overlap.label}: {overlap.why}", 2, 4)
+        if overlap.same_array:
+            lines.append(f"  if {second} is {first} (the same array passed twice):")
+            lines += [line for d in overlap.same_array for line in _wrap(_shared(d), 6, 8)]
+        carriers = ", ".join(f"{loop.id} {loop.var}" for loop in overlap.carriers)
+        lines += _wrap(f"  overlapping at other offsets may carry a dependence in "
+                       f"{carriers}" if carriers else
+                       "  overlapping adds no dependence that a loop carries", 2, 4)
+    fix = ("declare them restrict" if c else "pass distinct arrays and say so with "
+           "--assume-distinct")
+    lines += _wrap(f"The dependences, orders and distribution here are those of distinct "
+                   f"arrays; where that matters a loop's verdict says so ({fix}).", 2, 0)
+    return _section("Arguments that may share memory", lines)
+
+
+def _shared(d: "Dependence") -> str:
+    """``O1 RAW a[i] -> b[i - 1] [<] carried by i, distance (1)``: a dependence between two
+    arrays that may be one, on one line (indented under their pair)."""
+    where = f"carried by {d.carrier.var}" if d.carrier else "loop-independent"
+    if d.loops and all(x is not None for x in d.distance):
+        where += f", distance ({','.join(str(x) for x in d.distance)})"
+    return (f"    {d.id} {d.kind} {d.source_access.text} -> {d.sink_access.text} "
+            f"{_vector(d.direction)} {where}")
+
+
+def _names(words: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
 def _verdict(report: "LoopReport") -> list[str]:
     head = f"{report.id} {report.var} (line {report.line}): "
     if report.parallel:
         return [head + "PARALLEL - carries no dependence"]
+    unless = _names(list(dict.fromkeys(name for o in report.overlaps for name in o.names))) \
+        if report.overlaps else ""
+    if report.parallel_if_distinct:
+        return _wrap(head + f"PARALLEL if {unless} do not overlap - carries no dependence "
+                     "between distinct arrays; sharing memory may make it carry one", 2, 4)
     carried = _carried_items(report.carried,
                              lambda d: f"{d.id} {d.kind} {d.array} {_vector(d.direction)}")
     lines = _wrap(head + f"sequential as written - carries {carried}", 2, 4)
@@ -252,7 +313,8 @@ def _verdict(report: "LoopReport") -> list[str]:
         if report.remedies:
             lines += _wrap(f"    (would still help: {_steps(report.remedies, '; ')})", 2, 6)
     else:
-        lines += _wrap(f"    parallel after: {_steps(report.remedies, '; ')}", 2, 6)
+        condition = f" (if {unless} do not overlap)" if unless else ""
+        lines += _wrap(f"    parallel after: {_steps(report.remedies, '; ')}{condition}", 2, 6)
     return lines
 
 

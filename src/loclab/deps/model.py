@@ -55,6 +55,10 @@ class Model:
         """isl's names of the symbolic sizes (``p0``, ...), in the order of ``symbolic``."""
         return list(self._param_names.values())
 
+    def user_names(self) -> dict[str, str]:
+        """The user's name of each isl parameter name (``p0`` -> ``N``)."""
+        return {isl_name: user for user, isl_name in self._param_names.items()}
+
     def namer(self, statement: Statement, role: str) -> Callable[[str], str]:
         loops = {loop.var: f"{role}{k}" for k, loop in enumerate(statement.loops)}
 
@@ -161,6 +165,10 @@ class Model:
                 parts.append(f"exists (e_{var} : {var} = {start} + {loop.step}*e_{var})")
         if stop is not None:
             parts.append(f"{var} {high} {stop}")
+        if loop.stride is not None:  # a size: its sign as assumed; its multiples are lost
+            stride = self.render(loop.stride, statement, role)
+            if stride is not None:
+                parts.append(f"{stride} >= 1" if loop.step > 0 else f"{stride} <= -1")
         return parts
 
     def domain_set(self, statement: Statement) -> str:
@@ -235,6 +243,12 @@ class Model:
         return self._exact[key]
 
     def _is_exact(self, statement: Statement, access: Access) -> bool:
+        polys = [s for s in self.subscripts[id(access)] if s is not None] \
+            + [b for loop in statement.loops for b in (loop.start, loop.stop) if b is not None] \
+            + [p for guard in statement.guards if guard.condition is not None
+               for p in condition_polys(guard.condition)]
+        if any(p.symbols() & set(self.nest.opaque) for p in polys):
+            return False
         return (statement.exact_domain
                 and all(p.substitute(self.fixed).is_affine() for guard in statement.guards
                         for p in condition_polys(guard.condition))  # type: ignore[arg-type]

@@ -27,17 +27,19 @@ CHUNK = 16  # functions a worker analyzes per message, and how often progress mo
 
 Sizes = Mapping[str, int] | None
 
-_batch: tuple[list[Nest], Sizes] = ([], None)  # in a worker: the nests, the fixed sizes
+# in a worker: the nests, the fixed sizes, whether arguments are assumed distinct
+_batch: tuple[list[Nest], Sizes, bool] = ([], None, False)
 
 
 def analyze_nests(nests: list[Nest], params: Sizes,
-                  progress: Callable[[int, int], None] | None = None) -> list[Analysis]:
+                  progress: Callable[[int, int], None] | None = None,
+                  assume_distinct: bool = False) -> list[Analysis]:
     """Every nest's analysis, in order, ``progress(done, total)`` after each."""
     workers = worker_count(len(nests))
     analyses: list[Analysis] = []
     with _no_collection():
-        results = (_in_pool(nests, params, workers) if workers > 1
-                   else (analyze_nest(nest, params) for nest in nests))
+        results = (_in_pool(nests, params, workers, assume_distinct) if workers > 1
+                   else (analyze_nest(nest, params, assume_distinct) for nest in nests))
         for analysis in results:
             analyses.append(analysis)
             if progress is not None:
@@ -72,23 +74,25 @@ def _no_collection() -> Iterator[None]:
             gc.enable()
 
 
-def _in_pool(nests: list[Nest], params: Sizes, workers: int) -> Iterator[Analysis]:
+def _in_pool(nests: list[Nest], params: Sizes, workers: int,
+             assume_distinct: bool) -> Iterator[Analysis]:
     import multiprocessing
 
     context = multiprocessing.get_context("fork")
     # leaving the block (done, or an error) terminates the workers; Ctrl-C ends this
     # process, and its workers (daemons) with it
-    with context.Pool(workers, initializer=_start_worker, initargs=(nests, params)) as pool:
+    with context.Pool(workers, initializer=_start_worker,
+                      initargs=(nests, params, assume_distinct)) as pool:
         yield from pool.imap(_analyze_numbered, range(len(nests)), chunksize=CHUNK)
 
 
-def _start_worker(nests: list[Nest], params: Sizes) -> None:
+def _start_worker(nests: list[Nest], params: Sizes, assume_distinct: bool) -> None:
     """A worker keeps the nests (forked, not sent) and leaves Ctrl-C to the parent."""
     global _batch
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _batch = (nests, params)
+    _batch = (nests, params, assume_distinct)
 
 
 def _analyze_numbered(number: int) -> Analysis:
-    nests, params = _batch
-    return analyze_nest(nests[number], params)
+    nests, params, assume_distinct = _batch
+    return analyze_nest(nests[number], params, assume_distinct)

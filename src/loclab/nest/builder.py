@@ -9,7 +9,7 @@ loop variables as extra leading subscripts).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from loclab.errors import UsageError
@@ -74,6 +74,9 @@ class NestBuilder:
         self._bodies: list[list[Node]] = [self.nest.body]
         self._scopes: list[dict[str, Variable]] = [{}]
         self.arguments: set[str] = set()  # the function's parameter names
+        # the overlap class (``Variable.overlap_class``) of an array the function does not
+        # declare (an argument in Python, a global): the frontend's rule
+        self.undeclared_overlap: Callable[[str], str | None] = lambda name: None
 
     # -- errors and notes -------------------------------------------------------------------
     def error(self, line: int, column: int, message: str,
@@ -98,6 +101,14 @@ class NestBuilder:
             self.nest.parameters.append(name)
         return Poly.symbol(name)
 
+    def opaque(self, name: str, line: int) -> None:
+        """``name`` is a local set once before the loops to a value that is no index
+        expression: an unknown size whose ties to the others are lost (not exact)."""
+        if name not in self.nest.opaque:
+            self.nest.opaque.append(name)
+            self.note(line, f"the value of {name} is not an affine expression of the sizes: "
+                      f"{name} is treated as an unknown size, and what uses it is not exact")
+
     def push_scope(self) -> None:
         self._scopes.append({})
 
@@ -112,13 +123,13 @@ class NestBuilder:
 
     def declare(self, name: str, *, is_array: bool, line: int,
                 extents: tuple[Poly | None, ...] | None = None, private: bool = True,
-                argument: bool = False) -> Variable:
+                argument: bool = False, overlap_class: str | None = None) -> Variable:
         """A new variable in the innermost scope; ``private``: fresh in every iteration."""
         taken = {v.key for v in self.nest.variables}
         key = name if name not in taken else f"{name}@{line}"
         variable = Variable(key=key, name=name, is_array=is_array,
                             scope=tuple(self._loops) if private else (), extents=extents,
-                            line=line, is_argument=argument)
+                            line=line, is_argument=argument, overlap_class=overlap_class)
         self.nest.variables.append(variable)
         self._scopes[-1][name] = variable
         return variable
@@ -128,7 +139,8 @@ class NestBuilder:
         found = self.lookup(name)
         if found is None:
             found = Variable(key=name, name=name, is_array=is_array, line=line,
-                             is_argument=name in self.arguments)
+                             is_argument=name in self.arguments,
+                             overlap_class=self.undeclared_overlap(name) if is_array else None)
             self.nest.variables.append(found)
             self._scopes[0][name] = found
         if found.is_array != is_array:
@@ -151,8 +163,10 @@ class NestBuilder:
 
     # -- structure --------------------------------------------------------------------------
     def open_loop(self, var: str, start: Poly | None, stop: Poly | None, step: int,
-                  line: int, column: int, header: str, file: str | None = None) -> Loop:
-        """``file`` where the loop is in another file (a header) than the nest."""
+                  line: int, column: int, header: str, file: str | None = None,
+                  stride: Poly | None = None, signed: bool = True) -> Loop:
+        """``file`` where the loop is in another file (a header) than the nest; ``stride``
+        a step that is a size, ``step`` its sign (``signed``: fixed by the code)."""
         if var in self.loop_vars:
             raise self.error(line, column, f"loop variable {var} is already the variable of "
                              f"the enclosing loop at line {self.loop_vars[var].line}")
@@ -163,7 +177,7 @@ class NestBuilder:
                     step=step, line=line, column=column, depth=len(self._loops),
                     parent=self._loops[-1] if self._loops else None,
                     guards=tuple(self._guards), header=header,
-                    file=file or self.nest.filename)
+                    file=file or self.nest.filename, stride=stride, signed=signed)
         self.nest.loops.append(loop)
         self._bodies[-1].append(loop)
         self._loops.append(loop)

@@ -104,6 +104,9 @@ class _CNest:
         self.builder = NestBuilder(function.decl.name, self.file, "c", line)
         self.assigned: set[str] = set()
         self.mutable = self._mutable_names()
+        self.settled = self._settled_names()
+        self.mutable -= self.settled
+        self.known: dict[str, Poly] = {}  # settled names whose value is an index expression
         # with a #pragma scop region, only the region is analyzed (as PET extracts scops)
         self.active = not has_scop(function.body)
         self.scops: list[tuple[int, int]] = []  # (first, last line) of each region
@@ -160,6 +163,7 @@ class _CNest:
 
     # -- walking ----------------------------------------------------------------------------
     def build(self) -> Nest:
+        self.builder.undeclared_overlap = self.global_overlap
         params = self.function.decl.type.args
         for param in (params.params if params else []):
             if isinstance(param, self.ast.Decl):
@@ -217,6 +221,8 @@ class _CNest:
             self.check_declarator(decl)
         else:
             self.declare(decl)
+            if decl.init is not None:
+                self.settle(decl.name, decl.init, decl)
 
     def statement(self, node: Any, last_top: bool = False) -> None:
         a = self.ast
@@ -255,10 +261,19 @@ class _CNest:
             raise self.error(node, f"{kind} is not supported in a loop nest (supported: "
                              "for loops, assignments, declarations, if/else)")
 
+    def global_overlap(self, name: str) -> str | None:
+        """A file-scope array's overlap class: its element type (a pointer argument of that
+        type may point into it); "any" where the file does not declare it."""
+        for ext in self.unit.tree.ext:
+            if isinstance(ext, self.ast.Decl) and ext.name == name:
+                return element_class(ext.type, self.ast, argument=False) or "any"
+        return "any"
+
     def declare(self, decl: Any, private: bool = True, argument: bool = False) -> None:
         a = self.ast
         line = self.where(decl)[0]
         kind = decl.type
+        overlap = element_class(kind, a, argument=True) if argument else None
         if isinstance(kind, self.function_types):
             self.check_declarator(decl)
         if isinstance(kind, (a.ArrayDecl, a.PtrDecl)):
@@ -269,7 +284,7 @@ class _CNest:
             known = tuple(extents) if extents and not isinstance(kind, a.PtrDecl) else None
             self.builder.declare(decl.name, is_array=True, line=line, extents=known,
                                  private=private and bool(self.builder.loop_vars),
-                                 argument=argument)
+                                 argument=argument, overlap_class=overlap)
         else:
             self.builder.declare(decl.name, is_array=False, line=line,
                                  private=private and bool(self.builder.loop_vars),
@@ -287,6 +302,7 @@ class _CNest:
             return
         if isinstance(decl.init, self.ast.InitList):
             raise self.error(decl, "initializer lists are not supported")
+        self.settle(decl.name, decl.init, decl)
         accesses = self.stored(*self.chain(decl.init))
         write = self.target_access(self.ast.ID(decl.name, coord=decl.coord), write=True)
         file, line, column = self.place(decl)
@@ -295,12 +311,15 @@ class _CNest:
 
     def loop(self, node: Any) -> None:
         var, start = self.loop_start(node)
-        step = self.loop_step(node, var)
+        amount = self.loop_step(node, var)
+        step, stride = amount.constant_value(), None
+        if step is None:  # a size: its sign is the one the condition needs to end
+            step, stride = self.stride_sign(node, var, amount), amount
         stop = self.loop_stop(node, var, step)
         file, line, column = self.place(node)
         self.builder.push_scope()
         self.builder.open_loop(var, start, stop, step, line, column,
-                               self.original(node, closing=")"), file=file)
+                               self.original(node, closing=")"), file=file, stride=stride)
         self.statement(node.stmt)
         self.builder.close_loop()
         self.builder.pop_scope()
@@ -314,7 +333,8 @@ class _CNest:
             return init.lvalue.name, self.bound(init.rvalue)
         raise self.error(node, "the loop must start with 'int i = ...' or 'i = ...'")
 
-    def loop_step(self, node: Any, var: str) -> int:
+    def loop_step(self, node: Any, var: str) -> Poly:
+        """What ``var`` grows by each iteration: a non-zero constant, or a size."""
         a = self.ast
         nxt = node.next
         step: Poly | None = None
@@ -332,11 +352,29 @@ class _CNest:
                 amount = self.index(nxt.rvalue.right)
                 step = None if amount is None else (amount if nxt.rvalue.op == "+"
                                                     else -amount)
-        value = step.constant_value() if step is not None else None
-        if not value:
-            raise self.error(node, f"the loop must step {var} by a non-zero constant "
-                             f"({var}++, {var} += 2, {var}--)")
-        return value
+        if step is None or step.constant_value() == 0 or var in step.symbols() \
+                or not step.is_affine():
+            raise self.error(node, f"the loop must step {var} by a non-zero constant or a "
+                             f"size ({var}++, {var} += 2, {var}--, {var} += inc)")
+        return step
+
+    def stride_sign(self, node: Any, var: str, amount: Poly) -> int:
+        """The sign a symbolic step must have for ``i < n`` (or ``i > n``) to end; the
+        assumption is a note, and a step of 0 the degenerate case it is."""
+        cond = node.cond
+        op = cond.op if isinstance(cond, self.ast.BinaryOp) else ""
+        if isinstance(cond, self.ast.BinaryOp) and isinstance(cond.right, self.ast.ID) \
+                and cond.right.name == var:
+            op = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}.get(op, op)
+        if op not in {"<", "<=", ">", ">="}:
+            raise self.error(node, f"a loop that steps {var} by {amount} needs a condition "
+                             f"{var} < bound or {var} > bound (its sign)")
+        upward = op in {"<", "<="}
+        self.builder.note(self.where(node)[0], f"loop {var} steps by {amount}: analyzed for "
+                          f"{amount} {'>= 1' if upward else '<= -1'}, over every {var} between "
+                          f"its bounds (a superset of its iterations); with {amount} = 0 it "
+                          "would never end")
+        return 1 if upward else -1
 
     def loop_stop(self, node: Any, var: str, step: int) -> Poly | None:
         a = self.ast
@@ -385,8 +423,22 @@ class _CNest:
             self.statement(node.iffalse)
         self.builder.pop_guard()
 
+    def settle(self, name: str, value: Any, node: Any) -> None:
+        """``int k = LEN / 2;`` (or ``k = 1;``) in the function's top-level code, the only
+        assignment of ``k``: later subscripts and bounds read ``k`` as its value, not as an
+        unknown size. A value that is no index expression leaves uses of ``k`` unknown."""
+        if name not in self.settled or self.builder.loop_vars:
+            return
+        poly = self.index(value)
+        if poly is not None:
+            self.known[name] = poly
+        else:
+            self.mutable.add(name)
+
     def assignment(self, node: Any) -> None:
         steps, value = self.chain(node)
+        if len(steps) == 1 and node.op == "=" and isinstance(node.lvalue, self.ast.ID):
+            self.settle(node.lvalue.name, value, node)
         update = self.update(node) if len(steps) == 1 else None
         file, line, column = self.place(node)
         self.builder.add_statement(line, column, self.original(node),
@@ -574,18 +626,22 @@ class _CNest:
         if isinstance(node, a.ID):
             if node.name in self.builder.loop_vars:
                 return Poly.symbol(node.name)
-            if node.name in self.mutable:
-                return None
+            if node.name in self.known:
+                return self.known[node.name]
+            if node.name in self.mutable or node.name in self.settled:
+                return None  # mutable, or settled later: its value where used is unknown
             return self.builder.parameter(node.name)
         if isinstance(node, a.Cast):
             return self.index(node.expr)
         if isinstance(node, a.UnaryOp) and node.op in {"-", "+"}:
             inner = self.index(node.expr)
             return None if inner is None else (-inner if node.op == "-" else inner)
-        if isinstance(node, a.BinaryOp) and node.op in {"+", "-", "*"}:
+        if isinstance(node, a.BinaryOp) and node.op in {"+", "-", "*", "/", "%"}:
             left, right = self.index(node.left), self.index(node.right)
             if left is None or right is None:
                 return None
+            if node.op in {"/", "%"}:
+                return _constant_division(node.op, left, right)
             return {"+": left + right, "-": left - right, "*": left * right}[node.op]
         if isinstance(node, a.FuncCall) and isinstance(node.name, a.ID) \
                 and node.name.name.lower() in {"min", "max"} and node.args:
@@ -611,6 +667,24 @@ class _CNest:
                 return None
             return Compare(node.op, left, right)
         return None
+
+    def _settled_names(self) -> set[str]:
+        """Names assigned once in the function, by ``int k = e;`` or ``k = e;`` among its
+        top-level statements (not in a loop or a branch): from there on one value."""
+        a = self.ast
+        once = {name for name in self.assigned if name not in self._assigned_twice}
+        found: set[str] = set()
+        for item in self.function.body.block_items or []:
+            decls = item.decls if isinstance(item, a.DeclList) else [item]
+            for decl in decls:
+                if isinstance(decl, a.Decl) and decl.init is not None \
+                        and not isinstance(decl.type, (a.ArrayDecl, a.PtrDecl)):
+                    found.add(decl.name)
+            if isinstance(item, a.Assignment) and item.op == "=" \
+                    and isinstance(item.lvalue, a.ID) \
+                    and not isinstance(item.rvalue, a.Assignment):
+                found.add(item.lvalue.name)
+        return found & once
 
     def _mutable_names(self) -> set[str]:
         """Names assigned inside a loop or more than once: their values depend on data."""
@@ -648,9 +722,46 @@ class _CNest:
 
         visit(self.function.body, 0)
         self.assigned = set(counts)
+        self._assigned_twice = {name for name, count in counts.items() if count > 1} \
+            | in_loop | loop_vars
         # a name assigned outside a declaration (a parameter, a global) had another value
         # before: only a local initialized once, outside loops, is a fixed size
         return (in_loop | plain | {n for n, c in counts.items() if c > 1}) - loop_vars
+
+
+RESTRICT = {"restrict", "__restrict", "__restrict__"}
+# pointers to these may point at any object (C's rule for character types; void has none)
+ANY_OBJECT = {"char", "void"}
+
+
+def element_class(kind: Any, ast: Any, argument: bool) -> str | None:
+    """The overlap class of an array or pointer declarator (``Variable.overlap_class``):
+    the element type's name, "any" for char and void, None for a ``restrict`` parameter
+    (``float *restrict a``, ``float a[restrict n]``), which shares memory with nothing the
+    function reaches otherwise."""
+    qualifiers: list[str] = []
+    while isinstance(kind, (ast.ArrayDecl, ast.PtrDecl)):
+        qualifiers += (kind.dim_quals if isinstance(kind, ast.ArrayDecl) else kind.quals) or []
+        kind = kind.type
+    if argument and RESTRICT & set(qualifiers):
+        return None
+    names = getattr(getattr(kind, "type", None), "names", None) or []
+    names = [n for n in names if n not in {"signed", "unsigned", "const", "volatile"}]
+    if len(names) > 1 and "int" in names:  # long int is long
+        names.remove("int")
+    if not names or set(names) & ANY_OBJECT:
+        return "any"
+    return " ".join(names)
+
+
+def _constant_division(op: str, left: Poly, right: Poly) -> Poly | None:
+    """``a / b`` or ``a % b`` of two constants as C computes them (truncating toward
+    zero); anything else None (C's division of a negative value is not a floor)."""
+    a, b = left.constant_value(), right.constant_value()
+    if a is None or not b:
+        return None
+    quotient = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
+    return Poly.const(quotient if op == "/" else a - b * quotient)
 
 
 def _int_constant(text: str) -> Poly | None:

@@ -31,6 +31,11 @@ class Variable:
     extents: tuple[Poly | None, ...] | None = None  # declared sizes, when known
     line: int = 0
     is_argument: bool = False  # a function parameter: may be live after the function
+    # Whose memory it may share: arrays of one class may overlap when one of them is an
+    # argument (C: the element type, "any" for char and void pointers; Python: "array", an
+    # argument may be another argument or a view of it). None: memory of its own (a local,
+    # a restrict pointer, a scalar).
+    overlap_class: str | None = None
 
 
 @dataclass(eq=False)
@@ -102,7 +107,10 @@ class Loop:
     """``for var in range(start, stop, step)``: start inclusive, stop exclusive.
 
     A bound is None when it depends on data (``range(count[i])``): the analysis then leaves
-    that side unbounded, which is safe.
+    that side unbounded, which is safe. A step that is a size (``i += inc``) is ``stride``,
+    with ``step`` its sign as assumed (``signed``: the code fixes it, as C's condition
+    ``i < n`` does; else the analysis tries both): the loop is analyzed over every value
+    between its bounds, a superset of its iterations.
     """
 
     id: str
@@ -118,6 +126,8 @@ class Loop:
     body: list[Union["Loop", Statement]] = field(default_factory=list)
     header: str = ""
     file: str = ""  # the file that holds it, as the user named it (a header, for included code)
+    stride: Poly | None = None  # a step that is a size: its expression (step is its sign)
+    signed: bool = True  # whether the code fixes the sign of a stride
 
     @property
     def enclosing(self) -> tuple["Loop", ...]:
@@ -154,6 +164,9 @@ class Nest:
     variables: list[Variable]
     parameters: list[str]  # size parameters (symbols that are not loop variables)
     notes: list[str] = field(default_factory=list)  # what was treated conservatively, why
+    # sizes that stand for a local's value loclab could not express (``k = n >> 1``): their
+    # ties to the other sizes are lost, so nothing that uses one is exact
+    opaque: list[str] = field(default_factory=list)
 
 
 def common_loops(first: Statement, second: Statement) -> tuple[Loop, ...]:

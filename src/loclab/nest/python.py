@@ -115,6 +115,8 @@ class _PythonNest:
         self.offset = line_offset
         self.builder = NestBuilder(name, filename, "python", function.lineno + line_offset)
         self.assigned, self.mutable = _assigned_names(function)
+        self.settled = _settled_names(function) - self.mutable
+        self.known: dict[str, Poly] = {}  # settled names whose value is an index expression
 
     # -- helpers ----------------------------------------------------------------------------
     def line(self, node: ast.AST) -> int:
@@ -134,6 +136,9 @@ class _PythonNest:
     def build(self) -> Nest:
         arguments = self.function.args.posonlyargs + self.function.args.args
         self.builder.arguments = {a.arg for a in arguments + self.function.args.kwonlyargs}
+        # NumPy lets two array arguments be one array, or views of one (x[1:], x[:-1]),
+        # and a global array be an argument too
+        self.builder.undeclared_overlap = lambda name: "array"
         self.block(self.function.body, top=True)
         return self.builder.finish()
 
@@ -181,13 +186,23 @@ class _PythonNest:
                 raise self.error(arg, f"range() {role} {self.text(arg)} is not an integer")
         start_node = args[0] if len(args) >= 2 else None
         stop_node = args[1] if len(args) >= 2 else args[0]
-        step = 1
+        step, stride = 1, None
         if len(args) == 3:
             step_poly = self.index(args[2])
             value = step_poly.constant_value() if step_poly is not None else None
-            if value is None or value == 0:
-                raise self.error(args[2], "the loop step must be a non-zero integer constant")
-            step = value
+            if value == 0 or step_poly is None or node.target.id in step_poly.symbols() \
+                    or not step_poly.is_affine():
+                raise self.error(args[2], "the loop step must be a non-zero integer constant "
+                                 "or a size")
+            if value is None:  # a size: both signs are analyzed (analysis.counting_down)
+                stride = step_poly
+                self.builder.note(self.line(node), f"loop {node.target.id} steps by "
+                                  f"{self.text(args[2])}: analyzed over every "
+                                  f"{node.target.id} between its bounds (a superset of its "
+                                  f"iterations), for {self.text(args[2])} >= 1 and, apart, "
+                                  f"<= -1; range() refuses a step of 0")
+            else:
+                step = value
         start = self.bound(start_node) if start_node is not None else Poly.const(0)
         stop = self.bound(stop_node)
         for bound in (start_node, stop_node):
@@ -195,7 +210,8 @@ class _PythonNest:
                 self.check_bound_reads(bound)
         self.builder.open_loop(node.target.id, start, stop, step, self.line(node),
                                node.col_offset + 1, f"for {node.target.id} in "
-                               f"{self.text(node.iter)}")
+                               f"{self.text(node.iter)}", stride=stride,
+                               signed=stride is None)
         self.block(node.body)
         self.builder.close_loop()
 
@@ -247,6 +263,7 @@ class _PythonNest:
             if isinstance(targets[0], ast.Name):
                 self.allocation(targets[0].id, value, node)
                 return
+        self.settle(targets, value, node)
         update = self.update(node, targets[0], value) if len(targets) == 1 else None
         reads: list[Access] = []
         if isinstance(node, ast.AugAssign):
@@ -254,6 +271,21 @@ class _PythonNest:
         reads += self.reads(value)
         self.builder.add_statement(self.line(node), node.col_offset + 1, self.text(node),
                                    reads + self.stores(targets), update)
+
+    def settle(self, targets: list[ast.expr], value: ast.expr, node: ast.stmt) -> None:
+        """``k = LEN // 2`` before the loops, never assigned again: later subscripts and
+        bounds read ``k`` as its value, not as an unknown size (``a[i + k]`` and ``a[i]``
+        are then the two halves they are). A value that is no index expression (data, or
+        arithmetic isl cannot hold) leaves ``k`` an unknown whose ties to the sizes are
+        lost: what uses it is not exact."""
+        if len(targets) != 1 or not isinstance(targets[0], ast.Name) \
+                or targets[0].id not in self.settled or isinstance(node, ast.AugAssign):
+            return
+        poly = self.index(value)
+        if poly is None:
+            self.builder.opaque(targets[0].id, self.line(node))
+        else:
+            self.known[targets[0].id] = poly
 
     def stores(self, targets: list[ast.expr]) -> list[Access]:
         """The accesses of assigning ``a = b = e``'s value: left to right, as Python does,
@@ -428,6 +460,8 @@ class _PythonNest:
         if isinstance(node, ast.Name):
             if node.id in self.builder.loop_vars:
                 return Poly.symbol(node.id)
+            if node.id in self.known:
+                return self.known[node.id]
             if node.id in self.mutable:
                 return None
             return self.builder.parameter(node.id)
@@ -537,6 +571,25 @@ def _assigned_names(function: ast.FunctionDef) -> tuple[set[str], set[str]]:
     # reassigning an argument gives it two values (before and after): data, not a size
     mutable |= {name for name, count in top_counts.items() if count > 1 or name in arguments}
     return assigned, mutable
+
+
+def _settled_names(function: ast.FunctionDef) -> set[str]:
+    """Names assigned exactly once in the function, by a plain assignment in its top-level
+    code (not in a loop or a branch): from there on they hold one value the analysis may
+    know (:meth:`_PythonNest.settle`)."""
+    counts: Counter[str] = Counter()
+    for node in ast.walk(function):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            counts.update(n.id for t in targets for n in ast.walk(t)
+                          if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+    top = {node.targets[0].id if isinstance(node, ast.Assign) else node.target.id
+           for node in function.body
+           if (isinstance(node, ast.Assign) and len(node.targets) == 1
+               and isinstance(node.targets[0], ast.Name))
+           or (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+               and node.value is not None)}
+    return {name for name in top if counts[name] == 1}
 
 
 def _non_integer(node: ast.expr) -> bool:

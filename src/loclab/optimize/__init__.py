@@ -124,10 +124,12 @@ class Planned:
 
 def plan(source: str, function: str | None = None, *, filename: str = "<source>",
          params: Mapping[str, int] | None = None, element_bytes: int = 8,
-         threads: int | None = None) -> Planned:
+         threads: int | None = None, assume_distinct: bool = False) -> Planned:
     """Analyse ``function`` and plan each of its top-level loop nests (``planner``) for the
     caches of this CPU and ``threads`` (default: Numba's), at ``params`` (the rest of the
-    sizes chosen as ``timing_sizes`` says; each a whole number of at least 1)."""
+    sizes chosen as ``timing_sizes`` says; each a whole number of at least 1). The plans
+    are for distinct arrays: the code checks arguments that may share memory and runs as
+    written when they do, unless ``assume_distinct``."""
     import numba
 
     from loclab.deps import analyze
@@ -137,8 +139,9 @@ def plan(source: str, function: str | None = None, *, filename: str = "<source>"
     from loclab.optimize.measure import timing_sizes
     from loclab.optimize.planner import Context, loop_extents, plan_nest, top_loops
 
-    code = Source(source, function or _only_function(source, filename), filename)
-    analysis = analyze(source, code.function, filename=filename)
+    code = Source(source, function or _only_function(source, filename), filename,
+                  assume_distinct=assume_distinct)
+    analysis = analyze(source, code.function, filename=filename, assume_distinct=True)
     if not top_loops(analysis):
         raise UsageError(f"{filename}::{code.function}: no loop to optimize")
     as_written = code.transform([])
@@ -156,7 +159,8 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
              tune: bool = True, threads: int | None = None, tuning_cache: Path | None = None,
              element_bytes: int = 8, timing: Any = None,
              progress: Callable[[str], None] | None = None,
-             inputs: Callable[..., Any] | None = None) -> Optimized:
+             inputs: Callable[..., Any] | None = None,
+             assume_distinct: bool = False) -> Optimized:
     """Optimize ``function`` of the Python source text ``source`` for ``target``.
 
     ``params`` fixes sizes the code is tuned and timed at (the rest grow until the original
@@ -165,7 +169,9 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
     the arrays' elements the tile model assumes (8: the float64 inputs it is verified and
     timed on); ``timing`` the budget of the final timing (a ``loclab.bench.timing.Budget``;
     default: ``loclab run``'s); ``inputs`` a function that returns the arguments at given
-    sizes (``loclab.transform.inputs.INPUTS_CONTRACT``; default: loclab's random ones)."""
+    sizes (``loclab.transform.inputs.INPUTS_CONTRACT``; default: loclab's random ones);
+    ``assume_distinct``: no two arguments share memory (the code then skips the check that
+    runs it as written when they do)."""
     from loclab.bench.runner import configure_threads
     from loclab.optimize import measure
     from loclab.optimize.build import choose
@@ -176,7 +182,8 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
         raise UsageError(f"--target {target}: choose from {', '.join(TARGETS)}")
     used_threads = configure_threads(threads)
     planned = plan(source, function, filename=filename, params=params,
-                   element_bytes=element_bytes, threads=used_threads)
+                   element_bytes=element_bytes, threads=used_threads,
+                   assume_distinct=assume_distinct)
     code, sizes = planned.code, planned.sizes
     measure.check_timed_work(planned.as_written.program, sizes)
     arguments = measure.make_inputs(planned.as_written.program, sizes, inputs)

@@ -28,6 +28,9 @@ class Source:
     # Its scalars' NumPy types for the arguments the code is for (``measure.scalar_types``):
     # the type of an expanded scalar's array.
     scalar_types: tuple[tuple[str, str], ...] = ()
+    # the user vouches that no two arguments share memory: the code does not check them
+    # (otherwise it runs as written when they do, loclab.transform.versioning)
+    assume_distinct: bool = False
 
     def transform(self, steps: Sequence[str], emit: str = "numba") -> Any:
         """``loclab.transform`` of the function with ``steps`` (an empty recipe is the
@@ -42,7 +45,8 @@ def _transformed(source: Source, steps: tuple[str, ...], emit: str) -> Any:
 
     return transform(source.text, "; ".join(steps), source.function, emit=emit,
                      filename=source.filename, empty=True,
-                     scalar_types=dict(source.scalar_types))
+                     scalar_types=dict(source.scalar_types),
+                     assume_distinct=source.assume_distinct)
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,9 @@ class Transformed:
     program: Any = field(repr=False)
     origin: Any = field(repr=False)  # where the original came from (for compile and verify)
     notes: list[str] = field(default_factory=list)
+    # arrays that may share memory, checked first by the code (loclab.transform.versioning)
+    overlaps: list[tuple[str, str]] = field(default_factory=list)
+    scalar_types: dict[str, str] = field(default_factory=dict, repr=False)
 
     def compile(self) -> Callable[..., Any]:
         """The transformed function, ready to call (Numba compiles it on the first call)."""
@@ -68,15 +71,22 @@ class Transformed:
         return verify(self, sizes)
 
     def analyze(self) -> Any:
-        """The dependence analysis of the transformed function, like any nest's."""
+        """The dependence analysis of the transformed loops, like any nest's: where the code
+        checks arguments for shared memory first, of the loops it runs when they are
+        apart (analyzed as apart)."""
         from loclab.deps import analyze
+        from loclab.transform.emit import emit_code
 
         origin = self.origin
         if self.language == "c":
             return analyze(self.source, self.name.split(".")[-1], language="c",
                            filename=origin.filename, include_dirs=origin.include_dirs,
                            defines=origin.defines)
-        return analyze(self.source, self.name.split(".")[-1], filename=origin.filename)
+        if not self.overlaps:
+            return analyze(self.source, self.name.split(".")[-1], filename=origin.filename)
+        apart = emit_code(self.program, self.emit, self.scalar_types)
+        return analyze(apart, self.name.split(".")[-1], filename=origin.filename,
+                       assume_distinct=True)
 
     def to_json(self) -> dict[str, Any]:
         return {"function": self.name, "language": self.language, "emit": self.emit,
@@ -100,35 +110,41 @@ class Origin:
 def transform(func_or_source: Callable[..., Any] | str, recipe: str,
               function: str | None = None, *, emit: str | None = None,
               filename: str | None = None, language: str = "python",
-              empty: bool = False, scalar_types: Mapping[str, str] | None = None
-              ) -> Transformed:
+              empty: bool = False, scalar_types: Mapping[str, str] | None = None,
+              assume_distinct: bool = False) -> Transformed:
     """Apply a recipe to a live Python function or to the source text of one; ``empty``
     accepts a recipe of no steps (the function as written, emitted as ``emit``);
     ``scalar_types`` gives the NumPy type of scalars an ``expand`` turns into arrays (as
     Numba types them for the arguments the code is for; default: float64, or int64 for a
-    scalar used in a subscript)."""
+    scalar used in a subscript). Steps are proved for distinct arrays: arguments that may
+    share memory are checked by the emitted Python when it starts (it runs as written when
+    they do), and make a C recipe an error, unless ``assume_distinct``."""
     from loclab.nest.deep import on_deep_stack
 
     where = filename or getattr(func_or_source, "__name__", None) or "<source>"
     return on_deep_stack(where, lambda: _run(_origin(func_or_source, function, filename,
                                                      language),
-                                             recipe, emit, language, empty, scalar_types))
+                                             recipe, emit, language, empty, scalar_types,
+                                             assume_distinct))
 
 
 def transform_file(path: str | Path, function: str | None, recipe: str, *,
                    emit: str | None = None, include_dirs: Iterable[str | Path] = (),
-                   defines: Mapping[str, str] | None = None) -> Transformed:
+                   defines: Mapping[str, str] | None = None,
+                   assume_distinct: bool = False) -> Transformed:
     """Apply a recipe to the function ``function`` of a .py or .c file (``None``: its only
-    function); C is preprocessed with ``include_dirs`` and ``defines`` (``-I``, ``-D``)."""
+    function); C is preprocessed with ``include_dirs`` and ``defines`` (``-I``, ``-D``);
+    ``assume_distinct`` as for :func:`transform`."""
     from loclab.nest.deep import on_deep_stack
 
     return on_deep_stack(str(path), lambda: _transform_file(Path(path), function, recipe,
-                                                            emit, include_dirs, defines))
+                                                            emit, include_dirs, defines,
+                                                            assume_distinct))
 
 
 def _transform_file(path: Path, function: str | None, recipe: str, emit: str | None,
                     include_dirs: Iterable[str | Path],
-                    defines: Mapping[str, str] | None) -> Transformed:
+                    defines: Mapping[str, str] | None, assume_distinct: bool) -> Transformed:
     from loclab.nest import C_SUFFIXES, read_source
 
     source = read_source(path)
@@ -139,7 +155,7 @@ def _transform_file(path: Path, function: str | None, recipe: str, emit: str | N
         function = _only_function(source, str(path), language, include_dirs, defines)
     origin = Origin(source, str(path), function, 0, None, tuple(map(str, include_dirs)),
                     dict(defines or {}))
-    return _run(origin, recipe, emit, language)
+    return _run(origin, recipe, emit, language, assume_distinct=assume_distinct)
 
 
 def _origin(func_or_source: Callable[..., Any] | str, function: str | None,
@@ -180,7 +196,9 @@ def _only_function(source: str, filename: str, language: str,
 
 
 def _run(origin: Origin, recipe: str, emit: str | None, language: str,
-         empty: bool = False, scalar_types: Mapping[str, str] | None = None) -> Transformed:
+         empty: bool = False, scalar_types: Mapping[str, str] | None = None,
+         assume_distinct: bool = False) -> Transformed:
+    from loclab.deps.overlap import may_overlap
     from loclab.deps.remedies import Remedies
     from loclab.transform.emit import emit_code
     from loclab.transform.legality import Dependences
@@ -212,11 +230,19 @@ def _run(origin: Origin, recipe: str, emit: str | None, language: str,
         program = applied.program
         results.append(StepResult(str(step), True, applied.reason))
     recipe_text = "; ".join(r.step for r in results)
+    overlaps = [] if assume_distinct or not results else may_overlap(program.nest)
+    as_written = _program(origin, language) if overlaps and language == "c" else None
     source = header(emit, f"{Path(origin.filename).name}::{origin.function}",
                     recipe_text or "no step (as written)") \
-        + "\n" + emit_code(program, emit, scalar_types)
+        + "\n" + emit_code(program, emit, scalar_types, overlaps, as_written)
+    notes = list(program.notes)
+    overlaps_named = [(a.name, b.name) for a, b in overlaps]
+    if overlaps:
+        pairs = ", ".join(f"{a} and {b}" for a, b in overlaps_named)
+        notes.append(f"{pairs} may share memory: the function checks them first and runs "
+                     "as written when they do (--assume-distinct leaves the check out)")
     return Transformed(program.nest.name, language, emit, source, results, program, origin,
-                       list(program.notes))
+                       notes, overlaps_named, dict(scalar_types or {}))
 
 
 def _program(origin: Origin, language: str) -> Any:
@@ -232,6 +258,11 @@ def _program(origin: Origin, language: str) -> Any:
 
         program = c_program(origin.source, origin.filename, origin.function,
                             origin.include_dirs, origin.defines)
+    for loop in program.nest.loops:
+        if loop.stride is not None:
+            raise UsageError(f"{loop.file}:{loop.line}: loop {loop.var} steps by {loop.stride}, "
+                             "a size: loclab transforms loops of a constant step only "
+                             "(loclab analyze explains this one)")
     for variable in program.nest.variables:
         if variable.scope:
             program.private[variable.key] = Private(variable, variable.scope[-1], "local")

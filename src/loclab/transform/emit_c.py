@@ -38,12 +38,29 @@ HELPERS = """#ifndef loclab_min
 
 
 def emit_c(program: Program, code: list[Code], placements: dict[str, Placement],
-           expansions: dict[str, Expansion], buffers: list[BufferMarker]) -> str:
+           expansions: dict[str, Expansion], buffers: list[BufferMarker],
+           versioned: tuple[str, tuple] | None = None) -> str:
+    """The user's file with the function's body replaced; ``versioned``: (the C test that
+    arrays share memory, the pieces of the function as written), for a body that runs as
+    written when the test holds and the transformed code otherwise (loop versioning)."""
     syntax = program.syntax
     source = syntax.text
     start, end = _body_span(syntax.unit, syntax.function, source)
     body = _Emitter(program, placements, expansions, buffers).body(code)
+    if versioned is not None:
+        test, (written, *pieces) = versioned
+        as_written = _Emitter(written, *pieces[1:]).body(pieces[0])
+        body = "\n".join(["{", f"{INDENT}/* arrays that may share memory: if their spans "
+                          "meet, run as written */", f"{INDENT}if ({test}) {{",
+                          _indented(as_written), f"{INDENT}}} else {{", _indented(body),
+                          f"{INDENT}}}", "}"])
     return HELPERS + source[:start] + body + source[end:]
+
+
+def _indented(block: str) -> str:
+    """A ``{ ... }`` block's inside, one level deeper (inside an if's branch)."""
+    inside = block.split("\n")[1:-1]
+    return "\n".join(INDENT + line if line else "" for line in inside)
 
 
 def _body_span(unit: Any, function: Any, source: str) -> tuple[int, int]:

@@ -28,6 +28,7 @@ from loclab.transform.python_program import FunctionSyntax
 from loclab.transform.storage import Expansion, Placement, copy_suffix
 from loclab.transform.subscripts import unsigned_arrays
 from loclab.transform.tree import LoopNode, Program, Reduction, Unit
+from loclab.transform.versioning import as_written_branch, overlap_helper
 
 INDENT = "    "
 
@@ -42,6 +43,9 @@ class PythonOutput:
     numba: bool
     buffers: list[BufferMarker] = field(default_factory=list)
     scalar_types: dict[str, str] = field(default_factory=dict)  # an expanded scalar's dtype
+    # pairs of arrays that may share memory: the function checks them first and runs as
+    # written when they do (loop versioning, loclab.transform.versioning)
+    overlaps: list[tuple[str, str]] = field(default_factory=list)
 
 
 def emit_python(output: PythonOutput, code: list[Code]) -> str:
@@ -69,6 +73,8 @@ class _Emitter:
         if self.syntax.docstring is not None:
             docstring = ast.get_source_segment(self.syntax.source, self.syntax.docstring)
             self.line(1, textwrap.dedent(docstring or ast.unparse(self.syntax.docstring)))
+        if self.out.overlaps:
+            self.line(1, as_written_branch(self.syntax, self.out.overlaps, self.out.numba))
         self.block(code, 1, [])
         if not any(text.strip() for text in body[1 if self.syntax.docstring else 0:]):
             self.line(1, "pass")
@@ -85,7 +91,8 @@ class _Emitter:
             if any(node.vectorized and node.reductions for node in self.program.loops()):
                 options.append('fastmath={"reassoc"}')  # vectorize: sums may run in lanes
             decorator = [f"@njit({', '.join(options)})" if options else "@njit"]
-        return "\n".join(head + (["", ""] if head else []) + [*decorator, signature]
+        helper = overlap_helper(self.out.numba) if self.out.overlaps else []
+        return "\n".join(head + (["", ""] if head else []) + helper + [*decorator, signature]
                          + body) + "\n"
 
     def imports(self) -> list[str]:
@@ -101,7 +108,7 @@ class _Emitter:
                              "negative-index test")
             if self.atomics:
                 lines.append("from loclab.cpu.atomics import atomic_add")
-        elif (self.out.expansions or self.out.buffers) and not any(
+        elif (self.out.expansions or self.out.buffers or self.out.overlaps) and not any(
                 l.startswith("import numpy as np") for l in lines):
             lines.append("import numpy as np")
         return lines

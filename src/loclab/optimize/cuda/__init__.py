@@ -42,7 +42,17 @@ class GpuPlan:
         syntax = program.syntax
         return emit_function(syntax.function, syntax.filename, syntax.offset, self.mappings,
                              list(configs or self.default_configs()), self.loops,
-                             list(program.nest.parameters), arrays, scalars)
+                             list(program.nest.parameters), arrays, scalars,
+                             self.overlaps())
+
+    def overlaps(self) -> list[tuple[str, str]]:
+        """Pairs of arguments that may share memory, which the module refuses when they do
+        (none where the user vouched they never do)."""
+        from loclab.deps.overlap import may_overlap
+
+        if self.planned.code.assume_distinct:
+            return []
+        return [(a.name, b.name) for a, b in may_overlap(self.planned.as_written.program.nest)]
 
 
 def gpu_plan(planned: Any) -> GpuPlan:

@@ -48,11 +48,13 @@ def emit_function(function: ast.FunctionDef, filename: str, line_offset: int,
                   mappings: Sequence[NestMapping], configs: Sequence[Config],
                   loops: Mapping[int, ast.For], sizes: Sequence[str],
                   arrays: Mapping[str, tuple[np.dtype, int]],
-                  scalars: Mapping[str, np.dtype]) -> CudaFunction:
+                  scalars: Mapping[str, np.dtype],
+                  overlaps: Sequence[tuple[str, str]] = ()) -> CudaFunction:
     """The CUDA function of ``function`` (its syntax), whose top-level nests run as
     ``mappings`` say with ``configs``; ``arrays`` are the array arguments' element types and
     ranks (what the kernels are written for), ``scalars`` the other arguments' types (sizes
-    are integers)."""
+    are integers); ``overlaps`` the pairs of arguments that may share memory, which the
+    function refuses to run on when they do (its kernels are proved for distinct arrays)."""
     def where(node: ast.AST) -> str:
         return f"{filename}:{getattr(node, 'lineno', 0) + line_offset}"
 
@@ -86,7 +88,8 @@ def emit_function(function: ast.FunctionDef, filename: str, line_offset: int,
             continue
         calls.append(_host_statement(node, element_types, ndims, where, assigned_in_nests))
     source = HELPERS + "\n\n".join(k.text for k in kernels) + "\n"
-    module = _module_text(function, filename, kernels, source, calls, dtypes, scalars)
+    module = _module_text(function, filename, kernels, source, calls, dtypes, scalars,
+                          overlaps)
     return CudaFunction(function.name, tuple(kernels), source, module)
 
 
@@ -164,11 +167,13 @@ def _launch(kernel: Kernel) -> str:
 
 def _module_text(function: ast.FunctionDef, filename: str, kernels: Sequence[Kernel],
                  source: str, calls: Sequence[str], dtypes: Mapping[str, np.dtype],
-                 scalars: Mapping[str, np.dtype]) -> str:
+                 scalars: Mapping[str, np.dtype], overlaps: Sequence[tuple[str, str]]) -> str:
     args = [a.arg for a in function.args.args]
     checks = "\n".join(
-        f"    _check({name!r}, {name}, np.{np.dtype(dtype).name})"
-        for name, dtype in dtypes.items() if name in args)
+        [f"    _check({name!r}, {name}, np.{np.dtype(dtype).name})"
+         for name, dtype in dtypes.items() if name in args]
+        + [f"    _check_apart({x!r}, {x}, {y!r}, {y})" for x, y in overlaps
+           if x in args and y in args])
     names = ", ".join(repr(k.name) for k in kernels)
     body = "\n".join("    " + line for call in calls for line in call.splitlines())
     sizes = [f"{a}.size" for a in args if a in dtypes] + [
@@ -176,6 +181,7 @@ def _module_text(function: ast.FunctionDef, filename: str, kernels: Sequence[Ker
     scalar_types = "\n".join(
         f"_{k}_type = np.{np.dtype(scalars[k]).name}" for k in sorted(
             {s for kernel in kernels for s in kernel.scalars}))
+    apart = _APART if "_check_apart(" in checks else ""
     first = header("python", f"{Path(filename).name}::{function.name}",
                    "its loop nests as CUDA kernels", tool="optimize")
     return f'''{first}
@@ -205,7 +211,7 @@ def _check(name, array, dtype):
             or not array.flags.c_contiguous:
         raise TypeError(f"{{name}}: a C-contiguous CuPy array of {{np.dtype(dtype).name}} "
                         f"expected (the kernels were written for it)")
-
+{apart}
 
 def {function.name}({", ".join(args)}):
 {checks}
@@ -213,6 +219,16 @@ def {function.name}({", ".join(args)}):
     index = "int" if largest < 2**30 else "long long"  # (a sum of two indices fits)
     I = np.int32 if index == "int" else np.int64
 {body}
+'''
+
+
+_APART = '''
+
+def _check_apart(name_x, x, name_y, y):
+    if x.data.ptr < y.data.ptr + y.nbytes and y.data.ptr < x.data.ptr + x.nbytes:
+        raise ValueError(f"{name_x} and {name_y} share memory: the kernels are proved for "
+                         "distinct arrays (loclab optimize); pass a copy, or call the "
+                         "original")
 '''
 
 
