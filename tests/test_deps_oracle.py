@@ -146,7 +146,8 @@ def used(source: str, params: Mapping[str, int]) -> dict[str, int]:
 
 def check(source: str, truth: Truth, params: Mapping[str, int] | None, *, exact: bool) -> Any:
     """Analyze ``source`` (sizes fixed to ``params``, or symbolic) and compare; the analysis."""
-    analysis = loclab.analyze(source, params=used(source, params) if params is not None else None)
+    analysis = loclab.analyze(source, params=used(source, params) if params is not None else None,
+                              assume_distinct=True)  # the oracle runs distinct arrays
     found = problems(truth, analysis, exact=exact)
     assert not found, report(source, params if params is not None else "symbolic", found,
                              analysis)
@@ -526,9 +527,9 @@ def check_transformations(source: str, size_pairs: list[tuple[int, int]],
                           seeds: Iterable[int] = (0,)) -> None:
     """The verdicts of the analysis at each fixed size, and of the symbolic analysis at
     every size, hold when run."""
-    symbolic = loclab.analyze(source)
+    symbolic = loclab.analyze(source, assume_distinct=True)
     for n, m in size_pairs:
-        fixed = loclab.analyze(source, params=used(source, sizes(n, m)))
+        fixed = loclab.analyze(source, params=used(source, sizes(n, m)), assume_distinct=True)
         for analysis, label in ((fixed, sizes(n, m)), (symbolic, "symbolic")):
             for seed in seeds:
                 found = transformation_problems(source, analysis, sizes(n, m), seed)

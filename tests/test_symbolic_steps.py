@@ -79,7 +79,7 @@ void zero(float *a, int inc, int n) {
 """
     s175 = loclab.analyze(c, "s175", language="c")
     (d,) = s175.dependences
-    assert (d.kind, d.direction, d.exact) == ("WAR", ("<",), True)
+    assert (d.kind, d.direction, d.distance, d.exact) == ("WAR", ("<",), (1,), True)
     assert any("inc >= 1" in note for note in s175.notes)
     assert loclab.analyze(c, "s172", language="c").loops[0].parallel
     with pytest.raises(UsageError, match="needs a condition i < bound or i > bound"):

@@ -181,15 +181,36 @@ def test_the_cli_says_it_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "PARALLEL if b and a do not overlap" in out and "O1 RAW a[i] -> b[i - 1]" in out
 
 
-def test_the_gpu_module_refuses_arguments_that_share_memory() -> None:
+def gpu_module(assume_distinct: bool = False) -> str:
     from loclab.optimize import plan
     from loclab.optimize.cuda import gpu_plan
 
-    planned = plan(SHIFT, "shift")
-    gpu = gpu_plan(planned)
-    module = gpu.emit({"a": (np.dtype("float64"), 1), "b": (np.dtype("float64"), 1)},
-                      {}).module
-    assert "_check_apart('b', b, 'a', a)" in module
-    trusting = plan(SHIFT, "shift", assume_distinct=True)
-    assert "_check_apart(" not in gpu_plan(trusting).emit(
-        {"a": (np.dtype("float64"), 1), "b": (np.dtype("float64"), 1)}, {}).module
+    planned = plan(SHIFT, "shift", assume_distinct=assume_distinct)
+    return gpu_plan(planned).emit({"a": (np.dtype("float64"), 1),
+                                   "b": (np.dtype("float64"), 1)}, {}).module
+
+
+def test_the_gpu_module_runs_shared_memory_as_written_on_the_host() -> None:
+    module = gpu_module()
+    assert "if _shared(b, a):" in module and "return _on_host(_as_written, (a, b, n,))" in module
+    assert "def _as_written(a, b, n):\n    for i in range(1, n):" in module
+    compile(module, "<module>", "exec")
+    assert "_shared(" not in gpu_module(assume_distinct=True)
+
+
+@pytest.mark.gpu
+def test_an_aliased_call_of_the_gpu_module_computes_what_the_original_computes() -> None:
+    import cupy as cp
+
+    namespace: dict[str, object] = {}
+    exec(gpu_module(), namespace)  # noqa: S102
+    fast, slow = namespace["shift"], original(SHIFT)
+    for how in ("same array", "views one apart", "views the other way", "distinct"):
+        expected = np.arange(300.0)
+        got = cp.asarray(expected)
+        a1, b1 = ALIASINGS_1D[how](expected)
+        a2, b2 = ALIASINGS_1D[how](got)
+        n = min(len(a1), len(b1))
+        slow(a1, b1, n)
+        fast(a2, b2, n)  # type: ignore[operator]
+        np.testing.assert_array_equal(cp.asnumpy(got), expected, err_msg=how)

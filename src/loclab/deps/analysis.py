@@ -166,7 +166,7 @@ class Analysis:
             "parameters": list(self.nest.parameters),
             "loops": [r.to_json() for r in self.loops],
             "statements": [s.to_json() for s in self.statements],
-            "dependences": [dependence_json(d) for d in self.dependences],
+            "dependences": [d.to_json() for d in self.dependences],
             "interchanges": self.interchanges,
             "distribution": self.distribution,
             "reductions": self.reductions,
@@ -186,7 +186,7 @@ class Analysis:
         return {"assumed": assumed, "counting_down": None if down is None else {
             "assumed": [f"{loop.stride} <= -1" for loop in loops if not loop.signed],
             "loops": [r.to_json() for r in down.loops],
-            "dependences": [dependence_json(d) for d in down.dependences]}}
+            "dependences": [d.to_json() for d in down.dependences]}}
 
     def aliasing(self) -> dict[str, Any]:
         """What the verdicts assume about arguments sharing memory (``aliasing`` in JSON)."""
@@ -205,13 +205,6 @@ class Analysis:
         from loclab.deps.explain import explain
 
         return explain(self)
-
-
-def dependence_json(d: Dependence) -> dict[str, Any]:
-    return {"id": d.id, "kind": d.kind, "array": d.array, "source": d.source,
-            "sink": d.sink, "direction": list(d.direction), "distance": list(d.distance),
-            "carried_by": d.carried_by, "loops": [l.id for l in d.loops], "exact": d.exact,
-            "source_access": d.source_access.text, "sink_access": d.sink_access.text}
 
 
 def analyze_nest(nest: Nest, params: Mapping[str, int] | None = None,

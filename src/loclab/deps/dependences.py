@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from loclab.deps.model import Model
 from loclab.nest.ir import Access, Loop, Statement, common_loops
@@ -78,6 +78,13 @@ class Dependence:
     def vectors(self) -> list[tuple[str, ...]]:
         """The concrete direction vectors this entry stands for ('*' expanded)."""
         return list(self.concrete)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "kind": self.kind, "array": self.array, "source": self.source,
+                "sink": self.sink, "direction": list(self.direction),
+                "distance": list(self.distance), "carried_by": self.carried_by,
+                "loops": [loop.id for loop in self.loops], "exact": self.exact,
+                "source_access": self.source_access.text, "sink_access": self.sink_access.text}
 
 
 def kind_of(first: Access, second: Access) -> str:
@@ -153,9 +160,11 @@ def compute_dependences(model: Model, relations: Relations | None = None,
                                     else relations):
         (s1, a1), (s2, a2) = first, second
         loops = common_loops(s1, s2)
-        exact = model.exact(s1, a1) and model.exact(s2, a2) \
-            and _whole_strides(model, relation, s1, s2)
+        multiples = _whole_strides(model, relation, s1, s2)
+        exact = model.exact(s1, a1) and model.exact(s2, a2) and multiples is not None
         for vector, distance in direction_vectors(relation, loops):
+            if multiples:  # along a loop that steps by a size: iterations, not values
+                distance = tuple(multiples.get(level, d) for level, d in enumerate(distance))
             key = (s1.ordinal, s2.ordinal, kind_of(a1, a2), a1.variable.key, vector)
             entry = found.setdefault(key, _Entry(first, second, loops))
             entry.add(distance, exact)
@@ -204,33 +213,40 @@ Vectors = Iterator[tuple[tuple[str, ...], tuple[int | None, ...]]]
 MULTIPLES = 4  # a strided loop's distance is exact when it is at most this many strides
 
 
-def _whole_strides(model: Model, relation: "isl.Map", s1: Statement, s2: Statement) -> bool:
+def _whole_strides(model: Model, relation: "isl.Map", s1: Statement,
+                   s2: Statement) -> dict[int, int] | None:
     """Whether a relation over loops that step by a size (analyzed over every value between
     their bounds) holds between real iterations: every such loop is common to both
     statements and the distance along it is a whole number of strides (``a[i + inc]``), at
-    most ``MULTIPLES``. Otherwise the dependence is possible, not exact."""
+    most ``MULTIPLES``; then the distance in iterations at each strided level where it is
+    one number (``{level: 1}``), else None: the dependence is possible, not exact."""
     import islpy as isl
 
     loops = common_loops(s1, s2)
     strided = [loop for loop in {*s1.loops, *s2.loops} if loop.stride is not None]
     if not strided:
-        return True
+        return {}
     if any(loop not in loops for loop in strided):
-        return False
+        return None
     delta = deltas(relation, len(loops))
     loop_vars = {loop.var for loop in model.nest.loops}
+    multiples: dict[int, int] = {}
     for level, loop in enumerate(loops):
         if loop.stride is None:
             continue
         stride = model.render(loop.stride, s1, "x")
         if stride is None or loop.stride.symbols() & loop_vars:
-            return False
+            return None
         line = delta.project_out(isl.dim_type.set, level + 1, len(loops) - level - 1) \
             .project_out(isl.dim_type.set, 0, level)
-        whole = " or ".join(f"d = {m} * ({stride})" for m in range(-MULTIPLES, MULTIPLES + 1))
+        found = [m for m in range(-MULTIPLES, MULTIPLES + 1) if not line.intersect(
+            model.parsed(isl.Set, f"{model.header}{{ [d] : d = {m} * ({stride}) }}")).is_empty()]
+        whole = " or ".join(f"d = {m} * ({stride})" for m in found) or "false"
         if not line.is_subset(model.parsed(isl.Set, f"{model.header}{{ [d] : {whole} }}")):
-            return False
-    return True
+            return None
+        if len(found) == 1:
+            multiples[level] = found[0]
+    return multiples
 
 
 def deltas(relation: "isl.Map", depth: int) -> "isl.Set":

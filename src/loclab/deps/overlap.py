@@ -54,11 +54,9 @@ class Overlap:
         return f"{self.first.name} and {self.second.name}"
 
     def to_json(self) -> dict[str, Any]:
-        from loclab.deps.analysis import dependence_json
-
         return {"arrays": list(self.names), "why": self.why,
                 "carried_by": [loop.id for loop in self.carriers],
-                "same_array_dependences": [dependence_json(d) for d in self.same_array]}
+                "same_array_dependences": [d.to_json() for d in self.same_array]}
 
 
 def may_overlap(nest: Nest) -> list[tuple[Variable, Variable]]:

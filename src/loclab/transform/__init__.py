@@ -117,8 +117,8 @@ def transform(func_or_source: Callable[..., Any] | str, recipe: str,
     ``scalar_types`` gives the NumPy type of scalars an ``expand`` turns into arrays (as
     Numba types them for the arguments the code is for; default: float64, or int64 for a
     scalar used in a subscript). Steps are proved for distinct arrays: arguments that may
-    share memory are checked by the emitted Python when it starts (it runs as written when
-    they do), and make a C recipe an error, unless ``assume_distinct``."""
+    share memory are checked by the emitted code when it starts (it runs as written when
+    they do; C whose span loclab cannot bound is an error), unless ``assume_distinct``."""
     from loclab.nest.deep import on_deep_stack
 
     where = filename or getattr(func_or_source, "__name__", None) or "<source>"

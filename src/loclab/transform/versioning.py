@@ -9,7 +9,9 @@ order and the call computes what the original computes; otherwise the transforme
 Both branches hold the same statements, so Numba compiles the one if it compiles the other.
 The check is NumPy's ``may_share_memory`` (Numba lacks it: there, the same test on the
 arrays' address spans), which may answer yes for interleaved views that never touch one
-element: then the original runs, slower but right.
+element: then the original runs, slower but right. C has no arrays' extents to ask: the
+span of each array is what its accesses reach, bounded by isl over the loops and printed as
+C (:func:`c_overlap_test`); an array whose span cannot be bounded is an error.
 """
 
 from __future__ import annotations

@@ -40,19 +40,35 @@ class GpuPlan:
              configs: Sequence[Config] | None = None) -> CudaFunction:
         program = self.planned.as_written.program
         syntax = program.syntax
+        overlaps = self.overlaps()
         return emit_function(syntax.function, syntax.filename, syntax.offset, self.mappings,
                              list(configs or self.default_configs()), self.loops,
-                             list(program.nest.parameters), arrays, scalars,
-                             self.overlaps())
+                             list(program.nest.parameters), arrays, scalars, overlaps,
+                             _as_written(syntax) if overlaps else "")
 
     def overlaps(self) -> list[tuple[str, str]]:
-        """Pairs of arguments that may share memory, which the module refuses when they do
-        (none where the user vouched they never do)."""
+        """Pairs of arguments that may share memory, for which the module runs the original
+        on the host when they do (none where the user vouched they never do)."""
         from loclab.deps.overlap import may_overlap
 
         if self.planned.code.assume_distinct:
             return []
         return [(a.name, b.name) for a, b in may_overlap(self.planned.as_written.program.nest)]
+
+
+def _as_written(syntax: Any) -> str:
+    """The original function as ``_as_written``, after the imports of its module: what
+    the GPU module runs when arguments share memory."""
+    import ast
+    import copy
+
+    tree = ast.parse(syntax.source)
+    imports = [ast.unparse(node) for node in tree.body
+               if isinstance(node, (ast.Import, ast.ImportFrom))]
+    function = copy.copy(syntax.function)
+    function.name, function.decorator_list = "_as_written", []
+    return "\n".join(imports + ["", "", ast.unparse(function)] if imports
+                     else [ast.unparse(function)])
 
 
 def gpu_plan(planned: Any) -> GpuPlan:

@@ -49,12 +49,13 @@ def emit_function(function: ast.FunctionDef, filename: str, line_offset: int,
                   loops: Mapping[int, ast.For], sizes: Sequence[str],
                   arrays: Mapping[str, tuple[np.dtype, int]],
                   scalars: Mapping[str, np.dtype],
-                  overlaps: Sequence[tuple[str, str]] = ()) -> CudaFunction:
+                  overlaps: Sequence[tuple[str, str]] = (), as_written: str = "") -> CudaFunction:
     """The CUDA function of ``function`` (its syntax), whose top-level nests run as
     ``mappings`` say with ``configs``; ``arrays`` are the array arguments' element types and
     ranks (what the kernels are written for), ``scalars`` the other arguments' types (sizes
-    are integers); ``overlaps`` the pairs of arguments that may share memory, which the
-    function refuses to run on when they do (its kernels are proved for distinct arrays)."""
+    are integers); ``overlaps`` the pairs of arguments that may share memory: when they do,
+    the function runs ``as_written`` (the original's source, with the imports it needs) on
+    the host instead, its kernels being proved for distinct arrays."""
     def where(node: ast.AST) -> str:
         return f"{filename}:{getattr(node, 'lineno', 0) + line_offset}"
 
@@ -89,7 +90,7 @@ def emit_function(function: ast.FunctionDef, filename: str, line_offset: int,
         calls.append(_host_statement(node, element_types, ndims, where, assigned_in_nests))
     source = HELPERS + "\n\n".join(k.text for k in kernels) + "\n"
     module = _module_text(function, filename, kernels, source, calls, dtypes, scalars,
-                          overlaps)
+                          overlaps, as_written)
     return CudaFunction(function.name, tuple(kernels), source, module)
 
 
@@ -167,13 +168,16 @@ def _launch(kernel: Kernel) -> str:
 
 def _module_text(function: ast.FunctionDef, filename: str, kernels: Sequence[Kernel],
                  source: str, calls: Sequence[str], dtypes: Mapping[str, np.dtype],
-                 scalars: Mapping[str, np.dtype], overlaps: Sequence[tuple[str, str]]) -> str:
+                 scalars: Mapping[str, np.dtype], overlaps: Sequence[tuple[str, str]],
+                 as_written: str) -> str:
     args = [a.arg for a in function.args.args]
     checks = "\n".join(
-        [f"    _check({name!r}, {name}, np.{np.dtype(dtype).name})"
-         for name, dtype in dtypes.items() if name in args]
-        + [f"    _check_apart({x!r}, {x}, {y!r}, {y})" for x, y in overlaps
-           if x in args and y in args])
+        f"    _check({name!r}, {name}, np.{np.dtype(dtype).name})"
+        for name, dtype in dtypes.items() if name in args)
+    shared = [f"_shared({x}, {y})" for x, y in overlaps if x in args and y in args]
+    if shared:
+        checks += (f"\n    if {' or '.join(shared)}:  # shared memory: as written, on the host"
+                   f"\n        return _on_host(_as_written, ({', '.join(args)},))")
     names = ", ".join(repr(k.name) for k in kernels)
     body = "\n".join("    " + line for call in calls for line in call.splitlines())
     sizes = [f"{a}.size" for a in args if a in dtypes] + [
@@ -181,7 +185,7 @@ def _module_text(function: ast.FunctionDef, filename: str, kernels: Sequence[Ker
     scalar_types = "\n".join(
         f"_{k}_type = np.{np.dtype(scalars[k]).name}" for k in sorted(
             {s for kernel in kernels for s in kernel.scalars}))
-    apart = _APART if "_check_apart(" in checks else ""
+    apart = _AS_WRITTEN.format(original=as_written) if shared else ""
     first = header("python", f"{Path(filename).name}::{function.name}",
                    "its loop nests as CUDA kernels", tool="optimize")
     return f'''{first}
@@ -222,13 +226,37 @@ def {function.name}({", ".join(args)}):
 '''
 
 
-_APART = '''
+_AS_WRITTEN = '''
 
-def _check_apart(name_x, x, name_y, y):
-    if x.data.ptr < y.data.ptr + y.nbytes and y.data.ptr < x.data.ptr + x.nbytes:
-        raise ValueError(f"{name_x} and {name_y} share memory: the kernels are proved for "
-                         "distinct arrays (loclab optimize); pass a copy, or call the "
-                         "original")
+{original}
+
+
+def _shared(x, y):
+    """Whether two arrays' bytes meet (both are C-contiguous: their spans are their bytes)."""
+    return x.data.ptr < y.data.ptr + y.nbytes and y.data.ptr < x.data.ptr + x.nbytes
+
+
+def _on_host(function, args):
+    """``function`` run on host copies of the CuPy arrays among ``args``, one copy per
+    allocation, so that views of one array stay views of one; the allocations are then
+    copied back. What the original computes, slowly: the kernels are proved for distinct
+    arrays only."""
+    copies = {{}}
+    hosted = []
+    for value in args:
+        if isinstance(value, cp.ndarray):
+            memory = value.data.mem
+            if memory.ptr not in copies:
+                whole = cp.ndarray((memory.size,), np.uint8,
+                                   memptr=cp.cuda.MemoryPointer(memory, 0))
+                copies[memory.ptr] = (whole, cp.asnumpy(whole))
+            value = np.ndarray(value.shape, value.dtype, buffer=copies[memory.ptr][1],
+                               offset=value.data.ptr - memory.ptr, strides=value.strides)
+        hosted.append(value)
+    result = function(*hosted)
+    for whole, host in copies.values():
+        whole.set(host)
+    return result
 '''
 
 
