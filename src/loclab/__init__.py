@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
+from loclab.version import __version__
 
 
 def run(*args: Any, **kwargs: Any) -> dict[str, Any]:

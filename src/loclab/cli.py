@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from loclab import __version__
+from loclab.version import __version__
 from loclab.bench.tuning import STRATEGY_NAMES
 from loclab.cases import CASE_FAMILIES, case_choices, case_names
 from loclab.cases.base import DEVICE_CHOICES, SIZE_PRESETS

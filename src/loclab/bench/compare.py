@@ -62,7 +62,7 @@ MACHINE_FIELDS: tuple[tuple[str, str, Any, str], ...] = (
 def compare(base: dict[str, Any], new: dict[str, Any], *, base_label: str = "base",
             new_label: str = "new") -> dict[str, Any]:
     """The comparison of two results documents (``results.load_json`` checked them)."""
-    from loclab import __version__
+    from loclab.version import __version__
 
     pairs, only_base, only_new = match(base["results"], new["results"])
     rows = [compared_row(old, now) for old, now in pairs]

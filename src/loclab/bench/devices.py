@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from loclab.bench.runner import configure_threads, execute, plan
+from loclab.bench.runner import execute, plan
+from loclab.cpu.threads import configure_threads
 from loclab.cases import LINK_ROOF_CASE, ROOF_CASE
 from loclab.hw import detect_machine
 

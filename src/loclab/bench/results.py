@@ -24,7 +24,7 @@ REFERENCE_KEYS = ("gpu_copy_gbps", "gpu_peak_gflops_fp32", "cpu_copy_gbps")
 def build_document(*, machine: dict[str, Any], references: dict[str, Any],
                    cases: dict[str, dict[str, str]], rows: list[dict[str, Any]], size: str,
                    devices: list[str]) -> dict[str, Any]:
-    from loclab import __version__
+    from loclab.version import __version__
 
     return {
         "loclab": __version__,

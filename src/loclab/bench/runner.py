@@ -30,6 +30,7 @@ from loclab.bench.tuning.space import text as config_text
 from loclab.cases import (LINK_ROOF_CASE, ROOF_CASE, case_choices, case_names,
                           expand_families, family_of, get_case)
 from loclab.cases.auto import AUTO_VARIANTS
+from loclab.cpu.threads import configure_threads
 from loclab.cases.base import DEVICE_CHOICES, SIZE_PRESETS, Case, Variant, Work, dims_text
 from loclab.errors import GpuUnavailableError, UsageError
 from loclab.gpu import gpu_unavailable_reason
@@ -102,17 +103,6 @@ def resolve_devices(device: str) -> list[str]:
     if device == "cpu" or reason:
         return ["cpu"]
     return ["gpu"] if device == "gpu" else ["cpu", "gpu"]
-
-
-def configure_threads(threads: int | None) -> int:
-    """Set numba's thread count (default: all it has) and return it."""
-    import numba
-
-    most = numba.config.NUMBA_NUM_THREADS
-    if threads is not None and not 1 <= threads <= most:
-        raise UsageError(f"--threads {threads}: must be between 1 and {most}")
-    numba.set_num_threads(threads or most)
-    return numba.get_num_threads()
 
 
 def memory_shortfall(case: Case, device: str, dims: dict[str, int]) -> str | None:

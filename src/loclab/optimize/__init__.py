@@ -172,7 +172,7 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
     sizes (``loclab.transform.inputs.INPUTS_CONTRACT``; default: loclab's random ones);
     ``assume_distinct``: no two arguments share memory (the code then skips the check that
     runs it as written when they do)."""
-    from loclab.bench.runner import configure_threads
+    from loclab.cpu.threads import configure_threads
     from loclab.optimize import measure
     from loclab.optimize.build import choose
     from loclab.optimize.gpu import optimize_gpu

@@ -59,7 +59,7 @@ def size_key(dims: Dims) -> str:
 
 def make_entry(dims: Dims, params: Config, median_s: float, strategy: str,
                evaluated: int) -> Entry:
-    from loclab import __version__
+    from loclab.version import __version__
 
     return {"dims": dict(dims), "params": dict(params), "median_s": median_s,
             "strategy": strategy, "evaluated": evaluated,
@@ -148,7 +148,7 @@ def store(path: Path, device: str, case: str, variant: str, entry: Entry) -> Non
     tune may have stored meanwhile), then replace the file whole (``outputs.replace_file``: a
     reader sees the old file or the new one, never half of one; a link to the cache stays a
     link). A file that is not a tuning cache is never replaced (UsageError)."""
-    from loclab import __version__
+    from loclab.version import __version__
     from loclab.outputs import JSON_MARK, replace_file
 
     entries = read(path).entries

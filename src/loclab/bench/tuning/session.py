@@ -17,14 +17,14 @@ from typing import Any
 from loclab.bench.backend import Staging, make_backend
 from loclab.bench.measure import Golden, describe, inputs_and_golden
 from loclab.bench.runner import (CUSTOM_SIZE, Progress, SizeRequest, case_sizes,
-                                 check_memory, choose, configure_threads, requested_sizes,
-                                 resolve_devices)
+                                 check_memory, choose, requested_sizes, resolve_devices)
 from loclab.bench.timing import Budget
 from loclab.bench.tuning import cache
 from loclab.bench.tuning.search import STRATEGIES, TUNE_TIMING, Trial, tune_variant
 from loclab.bench.tuning.space import text
 from loclab.cases import case_names, get_case
 from loclab.cases.base import SIZE_PRESETS, Case, Variant, dims_text
+from loclab.cpu.threads import configure_threads
 from loclab.errors import LoclabError, UsageError
 from loclab.hw import Machine, detect_machine
 
@@ -150,7 +150,7 @@ def execute_tuning(request: TunePlan, progress: Progress | None = None) -> dict[
 
     ``progress(done, total, label)`` is called after each configuration evaluated.
     """
-    from loclab import __version__
+    from loclab.version import __version__
 
     report = progress or (lambda done, total, label: None)
     records: list[dict[str, Any]] = []
