@@ -5,7 +5,7 @@ import shutil
 import pytest
 
 from loclab.gpu.kernels import KernelSource
-from loclab.gpu.nvcc_check import compile_source, kernel_sources, resource_lines, translation_unit
+from loclab.tools.nvcc_check import compile_source, kernel_sources, resource_lines, translation_unit
 
 PTXAS = """ptxas info    : Compiling entry function '_Z4copyPKfPf' for 'sm_90'
 ptxas info    : Function properties for _Z4copyPKfPf

@@ -61,7 +61,7 @@ def _nvcc_version() -> str:
 def build(arch: str, target: Path) -> None:
     """Compile ``cub_library.cu`` for ``arch`` (``sm_90``) into the shared library ``target``,
     atomically (a concurrent run sees all of it or nothing); a LaunchError naming nvcc's first
-    error otherwise. CI builds it too (``loclab.gpu.nvcc_check``)."""
+    error otherwise. CI builds it too (``loclab.tools.nvcc_check``)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         partial = Path(tmp) / target.name

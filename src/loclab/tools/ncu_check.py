@@ -5,7 +5,7 @@ conflicts per shared load and store request are printed beside what
 :mod:`loclab.model.coalescing` and :mod:`loclab.model.banks` predict for its declared accesses
 (the mean over the declared loads, or stores: the counters add up every request of the kernel).
 
-    python -m loclab.gpu.ncu_check [--ncu ncu]    # a Markdown table on stdout
+    python -m loclab.tools.ncu_check [--ncu ncu]    # a Markdown table on stdout
 
 ``scripts/gpu-check`` runs it; where ncu cannot read counters it says so and exits 0.
 """
@@ -124,7 +124,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         predictions_file = Path(tmp) / "predictions.json"
         command = [args.ncu, "--clock-control", "none", "--csv", "--print-units", "base",
-                   "--metrics", metrics, sys.executable, "-m", "loclab.gpu.ncu_check",
+                   "--metrics", metrics, sys.executable, "-m", "loclab.tools.ncu_check",
                    "--launch", str(predictions_file)]
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode or not predictions_file.exists():

@@ -2,7 +2,7 @@
 
 CI runs this when nvcc is on the PATH (no GPU needed), so a kernel that does not compile never
 lands; it also prints ptxas's resource report (registers, spills, shared memory) to read
-before spending GPU time. Usage: ``python -m loclab.gpu.nvcc_check [--arch sm_90]``.
+before spending GPU time. Usage: ``python -m loclab.tools.nvcc_check [--arch sm_90]``.
 """
 
 from __future__ import annotations
