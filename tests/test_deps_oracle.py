@@ -639,7 +639,7 @@ def test_transformations_of_hand_written_nests_hold(source: str) -> None:
     check_transformations(source, [(4, 3), (2, 5)])
 
 
-@settings(PROPERTY, max_examples=400)
+@settings(PROPERTY, max_examples=300)
 @given(source=privatizing_nests(), size_pairs=SIZE_PAIRS)
 def test_transformation_verdicts_hold_when_run(source: str,
                                                size_pairs: list[tuple[int, int]]) -> None:
