@@ -103,7 +103,6 @@ def dependence_relations(model: Model) -> Iterator[tuple[Use, Use, "isl.Map"]]:
     :func:`compute_dependences` summarizes, and what ``loclab.transform`` checks a new order
     against."""
     for first, second in _pairs_with_a_write(model):
-        (s1, a1), (s2, a2) = first, second
         order = instance_order(first, second)
         if order is None:
             continue
@@ -150,11 +149,11 @@ def _pairs_with_a_write(model: Model) -> Iterator[tuple[Use, Use]]:
 Relations = Iterator[tuple[Use, Use, "isl.Map"]]
 
 
-def compute_dependences(model: Model, relations: Relations | None = None,
-                        prefix: str = "D") -> list[Dependence]:
+def compute_dependences(model: Model,
+                        relations: Relations | None = None) -> list[Dependence]:
     """The dependences of ``relations`` (every pair of accesses to one variable unless
-    given: ``loclab.deps.overlap`` gives pairs of two arrays that may be one), numbered
-    ``D1``... (``prefix``)."""
+    given: ``loclab.deps.overlap`` gives pairs of two arrays that may be one, and numbers
+    them its own way), numbered ``D1``..."""
     found: dict[tuple, _Entry] = {}
     for first, second, relation in (dependence_relations(model) if relations is None
                                     else relations):
@@ -168,7 +167,7 @@ def compute_dependences(model: Model, relations: Relations | None = None,
             key = (s1.ordinal, s2.ordinal, kind_of(a1, a2), a1.variable.key, vector)
             entry = found.setdefault(key, _Entry(first, second, loops))
             entry.add(distance, exact)
-    return _compact(found, _ranks(model), prefix)
+    return _compact(found, _ranks(model))
 
 
 def _ranks(model: Model) -> dict[str, int]:
@@ -364,8 +363,7 @@ def _agree(a: tuple[int | None, ...], b: tuple[int | None, ...]) -> tuple[int | 
     return tuple(x if x == y else None for x, y in zip(a, b))
 
 
-def _compact(found: dict[tuple, _Entry], rank: dict[str, int],
-             prefix: str = "D") -> list[Dependence]:
+def _compact(found: dict[tuple, _Entry], rank: dict[str, int]) -> list[Dependence]:
     """Merge vectors that differ in one component and cover <, =, > into '*'; number them.
 
     ``rank`` orders variables by first use in the program, so that the numbering does not
@@ -397,7 +395,7 @@ def _compact(found: dict[tuple, _Entry], rank: dict[str, int],
                                     d.source_statement.ordinal, d.sink_statement.ordinal,
                                     KIND_ORDER[d.kind], rank[d.variable], d.direction))
     for number, dependence in enumerate(dependences, 1):
-        dependence.id = f"{prefix}{number}"
+        dependence.id = f"D{number}"
     return dependences
 
 

@@ -90,7 +90,7 @@ def overlaps(model: Model) -> list[Overlap]:
         if _same_rank(uses):
             relations = ((a, b, r) for a, b, order in pairs
                          if not (r := same_element(model, a, b, order)).is_empty())
-            overlap.same_array = compute_dependences(model, relations, prefix="O")
+            overlap.same_array = compute_dependences(model, relations)
             for dependence in overlap.same_array:
                 number += 1
                 dependence.id = f"O{number}"

@@ -222,7 +222,7 @@ class _CNest:
         else:
             self.declare(decl)
             if decl.init is not None:
-                self.settle(decl.name, decl.init, decl)
+                self.settle(decl.name, decl.init)
 
     def statement(self, node: Any, last_top: bool = False) -> None:
         a = self.ast
@@ -302,7 +302,7 @@ class _CNest:
             return
         if isinstance(decl.init, self.ast.InitList):
             raise self.error(decl, "initializer lists are not supported")
-        self.settle(decl.name, decl.init, decl)
+        self.settle(decl.name, decl.init)
         accesses = self.stored(*self.chain(decl.init))
         write = self.target_access(self.ast.ID(decl.name, coord=decl.coord), write=True)
         file, line, column = self.place(decl)
@@ -423,7 +423,7 @@ class _CNest:
             self.statement(node.iffalse)
         self.builder.pop_guard()
 
-    def settle(self, name: str, value: Any, node: Any) -> None:
+    def settle(self, name: str, value: Any) -> None:
         """``int k = LEN / 2;`` (or ``k = 1;``) in the function's top-level code, the only
         assignment of ``k``: later subscripts and bounds read ``k`` as its value, not as an
         unknown size. A value that is no index expression leaves uses of ``k`` unknown."""
@@ -438,7 +438,7 @@ class _CNest:
     def assignment(self, node: Any) -> None:
         steps, value = self.chain(node)
         if len(steps) == 1 and node.op == "=" and isinstance(node.lvalue, self.ast.ID):
-            self.settle(node.lvalue.name, value, node)
+            self.settle(node.lvalue.name, value)
         update = self.update(node) if len(steps) == 1 else None
         file, line, column = self.place(node)
         self.builder.add_statement(line, column, self.original(node),

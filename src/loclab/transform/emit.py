@@ -3,12 +3,35 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
-from loclab.transform.codegen import Codegen
-from loclab.transform.schedule import Schedule
-from loclab.transform.storage import expansions, placements
 from loclab.nest.ir import Variable
+from loclab.transform.buffers import BufferMarker
+from loclab.transform.codegen import Code, Codegen
+from loclab.transform.schedule import Schedule
+from loclab.transform.storage import Expansion, Placement, expansions, placements
 from loclab.transform.tree import Program
+
+
+@dataclass(frozen=True)
+class Lowered:
+    """A program lowered for an emitter: isl's code tree, where its private and expanded
+    variables live, and the buffers its stage and copy steps fill."""
+
+    program: Program
+    code: list[Code]
+    placements: dict[str, Placement]
+    expansions: dict[str, Expansion]
+    buffers: list[BufferMarker]
+
+
+def lower(program: Program) -> Lowered:
+    from loclab.transform.buffers import buffer_markers
+
+    schedule = Schedule(program)
+    markers = buffer_markers(program, schedule)
+    code = Codegen(schedule, [m.marker for m in markers]).run()
+    return Lowered(program, code, placements(program), expansions(program, schedule), markers)
 
 
 def emit_code(program: Program, emit: str,
@@ -18,35 +41,19 @@ def emit_code(program: Program, emit: str,
     """``overlaps``: pairs of arrays that may share memory, which the code checks first,
     running as written when they do (``loclab.transform.versioning``); C needs the function
     as written (``as_written``, a program of no step) to emit that branch."""
-    from loclab.transform.buffers import buffer_markers
-
-    schedule = Schedule(program)
-    markers = buffer_markers(program, schedule)
-    code = Codegen(schedule, [m.marker for m in markers]).run()
-    placed = placements(program)
-    shapes = expansions(program, schedule)
+    lowered = lower(program)
     if emit in ("python", "numba"):
         from loclab.transform.emit_python import PythonOutput, emit_python
 
-        return emit_python(PythonOutput(program, placed, shapes, emit == "numba", markers,
+        return emit_python(PythonOutput(program, lowered.placements, lowered.expansions,
+                                        emit == "numba", lowered.buffers,
                                         dict(scalar_types or {}),
-                                        [(a.name, b.name) for a, b in overlaps or []]), code)
+                                        [(a.name, b.name) for a, b in overlaps or []]),
+                           lowered.code)
     from loclab.transform.emit_c import emit_c
 
     if overlaps and as_written is not None:
         from loclab.transform.versioning import c_overlap_test
 
-        return emit_c(program, code, placed, shapes, markers,
-                      (c_overlap_test(program, overlaps), _c_pieces(as_written)))
-    return emit_c(program, code, placed, shapes, markers)
-
-
-def _c_pieces(program: Program) -> tuple:
-    """What emit_c needs to emit ``program`` (the function as written): its code tree,
-    storage and buffers."""
-    from loclab.transform.buffers import buffer_markers
-
-    schedule = Schedule(program)
-    markers = buffer_markers(program, schedule)
-    code = Codegen(schedule, [m.marker for m in markers]).run()
-    return program, code, placements(program), expansions(program, schedule), markers
+        return emit_c(lowered, (c_overlap_test(program, overlaps), lower(as_written)))
+    return emit_c(lowered)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loclab.errors import UsageError
 from loclab.nest.expr import Compare, Condition, FloorDiv, MinMax, Mod, Poly, Symbol
@@ -25,6 +25,9 @@ from loclab.transform.code import counting_down, render
 from loclab.transform.codegen import Call, Code, For, If, Mark, Select, Value, plus
 from loclab.transform.storage import Expansion, Placement, copy_suffix
 from loclab.transform.tree import LoopNode, Program, Reduction, Unit
+
+if TYPE_CHECKING:
+    from loclab.transform.emit import Lowered
 
 INDENT = "  "
 INCREMENTS = {"p++", "++", "p--", "--"}
@@ -37,24 +40,27 @@ HELPERS = """#ifndef loclab_min
 """
 
 
-def emit_c(program: Program, code: list[Code], placements: dict[str, Placement],
-           expansions: dict[str, Expansion], buffers: list[BufferMarker],
-           versioned: tuple[str, tuple] | None = None) -> str:
+def emit_c(lowered: "Lowered", versioned: tuple[str, "Lowered"] | None = None) -> str:
     """The user's file with the function's body replaced; ``versioned``: (the C test that
-    arrays share memory, the pieces of the function as written), for a body that runs as
-    written when the test holds and the transformed code otherwise (loop versioning)."""
-    syntax = program.syntax
+    arrays share memory, the function as written, lowered), for a body that runs as written
+    when the test holds and the transformed code otherwise (loop versioning)."""
+    syntax = lowered.program.syntax
     source = syntax.text
     start, end = _body_span(syntax.unit, syntax.function, source)
-    body = _Emitter(program, placements, expansions, buffers).body(code)
+    body = _body(lowered)
     if versioned is not None:
-        test, (written, *pieces) = versioned
-        as_written = _Emitter(written, *pieces[1:]).body(pieces[0])
+        test, written = versioned
+        as_written = _body(written)
         body = "\n".join(["{", f"{INDENT}/* arrays that may share memory: if their spans "
                           "meet, run as written */", f"{INDENT}if ({test}) {{",
                           _indented(as_written), f"{INDENT}}} else {{", _indented(body),
                           f"{INDENT}}}", "}"])
     return HELPERS + source[:start] + body + source[end:]
+
+
+def _body(lowered: "Lowered") -> str:
+    return _Emitter(lowered.program, lowered.placements, lowered.expansions,
+                    lowered.buffers).body(lowered.code)
 
 
 def _indented(block: str) -> str:

@@ -96,9 +96,7 @@ class _Emitter:
                          + body) + "\n"
 
     def imports(self) -> list[str]:
-        tree = ast.parse(self.syntax.source)
-        lines = [ast.unparse(node) for node in tree.body
-                 if isinstance(node, (ast.Import, ast.ImportFrom))]
+        lines = self.syntax.imports()
         if self.out.numba:
             if not any(l.startswith("import numpy") for l in lines):
                 lines.append("import numpy as np")

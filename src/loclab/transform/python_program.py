@@ -34,6 +34,12 @@ class FunctionSyntax:
     docstring: ast.stmt | None = None
     allocations: dict[str, ast.Assign] = field(default_factory=dict)  # arrays, by name
 
+    def imports(self) -> list[str]:
+        """The module's top-level imports, as code: what the function's names may need
+        wherever a copy of it is emitted."""
+        return [ast.unparse(node) for node in ast.parse(self.source).body
+                if isinstance(node, (ast.Import, ast.ImportFrom))]
+
 
 def python_program(source: str, filename: str, function: str,
                    line_offset: int = 0) -> Program:

@@ -62,9 +62,7 @@ def _as_written(syntax: Any) -> str:
     import ast
     import copy
 
-    tree = ast.parse(syntax.source)
-    imports = [ast.unparse(node) for node in tree.body
-               if isinstance(node, (ast.Import, ast.ImportFrom))]
+    imports = syntax.imports()
     function = copy.copy(syntax.function)
     function.name, function.decorator_list = "_as_written", []
     return "\n".join(imports + ["", "", ast.unparse(function)] if imports
