@@ -5,7 +5,7 @@ tests that check more: on their own inputs, with setup keywords, run after run."
 import numpy as np
 
 from loclab.bench.backend import CpuBackend, GpuBackend, Staging, output_problem
-from loclab.bench.validate import compare, poison
+from loclab.measure.validate import compare, poison
 
 
 def read_only(inputs):

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from loclab.bench.timing import Budget
 from loclab.hw import Machine, detect_machine
+from loclab.measure.timing import Budget
 
 # Enough samples to exercise the statistics, short enough for CI.
 QUICK = Budget(seconds=0.01, min_runs=2, max_runs=4)

@@ -10,9 +10,10 @@ from dataclasses import replace
 import numpy as np
 
 from loclab.bench.runner import Plan
-from loclab.bench.timing import Budget
-from loclab.cases.base import SIZE_PRESETS, Bound, Case, Space, Variant, Work
+from loclab.cases.base import SIZE_PRESETS, Bound, Case, Variant, Work
 from loclab.errors import LaunchError
+from loclab.measure.space import Space
+from loclab.measure.timing import Budget
 
 
 def _doubled(inputs, out, machine):
@@ -87,7 +88,7 @@ SCRIBBLE = Variant("scribble", "cpu", "optimized", "writes its input", _writes_i
 
 
 def toy_plan(case: Case, machine) -> Plan:
-    from loclab.cases import get_case
+    from loclab.bench.auto import get_case
 
     copy = get_case("copy")
     return Plan(size="small", devices=["cpu"], machine=machine, numba_threads=None,

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from loclab.bench.auto import get_case
 from loclab.bench.interconnect import add_ideals
 from loclab.bench.metrics import add_comparisons, derive_references, rates
 from loclab.bench.results import build_document
 from loclab.bench.runner import empty_row
-from loclab.cases import case_names, family_of, get_case
+from loclab.cases import case_names, family_of
 from loclab.cases.partitioning import gpu_threads
 from loclab.hw import Machine
 from loclab.hw.cpu import CpuInfo

@@ -1,7 +1,7 @@
 """The configurations of a tuning space that its restriction accepts, for tests that build
 every one (or a sample) of them."""
 
-from loclab.bench.tuning.space import every
+from loclab.measure.space import every
 
 
 def allowed(space, machine, dims=None):

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loclab.bench.validate import compare
 from loclab.cases.bmmm import CASE, cpu, gpu, make_inputs
 from loclab.gpu.warp_tile import warp_tile
 from loclab.hw import Machine
+from loclab.measure.validate import compare
 from tests.gpus import H200
 
 # Dynamic shared memory a block may opt in to on every GPU from sm_80 (sm_86, sm_89: 99 KB).

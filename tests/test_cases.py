@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loclab.cases import case_names, get_case
-from loclab.cases.auto import AUTO_VARIANTS
+from loclab.bench.auto import AUTO_VARIANTS, get_case
+from loclab.cases import case_names
 from tests.case_runs import run_variant
 
 CPU_VARIANTS = [(name, variant.name) for name in case_names()

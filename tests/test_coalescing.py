@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loclab.bench.validate import compare
 from loclab.cases.base import FLOAT32_UNIT_ROUNDOFF, Work
 from loclab.cases.coalescing import (CASE, COLS, LARGE_MIN_ROWS, TOLERANCE, golden, make_inputs,
                                      work)
 from loclab.cases.coalescing.cpu import column_chunk, columns_program, rows_program
+from loclab.measure.validate import compare
 
 U = FLOAT32_UNIT_ROUNDOFF
 

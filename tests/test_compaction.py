@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loclab.bench.validate import poison
-from loclab.cases import get_case
+from loclab.bench.auto import get_case
 from loclab.cases.compaction import exact_flags
 from loclab.errors import UsageError
+from loclab.measure.validate import poison
 from tests.case_runs import run_on_gpu
 
 CASE = get_case("compaction")

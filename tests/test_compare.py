@@ -21,9 +21,9 @@ from rich.console import Console
 
 from loclab.bench.compare import MIN_TIMINGS, QUARTILE_TIMINGS, compare, side, verdict
 from loclab.bench.results import load_json
-from loclab.bench.stats import summarize
 from loclab.cli import main
 from loclab.errors import LoclabError
+from loclab.measure.stats import summarize
 from loclab.outputs import REPORT_MARK
 from loclab.report.compare import print_comparison, write_comparison_report
 

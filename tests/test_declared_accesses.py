@@ -10,7 +10,8 @@ import importlib
 
 import pytest
 
-from loclab.cases import case_names, get_case
+from loclab.bench.auto import get_case
+from loclab.cases import case_names
 from loclab.model.access import evaluate_sides
 
 GPU_CASES = [name for name in case_names() if get_case(name).variants_on("gpu")]

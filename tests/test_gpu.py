@@ -7,7 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loclab.cases import case_names, get_case
+from loclab.bench.auto import get_case
+from loclab.cases import case_names
 from loclab.cases.base import Bound, Variant
 from loclab.errors import LaunchError
 from tests.case_runs import run_on_gpu

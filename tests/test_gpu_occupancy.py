@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import loclab
-from loclab.cases import get_case
+from loclab.bench.auto import get_case
 from loclab.gpu.kernels import recording_launches
 from loclab.model.occupancy import occupancy
 

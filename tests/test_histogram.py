@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loclab.bench.validate import compare
-from loclab.cases import get_case
+from loclab.bench.auto import get_case
 from loclab.cases.base import summation_tolerance
+from loclab.measure.validate import compare
 from tests.gpus import H200
 
 CASE = get_case("histogram")

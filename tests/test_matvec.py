@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loclab.bench.validate import compare, poison
-from loclab.cases import get_case
+from loclab.bench.auto import get_case
 from loclab.cases import matvec
 from loclab.cases.matvec.cpu import matvec_row_tiles, matvec_split, split_blocks
 from loclab.cases.matvec.gpu import (GROUPS, KERNELS, OPTIMIZED_UNROLL, SPLIT_ROWS, WARP,
                                      Strategy, choose_strategy, grouped_kernel, lanes_per_row,
                                      split_chunk, split_kernel)
+from loclab.measure.validate import compare, poison
 
 H100_SMS = 132
 

@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loclab.bench.validate import compare, poison
-from loclab.cases import get_case
+from loclab.bench.auto import get_case
 from loclab.cases.mmm import cpu
 from loclab.cpu.vectors import fma_block
+from loclab.measure.validate import compare, poison
 from tests.spaces import allowed
 
 CASE = get_case("mmm")

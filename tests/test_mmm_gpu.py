@@ -8,9 +8,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from loclab.bench.validate import compare
 from loclab.cases.mmm import CASE, gpu
 from loclab.errors import LaunchError
+from loclab.measure.validate import compare
 from tests.gpus import H200
 from tests.spaces import allowed
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import loclab
-from loclab.bench.timing import Budget
+from loclab.measure.timing import Budget
 from loclab.model import loop_traffic as sampling
 from loclab.model.cache import CacheLevel, simulate
 from loclab.model.loop_traffic import loop_traffic

@@ -17,12 +17,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loclab.bench.validate import compare, poison
+from loclab.bench.auto import get_case
 from loclab.cases import nearest_neighbour as nn
-from loclab.cases.nearest_neighbour import CASE, cpu, gpu
+from loclab.cases.nearest_neighbour import cpu, gpu
 from loclab.errors import UsageError
+from loclab.measure.validate import compare, poison
 from tests.gpus import H200
 from tests.spaces import allowed
+
+CASE = get_case("nearest-neighbour")  # with the harness's auto rows
 
 # Values that repeat, sit halfway between others, carry both zeros, or differ from 1 by less
 # than half its ulp (so that several distances round to the same float32).

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loclab.bench.timing import Budget
 from loclab.errors import UsageError
+from loclab.measure.timing import Budget
 from loclab.optimize import optimize_file, plan
 from loclab.optimize.cuda import argument_types, gpu_plan
 from loclab.optimize.measure import make_inputs

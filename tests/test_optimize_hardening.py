@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from loclab.bench import timing
-from loclab.bench.timing import Budget
 from loclab.cli import main
 from loclab.errors import UsageError
+from loclab.measure import timing
+from loclab.measure.timing import Budget
 from loclab.optimize import optimize_file
 from loclab.transform import transform, transform_file
 from loclab.transform.inputs import choose_sizes, make_inputs, supplied_inputs
@@ -345,7 +345,7 @@ def test_plans_refused_at_the_same_step_are_said_once():
 def test_why_numba_refuses_the_original_is_said_once():
     from types import SimpleNamespace
 
-    from loclab.bench.stats import summarize
+    from loclab.measure.stats import summarize
     from loclab.optimize.explain import explain
     from loclab.optimize.measure import Timing
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from loclab.bench.tuning import cache
 from loclab.cli import main
+from loclab.measure import cache
 from loclab.outputs import JSON_DIGEST, json_problem, replace_file
 from loclab.transform.output import stamped
 

@@ -13,14 +13,14 @@ from hypothesis import strategies as st
 from numba import njit, prange
 from numba.core.errors import TypingError
 
-from loclab.bench.validate import compare
-from loclab.cases import get_case
+from loclab.bench.auto import get_case
 from loclab.cases.partitioning import (HASH_LIMIT, MAX_SLOTS, balanced_owners, gpu_threads,
                                        thread_counts, too_many_hashes)
 from loclab.cases.partitioning.cpu import EMPTY, home_slot, numba_threads, settle
 from loclab.cpu.atomics import atomic_add, atomic_load, compare_and_swap
 from loclab.errors import UsageError
 from loclab.hw import Machine
+from loclab.measure.validate import compare
 from tests.gpus import H200
 
 CASE = get_case("partitioning")

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loclab.bench.validate import compare
 from loclab.cases.radix_sort import (CASE, DRAWN_BELOW, EQUAL, LSD_BITS, LSD_ITEMS, LSD_THREADS,
                                      LSD_TILE, RANDOM, REVERSED, SORTED, SPLIT_TILE, destinations,
                                      digit_shifts, needed_shifts, stable_order)
+from loclab.measure.validate import compare
 from tests.case_runs import run_on_gpu
 from tests.gpus import H200
 

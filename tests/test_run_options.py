@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from loclab.bench.auto import get_case
 from loclab.bench.metrics import peak_clock
 from loclab.bench.runner import plan
-from loclab.cases import case_names, get_case
+from loclab.cases import case_names
 from loclab.cli import main
 from loclab.errors import UsageError
 from tests.test_cli import one_line_error

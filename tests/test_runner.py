@@ -123,7 +123,7 @@ def test_outputs_that_are_inputs_or_touch_them_are_rejected(machine):
 
 
 def test_copy_golden_is_independent_of_the_input(machine):
-    from loclab.cases import get_case
+    from loclab.bench.auto import get_case
 
     copy = get_case("copy")
     inputs = copy.make_inputs({"rows": 3, "cols": 5}, __import__("numpy").random.default_rng(0))

@@ -17,13 +17,13 @@ import numpy as np
 import pytest
 
 from loclab.bench import runner
+from loclab.bench.auto import AUTO_VARIANTS, get_case
 from loclab.bench.runner import (AUTO_CASE_S, COMPILE_S, HOST_BYTES_PER_WORK_BYTE, Plan, plan,
                                  uncached_numba_functions)
-from loclab.bench.timing import Budget
-from loclab.cases import case_names, get_case
-from loclab.cases.auto import AUTO_VARIANTS
+from loclab.cases import case_names
 from loclab.cli import main
 from loclab.gpu.kernels import CompiledLaunches, recording_launches
+from loclab.measure.timing import Budget
 from loclab.report.text import expectation
 from tests.fakes import GOOD, toy_case
 from tests.report_documents import full_run
@@ -181,7 +181,7 @@ def fake_cupy(monkeypatch):
 
 def test_an_auto_gpu_row_launches_its_kernels_where_the_run_records_them(fake_cupy,
                                                                          monkeypatch):
-    from loclab.cases import auto
+    from loclab.bench import auto
 
     monkeypatch.setattr(auto, "_COMPILED", {})  # compiled here with the fake CuPy
     a, out = np.ones((33, 65), np.float32), np.empty((65, 33), np.float32)

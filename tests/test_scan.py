@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loclab.bench.validate import compare, poison
-from loclab.cases import get_case
+from loclab.bench.auto import get_case
 from loclab.errors import UsageError
+from loclab.measure.validate import compare, poison
 from tests.case_runs import run_on_gpu
 
 CASE = get_case("scan")

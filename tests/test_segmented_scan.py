@@ -13,12 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loclab.bench.validate import compare
 from loclab.cases.base import dyadic_nonzero
 from loclab.cases.segmented_scan import (BLELLOCH_TILE, CASE, SINGLE_PASS_BLOCK,
                                          SINGLE_PASS_TILE, SINGLE_PASS_VECTORS, head_positions,
                                          segment_offsets)
 from loclab.errors import UsageError
+from loclab.measure.validate import compare
 from tests.case_runs import run_on_gpu
 
 CPU_VARIANTS = [v.name for v in CASE.variants_on("cpu")]

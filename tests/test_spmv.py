@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loclab.bench.validate import compare
 from loclab.cases import spmv
 from loclab.cases.base import summation_tolerance, uniform_nonzero
 from loclab.cases.spmv import CASE, ONE_ROW, POWER_LAW, UNIFORM
 from loclab.cases.spmv import gpu as spmv_gpu
 from loclab.errors import UsageError
+from loclab.measure.validate import compare
 from tests.case_runs import read_only, run_on_gpu
 
 CPU_VARIANTS = [v.name for v in CASE.variants_on("cpu")]

@@ -1,6 +1,6 @@
 import pytest
 
-from loclab.bench.stats import summarize
+from loclab.measure.stats import summarize
 
 
 def test_summary_of_known_samples():

@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loclab.bench.validate import compare, poison
 from loclab.cases.summed_area import CASE
 from loclab.cases.summed_area.cpu import (LINE_ELEMENTS, band_rows, sat_bands,
                                           sat_rows_then_strips, sat_sequential, strip_width)
 from loclab.cases.summed_area.gpu import (KERNELS, LANE_COLS, ROW_SCAN_ITEMS, THREADS,
                                           TILE_COLS, TILE_ROWS, vectorizable)
+from loclab.measure.validate import compare, poison
 from loclab.model.access import evaluate_sides
 from tests.case_runs import run_on_gpu
 

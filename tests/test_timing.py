@@ -1,4 +1,4 @@
-from loclab.bench.timing import Budget, PerfCounterClock, measure
+from loclab.measure.timing import Budget, PerfCounterClock, measure
 
 
 class FakeClock:

@@ -13,12 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loclab.bench import runner
+from loclab.bench.auto import get_case
 from loclab.bench.backend import CpuBackend, Staging, output_problem
 from loclab.bench.interconnect import add_ideals, link_bytes, link_references
 from loclab.bench.metrics import add_comparisons
 from loclab.bench.phases import time_phases
 from loclab.bench.runner import case_sizes, plan, resolve_cases
-from loclab.cases import CASE_FAMILIES, expand_families, family_of, get_case
+from loclab.cases import CASE_FAMILIES, expand_families, family_of
 from loclab.cases.base import Bound, Placement, Step, Variant, stepped
 from loclab.errors import UsageError
 from tests.case_runs import run_variant
@@ -384,7 +385,7 @@ def test_the_pcie_link_is_read_from_the_bus(tmp_path, speed, width, expected):
 # --- a run of the family on the CPU, and what a user sees ---------------------------------
 
 def test_a_cpu_run_of_the_family_has_the_new_keys_and_renders(machine, monkeypatch, tmp_path):
-    from loclab.bench.timing import Budget
+    from loclab.measure.timing import Budget
     from loclab.report import write_report
     from loclab.report.phases import phase_table
 

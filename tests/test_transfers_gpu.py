@@ -5,10 +5,11 @@ and a run of the whole family with the link's roofs, ideals and phases filled in
 import numpy as np
 import pytest
 
+from loclab.bench.auto import get_case
 from loclab.bench.backend import GpuBackend, Staging
-from loclab.cases import CASE_FAMILIES, get_case
+from loclab.cases import CASE_FAMILIES
 from tests.case_runs import run_on_gpu
-from loclab.bench.timing import Budget
+from loclab.measure.timing import Budget
 
 QUICK = Budget(seconds=0.01, min_runs=2, max_runs=4)
 

@@ -12,7 +12,7 @@ import pytest
 from loclab.cli import main
 from loclab.errors import UsageError
 from loclab.transform import transform
-from loclab.transform.recipe import LoopRef, parse_recipe
+from loclab.transform.recipe import LoopRef, make_step, parse_recipe
 from loclab.transform.steps import IllegalStep
 
 TRANSPOSE = '''
@@ -54,6 +54,20 @@ def test_a_recipe_reads_steps_loops_sizes_and_options() -> None:
                                        "parallel(ii)"]
     assert steps[0].keywords == ((LoopRef("i", 12), 32), (LoopRef("j"), 8))
     assert steps[1].args == (LoopRef("i"), 4) and steps[1].keywords == ((LoopRef("jam"), True),)
+
+
+def test_steps_built_in_code_are_the_steps_a_recipe_reads() -> None:
+    """The typed API: a step made in code prints as its recipe text and reads back equal,
+    and a function transformed with the steps themselves is the one the text gives."""
+    made = [make_step("tile", keywords=[("i@12", 32), (LoopRef("j"), 8)]),
+            make_step("unroll", "i", 4, keywords=[("jam", True)]), make_step("parallel", "ii")]
+    assert parse_recipe("; ".join(map(str, made))) == made
+    steps = [make_step("permute", "j", "i"), make_step("parallel", "j")]
+    assert transform(TRANSPOSE, steps).source == transform(TRANSPOSE,
+                                                             "permute(j, i); parallel(j)").source
+    assert transform(TRANSPOSE, []).steps == []  # no steps: the function as written
+    with pytest.raises(ValueError, match="not a loop"):
+        make_step("parallel", "i j")
 
 
 @pytest.mark.parametrize("recipe, message", [

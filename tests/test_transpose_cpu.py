@@ -7,8 +7,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from loclab.bench.validate import poison
 from loclab.cases.transpose import cpu
+from loclab.measure.validate import poison
 from tests.spaces import allowed
 
 

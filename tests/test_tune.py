@@ -3,7 +3,7 @@
 A fake case decides, per configuration, how fast it is (a fake clock reads the cost off the
 run, so the searches are exact and fast), whether its output is right, whether its setup
 raises, and whether the restriction rejects it; the searches go through the real steps
-(``loclab.bench.measure.attempt``: setup, poisoned output, golden comparison, timing).
+(``loclab.bench.attempt.attempt``: setup, poisoned output, golden comparison, timing).
 """
 
 from __future__ import annotations
@@ -16,14 +16,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from loclab.bench.attempt import inputs_and_golden
 from loclab.bench.backend import CpuBackend, Staging
-from loclab.bench.measure import inputs_and_golden
-from loclab.bench.timing import Budget
-from loclab.bench.tuning import search as search_module
-from loclab.bench.tuning.search import Search, tune_variant
-from loclab.bench.tuning.space import config_at, every, key, neighbours, size
-from loclab.cases.base import Bound, Case, Space, Variant, Work
+from loclab.bench.tune import tune_variant
+from loclab.cases.base import Bound, Case, Variant, Work
 from loclab.errors import LaunchError
+from loclab.measure import search as search_module
+from loclab.measure.search import Search
+from loclab.measure.space import config_at, every, key, neighbours, size
+from loclab.measure.space import Space
+from loclab.measure.timing import Budget
 
 TIMING = Budget(seconds=0.0, min_runs=2, max_runs=2)
 FATES = ("ok", "ok", "ok", "wrong", "raises", "restricted")

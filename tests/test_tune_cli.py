@@ -13,10 +13,11 @@ from dataclasses import replace
 
 import pytest
 
-from loclab.bench.tuning import cache, session
 from loclab.cases import CASE_MODULES
-from loclab.cases.base import Space
 from loclab.cli import main
+from loclab.bench import tune as session
+from loclab.measure import cache
+from loclab.measure.space import Space
 from tests.conftest import QUICK
 from tests.fakes import tiles_case
 from tests.test_cli import one_line_error

@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from loclab.bench.tuning import cache
 from loclab.errors import LoclabError, UsageError
+from loclab.measure import cache
 
 DIMS = {"m": 64, "n": 32, "k": 16}
 

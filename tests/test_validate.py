@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from loclab.bench import validate
-from loclab.bench.validate import compare, poison
+from loclab.measure import validate
+from loclab.measure.validate import compare, poison
 
 
 @pytest.fixture
@@ -88,7 +88,7 @@ def test_elementwise_bounds_catch_a_small_element_a_normwise_bound_would_pass():
 
 
 def test_elementwise_bounds_across_chunks(monkeypatch):
-    import loclab.bench.validate as validate
+    import loclab.measure.validate as validate
 
     monkeypatch.setattr(validate, "CHUNK_ELEMENTS", 4)
     golden = np.arange(10, dtype=np.float32)

@@ -24,8 +24,8 @@ def run(*args: Any, **kwargs: Any) -> dict[str, Any]:
 
 
 def tune(*args: Any, **kwargs: Any) -> dict[str, Any]:
-    """Autotune a case's variants; see :func:`loclab.bench.tuning.session.tune`."""
-    from loclab.bench.tuning.session import tune as _tune
+    """Autotune a case's variants; see :func:`loclab.bench.tune.tune`."""
+    from loclab.bench.tune import tune as _tune
 
     return _tune(*args, **kwargs)
 

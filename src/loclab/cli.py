@@ -13,15 +13,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from loclab.version import __version__
-from loclab.bench.tuning import STRATEGY_NAMES
 from loclab.cases import CASE_FAMILIES, case_choices, case_names
 from loclab.cases.base import DEVICE_CHOICES, SIZE_PRESETS
 from loclab.cli_args import (Params, c_options, dims, distinct_option, function_target,
                              positive_float, positive_int)
 from loclab.cli_model import add_model_commands
 from loclab.errors import LoclabError, UsageError
+from loclab.measure import STRATEGY_NAMES
 from loclab.optimize import TARGETS as OPTIMIZE_TARGETS
+from loclab.version import __version__
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -263,7 +263,7 @@ def _check_outputs(args: argparse.Namespace, inputs: Sequence[Any] = (),
 def _tuning_cache(args: argparse.Namespace) -> Any:
     """The tuning cache a command reads or writes (an ``outputs.Place``), as the user named
     it: ``--tuning-cache FILE``, else the default."""
-    from loclab.bench.tuning.cache import default_path
+    from loclab.measure.cache import default_path
     from loclab.outputs import Place
 
     if args.tuning_cache:
@@ -357,7 +357,7 @@ def _write_outputs(document: dict[str, Any], args: argparse.Namespace) -> int:
 
 
 def _tune(args: argparse.Namespace) -> int:
-    from loclab.bench.tuning.session import execute_tuning, plan_tuning
+    from loclab.bench.tune import execute_tuning, plan_tuning
     from loclab.report.console import print_tunings, size_text
 
     cache = _tuning_cache(args)
@@ -545,7 +545,7 @@ def _optimize(args: argparse.Namespace) -> int:
     path, function = args.path
     _check_code_output(args, path, others=[_tuning_cache(args)])
     if args.tune or args.tuning_cache is not None:  # a search stores into it: check it first
-        from loclab.bench.tuning.cache import check_is_cache
+        from loclab.measure.cache import check_is_cache
 
         check_is_cache(_tuning_cache(args).path)
     inputs = _inputs(args)

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from loclab.bench.timing import Clock, CudaEventClock, PerfCounterClock
 from loclab.cases.base import Memory, Variant
 from loclab.errors import LoclabError
+from loclab.measure.timing import Clock, CudaEventClock, PerfCounterClock
 
 
 def read_only(array: np.ndarray) -> np.ndarray:

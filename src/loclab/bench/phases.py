@@ -10,8 +10,8 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
-from loclab.bench.timing import Clock
 from loclab.cases.base import Step
+from loclab.measure.timing import Clock
 
 PHASE_RUNS = 5  # runs timed step by step after the timed runs; each phase's median is kept
 

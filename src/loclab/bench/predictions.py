@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from loclab.bench.auto import get_case
 from loclab.bench.metrics import Row
-from loclab.cases import ROOF_CASE, get_case
+from loclab.cases import ROOF_CASE
 from loclab.hw import Machine
 from loclab.model.time import Traffic, link_seconds, predict, sector_traffic
 

@@ -4,7 +4,7 @@ For each case, inputs come from a seeded RNG and the golden output is computed o
 each variant then gets a poisoned output buffer, runs once to be validated, and is timed
 until the budget is spent. A failure (wrong output, launch error, anything raised) is recorded
 on that variant's row and the run goes on. A variant that ``loclab tune`` tuned for this
-device and size runs with the cached configuration (``loclab.bench.tuning.cache``).
+device and size runs with the cached configuration (``loclab.measure.cache``).
 """
 
 from __future__ import annotations
@@ -17,25 +17,25 @@ from typing import Any
 
 import numpy as np
 
+from loclab.bench.attempt import Golden, attempt, inputs_and_golden
+from loclab.bench.auto import AUTO_VARIANTS, get_case
 from loclab.bench.backend import Staging, make_backend
 from loclab.bench.interconnect import add_ideals, link_bytes
-from loclab.bench.measure import Attempt, Golden, attempt, describe, inputs_and_golden
 from loclab.bench.metrics import Row, add_comparisons, derive_references, peak_clock, rates
 from loclab.bench.predictions import add_predictions
 from loclab.bench.results import build_document
-from loclab.bench.timing import BUDGETS, Budget
-from loclab.bench.tuning.cache import Entry, TuningCache, device_name
-from loclab.bench.tuning.cache import load as load_tuning_cache
-from loclab.bench.tuning.space import text as config_text
-from loclab.cases import (LINK_ROOF_CASE, ROOF_CASE, case_choices, case_names,
-                          expand_families, family_of, get_case)
-from loclab.cases.auto import AUTO_VARIANTS
-from loclab.cpu.threads import configure_threads
+from loclab.cases import (LINK_ROOF_CASE, ROOF_CASE, case_choices, case_names, expand_families, family_of)
 from loclab.cases.base import DEVICE_CHOICES, SIZE_PRESETS, Case, Variant, Work, dims_text
+from loclab.cpu.threads import configure_threads
 from loclab.errors import GpuUnavailableError, UsageError
 from loclab.gpu import gpu_unavailable_reason
 from loclab.hw import Machine, detect_machine
 from loclab.hw.cpu import read_meminfo
+from loclab.measure.attempt import Attempt, describe
+from loclab.measure.cache import Entry, TuningCache, device_name
+from loclab.measure.cache import load as load_tuning_cache
+from loclab.measure.space import text as config_text
+from loclab.measure.timing import BUDGETS, Budget
 
 Progress = Callable[[int, int, str], None]
 # Memory per byte of golden traffic. Host: inputs, golden output, an output or the copy
@@ -59,7 +59,7 @@ GOLDEN_WORKS = 4.5
 # its inputs, and the golden work (an H100 host).
 VARIANT_OVERHEAD_S = 1.0
 GPU_SIZE_OVERHEAD_S = 1.0
-# A case's auto rows (cases/auto.py) plan ``loclab optimize``'s recipe and compile it on each
+# A case's auto rows (bench/auto.py) plan ``loclab optimize``'s recipe and compile it on each
 # device (mmm's nest about 10 s, a 2-deep nest's 1 s), and plan again at each further size.
 AUTO_CASE_S = 2.5
 AUTO_SIZE_S = 0.5
@@ -456,7 +456,7 @@ def plan(cases: Sequence[str] | None = None, device: str = "all", size: str = "d
     """Check a request (raising UsageError with one line on bad input) before anything runs.
 
     ``tuned``: set tunable variants up with the configuration ``loclab tune`` stored for this
-    device and size in ``tuning_cache`` (default: ``loclab.bench.tuning.cache.default_path``;
+    device and size in ``tuning_cache`` (default: ``loclab.measure.cache.default_path``;
     a file named that does not exist is an error). ``dims``: run at this size (or these
     sizes) instead of the preset's: every case named in ``cases`` must take these dimensions;
     the preset ``size`` then only sets the timing budget. ``link_roof``: measure the link
@@ -536,7 +536,7 @@ def execute(request: Plan, progress: Progress | None = None,
     tracker = _Tracker(request.variant_count, progress, finished)
     clock = None
     if "cpu" in request.devices:
-        from loclab.bench.clock import measure_clock_mhz
+        from loclab.measure.clock import measure_clock_mhz
 
         tracker.report("measuring the CPU clock")
         clock = peak_clock(request.machine, measure_clock_mhz(request.machine.cpu.cores))

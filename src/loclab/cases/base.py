@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from loclab.hw import Machine
+    from loclab.measure.space import Space
 
 Device = Literal["cpu", "gpu"]
 Role = Literal["golden", "naive", "optimized", "library"]
@@ -130,35 +131,6 @@ PINNED_HOST = Placement(inputs="pinned", output="pinned")
 
 # setup(staged inputs, preallocated output, machine, **tuned parameters) -> Bound
 Setup = Callable[..., Bound]
-# A configuration of a tunable variant: keyword arguments of its setup (tile sizes, threads).
-Config = Mapping[str, int]
-
-
-@dataclass(frozen=True)
-class Space:
-    """The tunable parameters of a variant, for ``loclab tune``.
-
-    ``values`` lists the candidate values of each keyword of the variant's setup, in order, so
-    that a local search can step to the neighbouring value; ``default`` is the configuration
-    the variant uses untuned. ``restriction(config, dims, machine)`` says why a configuration
-    cannot run there (too much shared memory, too many threads per block or registers), or
-    None; the tuner never builds a configuration it rejects.
-    """
-
-    values: Mapping[str, Sequence[int]]
-    default: Config
-    restriction: Callable[[Config, Dims, "Machine"], str | None] = lambda config, dims, m: None
-
-    def configure(self, config: Config) -> dict[str, int]:
-        """The default with ``config`` applied (for setups that take ``**config``); a keyword
-        the space lacks is an error."""
-        unknown = set(config) - set(self.values)
-        if unknown:
-            raise TypeError(f"unknown parameters {sorted(unknown)}; "
-                            f"expected {sorted(self.values)}")
-        return {**self.default, **config}
-
-
 @dataclass(frozen=True)
 class Variant:
     name: str

@@ -2,26 +2,12 @@
 
 from __future__ import annotations
 
-import functools
 import os
 
 from loclab.errors import LaunchError
-
-
-@functools.cache
-def gpu_unavailable_reason() -> str | None:
-    """None when CuPy sees a CUDA device, else one line saying what is missing."""
-    try:
-        import cupy
-    except ImportError:
-        return "CuPy is not installed (pip install 'loclab[gpu]')"
-    except Exception as err:  # a broken CUDA install can fail CuPy's import in many ways
-        return f"CuPy failed to import: {err}"
-    try:
-        count = cupy.cuda.runtime.getDeviceCount()
-    except Exception as err:  # CUDARuntimeError: no driver, no device
-        return f"CuPy found no usable CUDA device ({err})"
-    return None if count > 0 else "CuPy found no CUDA device"
+# Whether CuPy sees a device: a question about the machine, answered in ``hw`` (which imports
+# nothing of loclab's but errors) and named here too for the callers of the CuPy glue.
+from loclab.hw.gpu import gpu_unavailable_reason
 
 
 def require_fp32_matmul() -> None:
@@ -29,3 +15,6 @@ def require_fp32_matmul() -> None:
     mantissas): refuse that, so that a product row is fp32 against an fp32 golden bound."""
     if os.environ.get("CUPY_TF32", "0") != "0":
         raise LaunchError("CUPY_TF32 is set: cuBLAS would use TF32, not fp32; unset it")
+
+
+__all__ = ["gpu_unavailable_reason", "require_fp32_matmul"]

@@ -5,12 +5,28 @@ No GPU is a normal state: ``detect_gpu`` then returns ``(None, reason)`` and not
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from loclab.gpu import gpu_unavailable_reason
+
+@functools.cache
+def gpu_unavailable_reason() -> str | None:
+    """None when CuPy sees a CUDA device, else one line saying what is missing."""
+    try:
+        import cupy
+    except ImportError:
+        return "CuPy is not installed (pip install 'loclab[gpu]')"
+    except Exception as err:  # a broken CUDA install can fail CuPy's import in many ways
+        return f"CuPy failed to import: {err}"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as err:  # CUDARuntimeError: no driver, no device
+        return f"CuPy found no usable CUDA device ({err})"
+    return None if count > 0 else "CuPy found no CUDA device"
+
 
 # fp32 lanes (CUDA cores) per SM by compute capability major.minor; later parts default to 128.
 FP32_LANES_PER_SM = {(6, 0): 64, (7, 0): 64, (7, 2): 64, (7, 5): 64, (8, 0): 64}

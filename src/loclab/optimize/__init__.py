@@ -68,7 +68,7 @@ class Optimized:
     recipe: str
     source: str
     verification: Any  # loclab.transform.verify.Verification (plain Python original)
-    check: Any  # loclab.bench.validate.Check at the tuning sizes (original under Numba)
+    check: Any  # loclab.measure.validate.Check at the tuning sizes (original under Numba)
     timing: Any  # loclab.optimize.measure.Timing
     tuning: Any  # loclab.optimize.search.Tuned (GPU: optimize.gpu.GpuTuning) or None
     # (verification, check and timing are None only for a GPU target on a machine without
@@ -167,7 +167,7 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
     runs about 2^24 statement instances); ``tune=False`` keeps the first legal recipe and the
     cache model's tiles (no measurement but the final one); ``element_bytes`` is the size of
     the arrays' elements the tile model assumes (8: the float64 inputs it is verified and
-    timed on); ``timing`` the budget of the final timing (a ``loclab.bench.timing.Budget``;
+    timed on); ``timing`` the budget of the final timing (a ``loclab.measure.timing.Budget``;
     default: ``loclab run``'s); ``inputs`` a function that returns the arguments at given
     sizes (``loclab.transform.inputs.INPUTS_CONTRACT``; default: loclab's random ones);
     ``assume_distinct``: no two arguments share memory (the code then skips the check that
@@ -214,8 +214,8 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
         chosen, _ = choose(code, planned.plans)
     bands = [c.plan for c in chosen if c.plan.band is not None]
     if tune and bands and original is not None:
-        from loclab.bench.tuning.cache import device_name
         from loclab.hw import detect_machine
+        from loclab.measure.cache import device_name
         from loclab.optimize.search import tune_tiles
 
         say("tuning the tiles by measurement")
@@ -233,7 +233,7 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
         result.program, arguments, sizes, used_threads, timing, original_error, inputs)
     return Optimized(code.function, filename, target,
                      [_nest_result(c, tiles, tuned is not None) for c in chosen],
-                     "; ".join(step for c in chosen for step in c.steps), result.source,
+                     "; ".join(str(step) for c in chosen for step in c.steps), result.source,
                      verification, verdict, times, tuned, candidates, kept,
                      notes + list(result.notes), result)
 
@@ -258,7 +258,7 @@ def _proved(code: Any, plans: list[list[Any]], chosen: list[Any], tiles: Mapping
     instead, down to the function as written. The original failing on its inputs is no
     bug of the recipe's: raised as it is. (chosen, result, verification, check, compiled
     function)."""
-    from loclab.bench.validate import Check
+    from loclab.measure.validate import Check
     from loclab.optimize import measure
     from loclab.optimize.build import choose, tiers
     from loclab.transform.verify import describe
@@ -317,7 +317,7 @@ def _nest_result(chosen: Any, tiles: Mapping[str, int], tuned: bool) -> NestResu
     from loclab.optimize.planner import label
 
     plan = chosen.plan
-    reasons = [(d.step, d.reason) for d in plan.before if d.step]
+    reasons = [(str(d.step), d.reason) for d in plan.before if d.step]
     tile = None
     if plan.band is not None:
         band = plan.band
@@ -325,13 +325,13 @@ def _nest_result(chosen: Any, tiles: Mapping[str, int], tuned: bool) -> NestResu
         tile = {"band": [label(loop) for loop in band.loops], "model": band.choice.tile,
                 "model_reason": band.choice.reason(), "reuse": band.reuse.text(),
                 "tuned": size if tuned else None}
-        reasons.append((band.step(size), f"reuse: {band.reuse.text()}; tile "
+        reasons.append((str(band.step(size)), f"reuse: {band.reuse.text()}; tile "
                                          f"{band.choice.tile} from the cache model ("
                                          f"{band.choice.reason()})" + (
                                              f", {size} by measurement" if tuned else "")))
-    reasons += [(d.step, d.reason) for d in (*plan.after, *plan.registers, *plan.lanes)
+    reasons += [(str(d.step), d.reason) for d in (*plan.after, *plan.registers, *plan.lanes)
                 if d.step]
-    parallel_steps = [s for s in chosen.steps if s.startswith("parallel(")]
+    parallel_steps = [str(s) for s in chosen.steps if s.name == "parallel"]
     reasons += [(step, why) for step, (_, why) in zip(parallel_steps, plan.parallel)]
     loops = tuple(loop.var for loop in plan.top.statements()[0].loops) \
         if plan.top.statements() else (plan.top.var,)

@@ -1,4 +1,4 @@
-"""Plans into a recipe the transformer accepts: nest by nest, the first plan every step of
+"""Plans into steps the transformer accepts: nest by nest, the first plan every step of
 which is proved legal (and which the Numba emitter can write) is kept; a refused step is
 recorded with the transformer's reason and the next, less ambitious plan is tried.
 
@@ -16,6 +16,7 @@ from typing import Any
 
 from loclab.errors import UsageError
 from loclab.optimize.planner import NestPlan
+from loclab.transform.recipe import Step, make_step
 
 
 @dataclass(frozen=True)
@@ -32,19 +33,19 @@ class Source:
     # (otherwise it runs as written when they do, loclab.transform.versioning)
     assume_distinct: bool = False
 
-    def transform(self, steps: Sequence[str], emit: str = "numba") -> Any:
-        """``loclab.transform`` of the function with ``steps`` (an empty recipe is the
-        function as written, emitted as ``emit``); the same recipe again is not proved
-        again (a plan is tried, then kept: seconds each where it unrolls)."""
+    def transform(self, steps: Sequence[Step], emit: str = "numba") -> Any:
+        """``loclab.transform`` of the function with ``steps`` (none: the function as
+        written, emitted as ``emit``); the same steps again are not proved again (a plan is
+        tried, then kept: seconds each where it unrolls)."""
         return _transformed(self, tuple(steps), emit)
 
 
 @functools.lru_cache(maxsize=64)
-def _transformed(source: Source, steps: tuple[str, ...], emit: str) -> Any:
+def _transformed(source: Source, steps: tuple[Step, ...], emit: str) -> Any:
     from loclab.transform import transform
 
-    return transform(source.text, "; ".join(steps), source.function, emit=emit,
-                     filename=source.filename, empty=True,
+    return transform(source.text, steps, source.function, emit=emit,
+                     filename=source.filename,
                      scalar_types=dict(source.scalar_types),
                      assume_distinct=source.assume_distinct)
 
@@ -55,7 +56,7 @@ class Chosen:
     (with the transformer's reason)."""
 
     plan: NestPlan
-    steps: tuple[str, ...]
+    steps: tuple[Step, ...]
     refused: tuple[tuple[NestPlan, str], ...]
 
 
@@ -71,8 +72,8 @@ def _refusals() -> tuple[type[Exception], ...]:
     return (IllegalStep, StorageError, UsageError)
 
 
-def plan_steps(source: Source, done: Sequence[str], plan: NestPlan,
-               tiles: Mapping[str, int]) -> list[str]:
+def plan_steps(source: Source, done: Sequence[Step], plan: NestPlan,
+               tiles: Mapping[str, int]) -> list[Step]:
     """The steps of ``plan`` after the steps ``done`` for the nests before it; ``tiles``
     gives the tile size of each band (by its key; the model's by default). Raises what the
     transformer raises for a step it refuses."""
@@ -84,7 +85,7 @@ def plan_steps(source: Source, done: Sequence[str], plan: NestPlan,
         tile_loops = {(node.origin.var, node.origin.line): node.label
                       for node in program.loops() if node.tile}
     steps += [d.step for d in (*plan.after, *plan.registers, *plan.lanes) if d.step]
-    steps += [f"parallel({tile_loops.get((loop.var, loop.line), plan.name(loop))})"
+    steps += [make_step("parallel", tile_loops.get((loop.var, loop.line), plan.name(loop)))
               for loop, _ in plan.parallel]
     return steps
 
@@ -95,7 +96,7 @@ def choose(source: Source, plans: Sequence[Sequence[NestPlan]],
     nests before it; and the transformed function (emitted for Numba). The last plan of each
     nest (sequential) has no step, so some plan is always kept."""
     tiles = tiles or {}
-    done: list[str] = []
+    done: list[Step] = []
     chosen: list[Chosen] = []
     for candidates in plans:
         refused: list[tuple[NestPlan, str]] = []

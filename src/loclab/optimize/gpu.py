@@ -111,13 +111,13 @@ def check_device_memory(inputs: Mapping[str, Any], sizes: Mapping[str, int],
 
 
 def _recipe(plan: GpuPlan) -> str:
-    return "; ".join(step for m in plan.mappings for step in m.steps)
+    return "; ".join(str(step) for m in plan.mappings for step in m.steps)
 
 
 def _attempt(plan: GpuPlan, arrays: Any, scalars: Any, configs: tuple[Config, ...],
              original: Callable[..., Any], inputs: Mapping[str, Any],
              sizes: Mapping[str, int]) -> Trial:
-    from loclab.bench.timing import BUDGETS
+    from loclab.measure.timing import BUDGETS
     from loclab.optimize import measure
     from loclab.optimize.cuda.run import on_host_arrays, time_on_device
     from loclab.transform.inputs import argument_names
@@ -172,7 +172,7 @@ def _proved(plan: GpuPlan, arrays: Any, scalars: Any, configs: tuple[Config, ...
     """The kept configs' function verified against the original run as Python past a
     block's tile (on ``supplier``'s inputs where given), and checked against it under Numba
     at the tuning sizes. (emitted code, its compiled function, verification, check)"""
-    from loclab.bench.validate import Check
+    from loclab.measure.validate import Check
     from loclab.optimize import VERIFY_MARGIN, _bug, measure
     from loclab.optimize.cuda.run import on_host_arrays
     from loclab.transform.verify import compare_runs, compile_original
@@ -215,7 +215,7 @@ def _times(function: Callable[..., Any], as_written: Any, program: Any,
            original_error: str | None, supplier: Callable[..., Any] | None) -> Any:
     """The GPU function timed on the device; the original (``as_written``, compiled without
     bounds checks; None where it does not run under Numba) on the CPU."""
-    from loclab.bench.timing import BUDGETS
+    from loclab.measure.timing import BUDGETS
     from loclab.optimize.cuda.run import time_on_device
     from loclab.optimize.measure import Timing, compile_original, time_original
     from loclab.transform.inputs import argument_names

@@ -15,10 +15,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from loclab.bench.stats import Summary, summarize
-from loclab.bench.timing import Budget, PerfCounterClock, measure
-from loclab.bench.validate import Check
 from loclab.errors import UsageError
+from loclab.measure.stats import Summary, summarize
+from loclab.measure.timing import Budget, PerfCounterClock, measure
+from loclab.measure.validate import Check
 from loclab.transform.inputs import (Supplier, argument_names, check_known, check_sizes,
                                      check_work, instances)
 
@@ -243,7 +243,7 @@ def compare_times(original: Callable[..., Any] | None, optimized: Callable[..., 
     """Both functions timed at the same sizes and the same way (``loclab run``'s default
     budget each; both with their written arrays restored where either needs it); the
     optimized one alone where the original does not run under Numba (``original_error``)."""
-    from loclab.bench.timing import BUDGETS
+    from loclab.measure.timing import BUDGETS
 
     budget = budget or BUDGETS["default"]
     fast = time_optimized(optimized, program, inputs, budget)

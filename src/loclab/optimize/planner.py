@@ -34,6 +34,7 @@ from loclab.nest.ir import Loop
 from loclab.optimize.locality import (ArrayAccess, Reuse, array_accesses, band_reuse,
                                       order_score, stride)
 from loclab.optimize.tiles import TileChoice, choose_tile
+from loclab.transform.recipe import Step, make_step
 
 LEVELS = ("distributed", "tiled", "reordered", "as written", "sequential")
 # Remedies the transformer applies with a step before ``parallel``; reductions and atomic
@@ -51,7 +52,7 @@ def label(loop: Loop) -> str:
 class Decision:
     """One step of a plan (None: a decision that needs no step) and why."""
 
-    step: str | None
+    step: Step | None
     reason: str
 
 
@@ -69,10 +70,10 @@ class TiledBand:
         """The band's name among the tuned parameters: its outermost original loop."""
         return label(self.loops[0])
 
-    def step(self, tile: int) -> str:
+    def step(self, tile: int) -> Step:
         names = dict(self.names)
-        return "tile(" + ", ".join(f"{names.get(label(loop), label(loop))}={tile}"
-                                   for loop in self.loops) + ")"
+        return make_step("tile", keywords=[(names.get(label(loop), label(loop)), tile)
+                                           for loop in self.loops])
 
 
 @dataclass(frozen=True)
@@ -153,13 +154,11 @@ def top_loops(analysis: Analysis) -> list[Loop]:
     return [node for node in analysis.nest.body if isinstance(node, Loop)]
 
 
-def _remedy_step(remedy: Remedy, loop: Loop) -> str | None:
+def _remedy_step(remedy: Remedy, loop: Loop) -> Step | None:
     if remedy.kind == "privatize":
-        return f"privatize({remedy.variable})"
-    if remedy.kind == "expand":
-        return f"expand({remedy.variable}, {label(loop)})"
-    if remedy.kind == "copy":
-        return f"copy({remedy.variable}, {label(loop)})"
+        return make_step("privatize", remedy.variable)
+    if remedy.kind in ("expand", "copy"):
+        return make_step(remedy.kind, remedy.variable, label(loop))
     return None
 
 
@@ -262,7 +261,7 @@ def _order_plan(context: Context, top: Loop, option: Interchange, accesses: list
     target = parallel[0]
     needed = tuple(option.legal_after) + (
         tuple(option.privatizing) if target not in option.parallel else ())
-    before = [Decision(f"privatize({r.variable})",
+    before = [Decision(make_step("privatize", r.variable),
                        f"{r.label()}: a copy per band iteration, so that the band may be "
                        f"reordered and {target.var} run in parallel")
               for r in dict.fromkeys(needed) if r.kind == "privatize"]
@@ -272,7 +271,7 @@ def _order_plan(context: Context, top: Loop, option: Interchange, accesses: list
         units = sorted({a.text for a in accesses if a.statement.loops[-1] in option.band
                         and _unit(a, inner)})
         before.append(Decision(
-            "permute(" + ", ".join(label(loop) for loop in option.order) + ")",
+            make_step("permute", *(label(loop) for loop in option.order)),
             f"innermost {inner}: {', '.join(units) or 'no access'} unit-stride (locality "
             f"score {score} against {order_score(accesses, option.band, option.band)} as "
             f"written); legal: every dependence keeps its source first"))
@@ -338,8 +337,9 @@ def register_tiles(accesses: list[ArrayAccess], order: tuple[Loop, ...],
         if len(chosen) == 2:
             break
     chosen.sort(key=lambda item: item[0])
-    return tuple(Decision(f"unroll({names.get(label(loop), label(loop))}, {REGISTER_FACTOR}, "
-                          "jam=True)", f"register tiling: {texts} reused from a register by "
+    return tuple(Decision(make_step("unroll", names.get(label(loop), label(loop)),
+                                    REGISTER_FACTOR, keywords=[("jam", True)]),
+                          f"register tiling: {texts} reused from a register by "
                           f"{REGISTER_FACTOR} iterations of {loop.var} (unroll-and-jam)")
                  for _, loop, texts in chosen)
 
@@ -355,7 +355,7 @@ def vector_lanes(context: Context, innermost: list[Loop]) -> tuple[Decision, ...
         if sums and not report.unresolved and len(sums) == len(report.remedies):
             summed = ", ".join(f"{r.op or '+'} on {r.variable}" for r in sums)
             decisions.append(Decision(
-                f"vectorize({label(loop)})",
+                make_step("vectorize", label(loop)),
                 f"{loop.var} carries a sum ({summed}): partial sums in vector lanes, "
                 "combined at the end (the compiler may reorder it)"))
     return tuple(decisions)
@@ -402,11 +402,11 @@ def distributed_plans(context: Context, top: Loop) -> list[NestPlan]:
     line = min(s.line for s in inside)
     names = tuple((label(loop), f"{loop.var}@{line}") for loop in loops)
     renamed = dict(names)
-    over = ", ".join(label(loop) for loop in band)
-    before = [Decision(f"expand({v}, {over})", f"{v} carries a value around the {chain[0].var} "
+    over = [label(loop) for loop in band]
+    before = [Decision(make_step("expand", v, *over), f"{v} carries a value around the {chain[0].var} "
                        "loop: an element per band iteration lets the band be distributed")
               for v in scalars]
-    before += [Decision(f"distribute({label(loop)})", f"the statements around the "
+    before += [Decision(make_step("distribute", label(loop)), f"the statements around the "
                         f"{chain[0].var} loop become nests of their own, the {chain[0].var} "
                         "loop joins the band") for loop in reversed(band)]
     accesses = array_accesses(context.model, inside)
@@ -420,8 +420,8 @@ def distributed_plans(context: Context, top: Loop) -> list[NestPlan]:
         if order != loops:
             inner = order[-1].var
             units = sorted({a.text for a in accesses if stride(a.subscripts, inner) == "unit"})
-            steps.append(Decision("permute(" + ", ".join(renamed[label(loop)] for loop in order)
-                                  + ")", f"innermost {inner}: {', '.join(units) or 'no access'} "
+            steps.append(Decision(make_step("permute", *(renamed[label(loop)] for loop in order)),
+                                  f"innermost {inner}: {', '.join(units) or 'no access'} "
                                   "unit-stride"))
         why = ((order[0], f"{order[0].var} (outermost) carries no dependence once distributed"),)
         choice = choose_tile(accesses, order, context.extents, context.element_bytes,

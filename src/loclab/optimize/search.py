@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loclab.bench.measure import Attempt, describe
-from loclab.bench.timing import Budget
-from loclab.bench.tuning import cache
-from loclab.bench.tuning.search import TUNE_TIMING, Search, Trial, search
-from loclab.cases.base import Config, Space
+from loclab.measure import cache
+from loclab.measure.attempt import Attempt, describe
+from loclab.measure.search import TUNE_TIMING, Search, Trial, search
+from loclab.measure.space import Config, Space
+from loclab.measure.timing import Budget
 from loclab.optimize.build import Chosen, Source, choose, tiers
 from loclab.optimize.measure import check, time_function
 from loclab.optimize.planner import NestPlan, TiledBand
@@ -88,7 +88,7 @@ def fastest_recipe(source: Source, plans: Sequence[Sequence[NestPlan]],
     candidates: list[Candidate] = []
     seen: set[str] = set()
     for tier, (chosen, result) in enumerate(tiers(source, plans)):
-        recipe = "; ".join(step for c in chosen for step in c.steps)
+        recipe = "; ".join(str(step) for c in chosen for step in c.steps)
         if recipe in seen:
             continue
         seen.add(recipe)

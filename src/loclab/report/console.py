@@ -108,7 +108,7 @@ def print_results(document: dict[str, Any], console: Console) -> None:
 
 def print_tuned_rows(document: dict[str, Any], console: Console) -> None:
     """Which rows ran with a configuration from the tuning cache (the table does not say)."""
-    from loclab.bench.tuning.space import text
+    from loclab.measure.space import text
 
     for row in document["results"]:
         if row["tuned"]:
@@ -139,7 +139,7 @@ def print_tunings(document: dict[str, Any], console: Console) -> None:
     """A table per search: valid configurations fastest first, then those that failed, and
     a count of those the restrictions rejected (never built); the best beside the default, and
     where it was stored."""
-    from loclab.bench.tuning.space import text
+    from loclab.measure.space import text
 
     for record in document["tunings"]:
         title = Text.assemble((f"{record['case']} {record['variant']}", "bold"),

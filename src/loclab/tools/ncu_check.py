@@ -44,9 +44,9 @@ def launch_all(out: Path) -> None:
     """Run each variant once (under ncu) and write every kernel's predicted accesses."""
     import numpy as np
 
+    from loclab.bench.auto import get_case
     from loclab.bench.backend import GpuBackend
     from loclab.bench.kernels import predicted_accesses
-    from loclab.cases import get_case
     from loclab.gpu.kernels import recording_launches
     from loclab.hw import detect_machine
 

@@ -1,7 +1,9 @@
 """``loclab transform``: the lectures' recipes as checked, executable loop transformations.
 
 ``transform(func_or_source, "tile(i=32, j=32); parallel(ii)")`` applies the steps one by
-one to the function's loop nest. Each step rearranges the loops around the original
+one to the function's loop nest; code passes the steps themselves
+(``[make_step("tile", keywords=[("i", 32), ("j", 32)]), make_step("parallel", "ii")]``,
+:mod:`loclab.transform.recipe`), so that recipe text is read only where a user wrote it. Each step rearranges the loops around the original
 statements (:mod:`loclab.transform.tree`), is checked exactly against the function's
 dependences with isl (:mod:`loclab.transform.legality`), and the result is emitted as code
 through isl's AST generator: Python, Numba or C. A refused step raises
@@ -19,12 +21,13 @@ import inspect
 import sys
 import textwrap
 import types
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from loclab.errors import UsageError
+from loclab.transform.recipe import Step, make_step
 
 EMITTERS = {"python": ("python", "numba"), "c": ("c",)}
 AFTER_COPIES = {"parallel", "stage", "copy", "privatize", "vectorize"}  # steps that move no loop
@@ -107,13 +110,14 @@ class Origin:
     defines: dict[str, str] = field(default_factory=dict)  # C: -D
 
 
-def transform(func_or_source: Callable[..., Any] | str, recipe: str,
+def transform(func_or_source: Callable[..., Any] | str, recipe: str | Sequence[Step],
               function: str | None = None, *, emit: str | None = None,
               filename: str | None = None, language: str = "python",
               empty: bool = False, scalar_types: Mapping[str, str] | None = None,
               assume_distinct: bool = False) -> Transformed:
-    """Apply a recipe to a live Python function or to the source text of one; ``empty``
-    accepts a recipe of no steps (the function as written, emitted as ``emit``);
+    """Apply a recipe (text, or a list of steps) to a live Python function or to the source
+    text of one; ``empty`` accepts a recipe text of no steps (an empty list always is: the
+    function as written, emitted as ``emit``);
     ``scalar_types`` gives the NumPy type of scalars an ``expand`` turns into arrays (as
     Numba types them for the arguments the code is for; default: float64, or int64 for a
     scalar used in a subscript). Steps are proved for distinct arrays: arguments that may
@@ -128,7 +132,7 @@ def transform(func_or_source: Callable[..., Any] | str, recipe: str,
                                              assume_distinct))
 
 
-def transform_file(path: str | Path, function: str | None, recipe: str, *,
+def transform_file(path: str | Path, function: str | None, recipe: str | Sequence[Step], *,
                    emit: str | None = None, include_dirs: Iterable[str | Path] = (),
                    defines: Mapping[str, str] | None = None,
                    assume_distinct: bool = False) -> Transformed:
@@ -142,7 +146,8 @@ def transform_file(path: str | Path, function: str | None, recipe: str, *,
                                                             assume_distinct))
 
 
-def _transform_file(path: Path, function: str | None, recipe: str, emit: str | None,
+def _transform_file(path: Path, function: str | None, recipe: str | Sequence[Step],
+                    emit: str | None,
                     include_dirs: Iterable[str | Path],
                     defines: Mapping[str, str] | None, assume_distinct: bool) -> Transformed:
     from loclab.nest import C_SUFFIXES, read_source
@@ -195,7 +200,7 @@ def _only_function(source: str, filename: str, language: str,
     return names[0]
 
 
-def _run(origin: Origin, recipe: str, emit: str | None, language: str,
+def _run(origin: Origin, recipe: str | Sequence[Step], emit: str | None, language: str,
          empty: bool = False, scalar_types: Mapping[str, str] | None = None,
          assume_distinct: bool = False) -> Transformed:
     from loclab.deps.overlap import may_overlap
@@ -210,7 +215,10 @@ def _run(origin: Origin, recipe: str, emit: str | None, language: str,
     if emit not in EMITTERS[language]:
         choices = " or ".join(EMITTERS[language])
         raise UsageError(f"--emit {emit}: a {language} function is emitted as {choices}")
-    steps = parse_recipe(recipe) if recipe.strip() or not empty else []
+    if isinstance(recipe, str):
+        steps = parse_recipe(recipe) if recipe.strip() or not empty else []
+    else:
+        steps = list(recipe)
     known = registry()
     for step in steps:
         if step.name not in known:
@@ -279,4 +287,4 @@ class _CallableModule(types.ModuleType):
 
 sys.modules[__name__].__class__ = _CallableModule
 
-__all__ = ["StepResult", "Transformed", "transform", "transform_file"]
+__all__ = ["Step", "StepResult", "Transformed", "make_step", "transform", "transform_file"]

@@ -13,6 +13,7 @@ else is kept as :class:`Unparsed` text for the step to refuse by its role ("bad 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from loclab.errors import UsageError
@@ -69,6 +70,31 @@ class Step:
 
     def error(self, message: str) -> UsageError:
         return UsageError(f"{self.text}: {message}")
+
+
+def make_step(name: str, *args: Arg | str,
+              keywords: Iterable[tuple[LoopRef | str, Arg]] = ()) -> Step:
+    """A step built in code (the typed API: ``make_step("tile", keywords=[("i", 32)])``):
+    loops as :class:`LoopRef` or as a recipe names them (``"i"``, ``"j@45"``), sizes as
+    ints, options as bools; its text is what a recipe of it reads, so that
+    ``parse_recipe(str(step)) == [step]``. A malformed loop name is a ValueError: the
+    caller is code, not a user."""
+    values = [_loop_or_value(arg) for arg in args]
+    pairs = [(_code_loop(key), _loop_or_value(value)) for key, value in keywords]
+    return Step(name, tuple(values), tuple(pairs), _normalized(name, values, pairs))
+
+
+def _loop_or_value(value: Arg | str) -> Arg:
+    return _code_loop(value) if isinstance(value, str) else value
+
+
+def _code_loop(loop: LoopRef | str) -> LoopRef:
+    if isinstance(loop, LoopRef):
+        return loop
+    match = _LOOP.fullmatch(loop)
+    if match is None:
+        raise ValueError(f"{loop!r} is not a loop (a name, or name@line)")
+    return LoopRef(match["var"], int(match["line"]) if match["line"] else None)
 
 
 def parse_recipe(text: str) -> list[Step]:
@@ -166,6 +192,6 @@ def _value(text: str) -> Arg:
     return Unparsed(text)
 
 
-def _normalized(name: str, args: list[Arg], keywords: list[tuple[LoopRef, Arg]]) -> str:
+def _normalized(name: str, args: Iterable[Arg], keywords: Iterable[tuple[LoopRef, Arg]]) -> str:
     parts = [str(a) for a in args] + [f"{k}={v}" for k, v in keywords]
     return f"{name}({', '.join(parts)})"

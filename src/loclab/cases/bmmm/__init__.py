@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from loclab.cases.auto import auto_variants
 from loclab.cases.base import (Case, Variant, Work, flop_limit, lazy, summation_tolerance,
                                uniform_nonzero)
 
@@ -127,7 +126,6 @@ CASE = Case(
                 "(X != 0).astype(float32) @ C through cuBLAS (CuPy), conversion and C "
                 "included",
                 lazy(GPU, "cublas")),
-        *auto_variants("loclab.cases.bmmm", "bmmm"),
     ),
     # The default and large GPU presets run K = 4, 8, 16: the report plots each variant's
     # GFlop/s against K, where a register tile's reuse grows with K^2 columns.

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from loclab.cases.auto import auto_variants
 from loclab.cases.base import FLOAT32_UNIT_ROUNDOFF, MATRIX_DIMS, Case, Variant, Work, lazy
 from loclab.hw import Machine
 
@@ -146,7 +145,6 @@ CASE = Case(
                 "cols % 4 != 0), all in flight (cp.async), and stores; each thread walks its "
                 "row's chunk there",
                 lazy(GPU, "staged")),
-        *auto_variants("loclab.cases.coalescing", "row_program"),
     ),
     dimensions=MATRIX_DIMS,
 )

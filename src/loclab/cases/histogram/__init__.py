@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from loclab.cases.auto import auto_variants
 from loclab.cases.base import Case, Variant, Work, lazy, summation_tolerance, uniform_nonzero
 from loclab.hw import Machine
 
@@ -187,7 +186,6 @@ CASE = Case(
         Variant("cupy.add.at", "gpu", "library",
                 "cupy.add.at(hist, inds[inds < bins], vals[inds < bins])",
                 lazy(GPU, "add_at")),
-        *auto_variants("loclab.cases.histogram", "histogram"),
     ),
     dimensions=("bins", "n"),
 )

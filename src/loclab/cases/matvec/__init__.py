@@ -17,7 +17,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from loclab.cases.auto import auto_variants
 from loclab.cases.base import (MATRIX_DIMS, Case, Variant, Work, lazy, summation_tolerance,
                                uniform_nonzero)
 from loclab.hw import Machine
@@ -145,7 +144,6 @@ CASE = Case(
         Variant("cublas", "gpu", "library",
                 "cupy.cublas.gemv: cuBLAS SGEMV into y (fp32, no TF32)",
                 lazy(GPU, "library")),
-        *auto_variants("loclab.cases.matvec", "matvec"),
     ),
     dimensions=MATRIX_DIMS,
 )

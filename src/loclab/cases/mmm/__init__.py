@@ -19,7 +19,6 @@ import math
 
 import numpy as np
 
-from loclab.cases.auto import auto_variants
 from loclab.cases.base import (PRODUCT_DIMS, Case, Variant, Work, flop_limit, lazy,
                                summation_tolerance, uniform_nonzero)
 from loclab.hw import Machine
@@ -140,7 +139,6 @@ CASE = Case(
                 lazy(GPU, "optimized"), space=lazy(GPU, "optimized_space")),
         Variant("cublas", "gpu", "library", "cuBLAS SGEMM through CuPy, TF32 off",
                 lazy(GPU, "cublas")),
-        *auto_variants("loclab.cases.mmm", "mmm"),
     ),
     limit="compute",
     dimensions=PRODUCT_DIMS,

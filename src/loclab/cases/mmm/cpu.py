@@ -23,13 +23,14 @@ from functools import cache, partial
 import numpy as np
 from numba import njit, prange
 
-from loclab.cases.base import Bound, Config, Dims, Space
+from loclab.cases.base import Bound, Dims
 from loclab.cases.transpose.cpu import blocked_tiles, transpose_blocked
 from loclab.cpu.atomics import atomic_add
 from loclab.cpu.tiles import floor_power_of_two, threads
 from loclab.cpu.vectors import aligned_float32, fma_block
 from loclab.hw import Machine
 from loclab.hw.cpu import CpuInfo
+from loclab.measure.space import Config, Space
 
 ITEMSIZE = 4  # float32
 # A multiply and an add may become one FMA; no reassociation: sums along k stay in order.

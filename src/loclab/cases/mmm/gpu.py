@@ -14,15 +14,16 @@ from typing import Any
 
 import numpy as np
 
-from loclab.cases.base import Bound, Config, Dims, Space
-from loclab.gpu import require_fp32_matmul
+from loclab.cases.base import Bound, Dims
 from loclab.cases.transpose import gpu as transpose_gpu
+from loclab.gpu import require_fp32_matmul
 from loclab.gpu.kernels import (KernelAccesses, KernelSource, Launch, blocks, in_order,
                                 source_for)
-from loclab.gpu.warp_tile import LANE_COL, LANE_ROW, WARP, block_threads, warp_tile
 from loclab.gpu.limits import (MAX_REGISTERS_PER_THREAD, SHARED_WITHOUT_OPT_IN, refuse,
                                registers_fit, threads_fit)
+from loclab.gpu.warp_tile import LANE_COL, LANE_ROW, WARP, block_threads, warp_tile
 from loclab.hw import Machine
+from loclab.measure.space import Config, Space
 from loclab.model.access import DeclaredAccess
 
 SOURCE = Path(__file__).with_name("kernels.cu")

@@ -33,7 +33,6 @@ from typing import Any
 
 import numpy as np
 
-from loclab.cases.auto import auto_variants
 from loclab.cases.base import Case, Device, UnitRoof, Variant, Work, lazy, uniform_nonzero
 from loclab.errors import UsageError
 from loclab.hw import Machine
@@ -255,7 +254,6 @@ CASE = Case(
         Variant("cupy", "gpu", "library",
                 "argmin(abs(q[:, None] - points), axis=1) over 256 MiB chunks of queries",
                 lazy(GPU, "library")),
-        *auto_variants("loclab.cases.nearest_neighbour", "nearest"),
     ),
     limit="unit",
     dimensions=("queries", "points"),

@@ -17,10 +17,11 @@ from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from loclab.cases.base import Bound, Config, Dims, Space
+from loclab.cases.base import Bound, Dims
 from loclab.cases.nearest_neighbour import broadcast_argmin, queries_and_points
 from loclab.cpu.tiles import floor_power_of_two, threads
 from loclab.hw import Machine
+from loclab.measure.space import Config, Space
 
 ITEMSIZE = 4  # float32 points and queries, int32 indices
 QUERY_STATE = 3 * ITEMSIZE  # a query, its best distance and its index

@@ -14,12 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from loclab.cases.base import Bound, Config, Dims, Space
+from loclab.cases.base import Bound, Dims
 from loclab.cases.nearest_neighbour import (INSTRUCTIONS_PER_PAIR, broadcast_argmin, issue_limit,
                                             queries_and_points)
 from loclab.gpu.kernels import KernelAccesses, KernelSource, Launch, blocks, source_for
 from loclab.gpu.limits import SHARED_WITHOUT_OPT_IN, refuse, registers_fit, threads_fit
 from loclab.hw import Machine
+from loclab.measure.space import Config, Space
 from loclab.model.access import DeclaredAccess
 
 SOURCE = Path(__file__).with_name("kernels.cu")

@@ -22,3 +22,7 @@ def nearest(queries, points, nns, m, n):
 def arguments(inputs, out):
     queries, points = queries_and_points(inputs)  # refuses what no variant can run
     return [queries, points, out, len(queries), len(points)]
+
+
+# The golden nest the harness's auto rows optimize (loclab.bench.auto).
+NEST = nearest

@@ -9,12 +9,12 @@ from typing import Any
 
 import numpy as np
 
-from loclab.cases.base import (COMPUTE, COPY_IN, COPY_OUT, Bound, Config, Dims, Space, Step,
-                               stepped)
+from loclab.cases.base import COMPUTE, COPY_IN, COPY_OUT, Bound, Dims, Step, stepped
 from loclab.cases.overlap import SCALE, SHIFT
 from loclab.gpu import transfers
 from loclab.gpu.kernels import KernelAccesses, KernelSource, Launch, blocks
 from loclab.hw import Machine
+from loclab.measure.space import Config, Space
 from loclab.model.access import DeclaredAccess
 
 THREADS = 256

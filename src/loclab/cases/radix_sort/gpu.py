@@ -18,13 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from loclab.cases.base import Bound, Config, Dims, Space
+from loclab.cases.base import Bound, Dims
 from loclab.cases.radix_sort import (LSD_BITS, LSD_ITEMS, LSD_THREADS, SPLIT_TILE, destinations,
                                      needed_shifts)
 from loclab.gpu import cub
 from loclab.gpu.kernels import KernelAccesses, KernelSource, Launch, blocks, source_for
 from loclab.gpu.limits import MAX_REGISTERS_PER_THREAD, refuse, registers_fit, threads_fit
 from loclab.hw import Machine
+from loclab.measure.space import Config, Space
 from loclab.model.access import DeclaredAccess
 
 SCAN_THREADS, SCAN_ITEMS = 1024, 16  # the one block that scans a pass's counts

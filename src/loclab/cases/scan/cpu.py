@@ -16,8 +16,9 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from loclab.cases.base import Bound, Config, Dims, Space
+from loclab.cases.base import Bound, Dims
 from loclab.hw import Machine
+from loclab.measure.space import Config, Space
 
 SLICES_KIB = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 CHAINS = 4  # parts of a thread's slice scanned side by side

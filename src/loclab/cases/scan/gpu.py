@@ -14,13 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from loclab.cases.base import Bound, Config, Dims, Space
+from loclab.cases.base import Bound, Dims
 from loclab.errors import LaunchError
 from loclab.gpu import cub
 from loclab.gpu.kernels import (KernelAccesses, KernelSource, Launch, blocks, in_order,
                                 source_for, zeroed)
 from loclab.gpu.limits import threads_fit
 from loclab.hw import Machine
+from loclab.measure.space import Config, Space
 from loclab.model.access import DeclaredAccess
 
 TYPES = {np.dtype(np.float32): "float", np.dtype(np.int32): "int"}

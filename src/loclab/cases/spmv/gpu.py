@@ -13,10 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from loclab.cases.base import Bound, Config, Dims, Space
+from loclab.cases.base import Bound, Dims
 from loclab.gpu.kernels import KernelAccesses, KernelSource, Launch, blocks, source_for, zeroed
 from loclab.gpu.limits import SHARED_WITHOUT_OPT_IN, refuse, threads_fit
 from loclab.hw import Machine
+from loclab.measure.space import Config, Space
 from loclab.model.access import DeclaredAccess
 
 WARP = 32

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from loclab.cases.auto import auto_variants
 from loclab.cases.base import Variant, lazy
 from loclab.cases.matrix import matrix_case
 
@@ -61,6 +60,5 @@ CASE = matrix_case(
         Variant("cupy", "gpu", "library",
                 "cupy.array(a.T, order='C'): ascontiguousarray(a.T), always a copy",
                 lazy(GPU, "library")),
-        *auto_variants("loclab.cases.transpose", "transpose"),
     ),
 )

@@ -7,10 +7,11 @@ from functools import partial
 import numpy as np
 from numba import njit, prange
 
-from loclab.cases.base import Bound, Config, Dims, Space
+from loclab.cases.base import Bound, Dims
 from loclab.cpu.tiles import CACHE_LINE, floor_power_of_two
 from loclab.hw import Machine
 from loclab.hw.cpu import square_tile
+from loclab.measure.space import Config, Space
 
 
 @njit(parallel=True, cache=True)

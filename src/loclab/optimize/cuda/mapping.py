@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from loclab.nest.ir import Loop
+from loclab.transform.recipe import Step
 
 AXES = ("x", "y", "z")
 THREADS = 256  # threads per block the model starts from
@@ -41,7 +42,7 @@ class NestMapping:
     grid: tuple[Loop, ...]  # leading loops of ``order`` run by threads, outermost first
     x: Loop | None  # the grid loop on threadIdx.x (unit-stride accesses along it coalesce)
     atomics: frozenset[str]  # arrays a grid loop updates with + from many threads
-    steps: tuple[str, ...]  # the transformer's recipe that proves the mapping legal
+    steps: tuple[Step, ...]  # the transformer's steps that prove the mapping legal
     reasons: tuple[tuple[str, str], ...]  # (decision, why), in the slides' words
     # A loop inside the grid whose iterations a warp shares (threadIdx.x), each lane
     # summing its part of the scalar reductions ``reductions`` ((name, op)), combined by

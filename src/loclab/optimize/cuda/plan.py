@@ -26,6 +26,7 @@ from loclab.optimize.cuda.mapping import NestMapping
 from loclab.optimize.locality import array_accesses, stride
 from loclab.optimize.planner import (Context, _band_at, _options, label, sequential_reason,
                                      top_loops)
+from loclab.transform.recipe import Step, make_step
 
 MAX_GRID = 3
 
@@ -35,7 +36,7 @@ def gpu_mappings(source: Source, context: Context, loops: dict[int, Any]
     """The first grid the transformer accepts for every top-level nest, nest after nest
     (each proof includes the steps kept for the nests before it), and per nest the grids
     refused on the way with the transformer's reason."""
-    done: list[str] = []
+    done: list[Step] = []
     kept: list[NestMapping] = []
     refused_all: list[list[tuple[str, str]]] = []
     analysis = context.analysis
@@ -95,14 +96,14 @@ def _rectangular(band: tuple[Loop, ...]) -> bool:
 
 
 def _steps(analysis: Analysis, top: Loop, order: tuple[Loop, ...],
-           grid: tuple[Loop, ...]) -> list[str]:
+           grid: tuple[Loop, ...]) -> list[Step]:
     scalars = sorted({a.variable.name for s in top.statements() for a in s.accesses
                       if a.write and not a.variable.is_array})
-    steps = [f"privatize({name})" for name in scalars]
+    steps = [make_step("privatize", name) for name in scalars]
     band = _band_at(analysis, top)
     if order != band[:len(order)]:
-        steps.append("permute(" + ", ".join(label(loop) for loop in order) + ")")
-    steps += [f"parallel({label(loop)})" for loop in grid]
+        steps.append(make_step("permute", *(label(loop) for loop in order)))
+    steps += [make_step("parallel", label(loop)) for loop in grid]
     return steps
 
 
@@ -146,15 +147,15 @@ def _x_loop(context: Context, top: Loop, grid: tuple[Loop, ...]) -> tuple[Loop, 
 
 
 def _mapping(context: Context, top: Loop, order: tuple[Loop, ...], grid: tuple[Loop, ...],
-             atomics: frozenset[str], steps: tuple[str, ...],
+             atomics: frozenset[str], steps: tuple[Step, ...],
              loops: dict[int, Any]) -> NestMapping:
     x, why_x = _x_loop(context, top, grid)
     reasons = [(_grid_text(grid), "no dependence crosses two of their iterations once "
                 "each thread keeps its own scalars (the transformer proved "
-                f"{'; '.join(steps)})")]
+                f"{'; '.join(map(str, steps))})")]
     band = _band_at(context.analysis, top)
     if order != band[:len(order)]:
-        reasons.append(("permute(" + ", ".join(label(loop) for loop in order) + ")",
+        reasons.append((str(make_step("permute", *(label(loop) for loop in order))),
                         "the grid loops first, in a legal order"))
     reasons.append((f"threadIdx.x on {label(x)}", why_x))
     if atomics:
@@ -166,8 +167,8 @@ def _mapping(context: Context, top: Loop, order: tuple[Loop, ...], grid: tuple[L
 SPLIT_OPS = {"+", "-", "*", "min", "max", "&", "|", "^"}
 
 
-def _with_split(source: Source, context: Context, mapping: NestMapping, done: list[str],
-                steps: list[str]) -> tuple[NestMapping, list[str]]:
+def _with_split(source: Source, context: Context, mapping: NestMapping, done: list[Step],
+                steps: list[Step]) -> tuple[NestMapping, list[Step]]:
     """A one-loop grid whose one inner loop is a scalar reduction along which the accesses
     are unit-stride (and not along the grid loop): that loop split across a warp's lanes
     (coalesced), the lanes' partial results combined by shuffles. Else as it was."""
@@ -186,7 +187,7 @@ def _with_split(source: Source, context: Context, mapping: NestMapping, done: li
     along_grid = sum(stride(a.subscripts, grid.var) == "unit" for a in accesses)
     if along_split <= along_grid:
         return mapping, steps
-    step = f"parallel({label(split)})"
+    step = make_step("parallel", label(split))
     try:
         result = source.transform([*done, step])
     except _refusals():
@@ -197,8 +198,8 @@ def _with_split(source: Source, context: Context, mapping: NestMapping, done: li
         return mapping, steps
     reductions = tuple((r.name, r.op) for r in node.reductions)
     names = ", ".join(f"{name} ({op})" for name, op in reductions)
-    steps_text = "; ".join((*mapping.steps, step))
-    reasons = tuple((r[0], r[1].replace("; ".join(mapping.steps), steps_text))
+    steps_text = "; ".join(map(str, (*mapping.steps, step)))
+    reasons = tuple((r[0], r[1].replace("; ".join(map(str, mapping.steps)), steps_text))
                     for r in mapping.reasons if not r[0].startswith("threadIdx.x")) + (
         (f"a warp per iteration of {label(grid)}, its lanes splitting {label(split)}",
          f"{along_split} of the reads in {split.var} are unit-stride along it and "

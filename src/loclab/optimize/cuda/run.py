@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from loclab.bench.stats import Summary, summarize
-from loclab.bench.timing import Budget, CudaEventClock, measure
+from loclab.measure.stats import Summary, summarize
+from loclab.measure.timing import Budget, CudaEventClock, measure
 
 
 def on_host_arrays(function: Callable[..., Any]) -> Callable[..., Any]:

@@ -2,7 +2,7 @@
 
 Every configuration goes through the same steps: the space's restriction (a rejected one is
 recorded with the reason and never built), then the variant's setup, a run into a poisoned
-output compared with golden, and only then timing (``loclab.bench.measure.attempt``). A
+output compared with golden, and only then timing (``loclab.bench.attempt.attempt``). A
 configuration is evaluated at most once per search, and only a valid one can be the best:
 a fast wrong answer is never kept.
 
@@ -20,13 +20,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from loclab.bench.backend import Staging
-from loclab.bench.measure import Attempt, Golden, attempt
-from loclab.bench.timing import Budget
-from loclab.bench.tuning import STRATEGY_NAMES
-from loclab.bench.tuning.space import config_at, every, key, neighbours, size
-from loclab.cases.base import Case, Config, Dims, Space, Variant
-from loclab.hw import Machine
+from loclab.measure import STRATEGY_NAMES
+from loclab.measure.attempt import Attempt
+from loclab.measure.space import Config, Space, config_at, every, key, neighbours, size
+from loclab.measure.timing import Budget
 
 Status = Literal["valid", "invalid", "error", "rejected"]
 # Timing of one configuration: enough runs for a stable median, short enough to try many.
@@ -207,19 +204,3 @@ def search(space: Space, measure: Callable[[Config], Attempt],
     return Search(strategy=strategy, trials=trials,
                   default=evaluate.trials.get(key(space.default)), best=fastest(trials),
                   evaluated=evaluate.built)
-
-
-def tune_variant(case: Case, variant: Variant, dims: Dims, staging: Staging,
-                 golden: Golden, machine: Machine, strategy: str = "local",
-                 limit: int | None = None, seconds: float | None = None, seed: int = 0,
-                 timing: Budget = TUNE_TIMING,
-                 on_trial: Callable[[Trial], None] | None = None) -> Search:
-    """Search ``variant``'s space at ``dims`` on ``staging``'s inputs: each configuration checked
-    against the restriction, built, validated against ``golden`` and timed with ``timing``
-    exactly as ``loclab run`` would (but a wrong one is not timed)."""
-    space = variant.space(machine)
-    return search(space,
-                  lambda config: attempt(case, variant, dims, staging, golden, machine, timing,
-                                         config, time_invalid=False),
-                  lambda config: space.restriction(config, dims, machine),
-                  strategy, limit, seconds, seed, on_trial)

@@ -8,19 +8,20 @@ output poisoned before the validating run, the same clock.
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from loclab.bench.backend import Staging, output_problem
 from loclab.bench.phases import time_phases
-from loclab.bench.stats import Summary, summarize
-from loclab.bench.timing import Budget, measure
-from loclab.bench.validate import Check, compare, poison
-from loclab.cases.base import Case, Config, Dims, Variant
-from loclab.errors import LoclabError
+from loclab.cases.base import Case, Dims, Variant
 from loclab.hw import Machine
+from loclab.measure.attempt import Attempt, describe
+from loclab.measure.space import Config
+from loclab.measure.stats import summarize
+from loclab.measure.timing import Budget, measure
+from loclab.measure.validate import Check, compare, poison
 
 
 @dataclass(frozen=True)
@@ -37,32 +38,6 @@ def inputs_and_golden(case: Case, dims: Dims) -> tuple[dict[str, np.ndarray], Go
     seed = zlib.crc32(f"{case.name}:{sorted(dims.items())}".encode())
     inputs = case.make_inputs(dims, np.random.default_rng(seed))
     return inputs, Golden(case.golden(inputs), case.tolerance_for(inputs))
-
-
-def describe(err: Exception) -> str:
-    """An exception in one line: a LoclabError says it all, anything else names its type."""
-    return str(err) if isinstance(err, LoclabError) else f"{type(err).__name__}: {err}"
-
-
-@dataclass(frozen=True)
-class Attempt:
-    """What building, validating and timing one configuration gave.
-
-    ``check`` is None when something raised before the output was compared; ``error`` is what
-    raised (a compile or launch error, anything), ``summary`` None when it was not timed.
-    ``phases``: seconds per phase of a run made of steps (``Bound.steps``), else empty.
-    """
-
-    params: dict[str, Any] = field(default_factory=dict)
-    check: Check | None = None
-    error: str | None = None
-    summary: Summary | None = None
-    batch: int = 0
-    phases: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def valid(self) -> bool:
-        return self.error is None and self.check is not None and self.check.valid
 
 
 def attempt(case: Case, variant: Variant, dims: Dims, staging: Staging, golden: Golden,

@@ -21,14 +21,17 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from loclab.cases.base import Config, Dims
 from loclab.errors import LoclabError, UsageError
 from loclab.hw import Machine
+from loclab.measure.space import Config
+
+Dims = Mapping[str, int]
 
 CACHE_ENV = "LOCLAB_TUNING_CACHE"
 FORMAT = 1
@@ -148,8 +151,8 @@ def store(path: Path, device: str, case: str, variant: str, entry: Entry) -> Non
     tune may have stored meanwhile), then replace the file whole (``outputs.replace_file``: a
     reader sees the old file or the new one, never half of one; a link to the cache stays a
     link). A file that is not a tuning cache is never replaced (UsageError)."""
-    from loclab.version import __version__
     from loclab.outputs import JSON_MARK, replace_file
+    from loclab.version import __version__
 
     entries = read(path).entries
     entries.setdefault(device, {}).setdefault(f"{case}/{variant}", {})[

@@ -8,9 +8,43 @@ space that may be large, and exhaustive search visits the same order on every ma
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from loclab.cases.base import Config, Space
+if TYPE_CHECKING:
+    from loclab.hw import Machine
+
+
+# A configuration of a tunable variant: keyword arguments of its setup (tile sizes, threads).
+Config = Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class Space:
+    """The tunable parameters of a variant, for ``loclab tune``.
+
+    ``values`` lists the candidate values of each keyword of the variant's setup, in order, so
+    that a local search can step to the neighbouring value; ``default`` is the configuration
+    the variant uses untuned. ``restriction(config, dims, machine)`` says why a configuration
+    cannot run there (too much shared memory, too many threads per block or registers), or
+    None; the tuner never builds a configuration it rejects.
+    """
+
+    values: Mapping[str, Sequence[int]]
+    default: Config
+    restriction: Callable[[Config, Mapping[str, int], "Machine"], str | None] = lambda config, dims, m: None
+
+    def configure(self, config: Config) -> dict[str, int]:
+        """The default with ``config`` applied (for setups that take ``**config``); a keyword
+        the space lacks is an error."""
+        unknown = set(config) - set(self.values)
+        if unknown:
+            raise TypeError(f"unknown parameters {sorted(unknown)}; "
+                            f"expected {sorted(self.values)}")
+        return {**self.default, **config}
+
+
 
 Key = tuple[tuple[str, int], ...]
 

@@ -14,19 +14,21 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from loclab.bench.attempt import Golden, attempt, inputs_and_golden
+from loclab.bench.auto import get_case
 from loclab.bench.backend import Staging, make_backend
-from loclab.bench.measure import Golden, describe, inputs_and_golden
 from loclab.bench.runner import (CUSTOM_SIZE, Progress, SizeRequest, case_sizes,
                                  check_memory, choose, requested_sizes, resolve_devices)
-from loclab.bench.timing import Budget
-from loclab.bench.tuning import cache
-from loclab.bench.tuning.search import STRATEGIES, TUNE_TIMING, Trial, tune_variant
-from loclab.bench.tuning.space import text
-from loclab.cases import case_names, get_case
-from loclab.cases.base import SIZE_PRESETS, Case, Variant, dims_text
+from loclab.cases import case_names
+from loclab.cases.base import SIZE_PRESETS, Case, Dims, Variant, dims_text
 from loclab.cpu.threads import configure_threads
 from loclab.errors import LoclabError, UsageError
 from loclab.hw import Machine, detect_machine
+from loclab.measure import cache
+from loclab.measure.attempt import describe
+from loclab.measure.search import STRATEGIES, TUNE_TIMING, Search, Trial, search
+from loclab.measure.space import text
+from loclab.measure.timing import Budget
 
 
 @dataclass(frozen=True)
@@ -107,9 +109,9 @@ def plan_tuning(case: str, variants: Sequence[str] | None = None, device: str = 
                     timing=timing or TUNE_TIMING)
 
 
-def _tune_variant(request: TunePlan, variant: Variant, device: str, dims: dict[str, int],
-                  staging: Staging, golden: Golden,
-                  on_trial: Callable[[Trial], None]) -> dict[str, Any]:
+def _tune_and_store(request: TunePlan, variant: Variant, device: str, dims: dict[str, int],
+                     staging: Staging, golden: Golden,
+                     on_trial: Callable[[Trial], None]) -> dict[str, Any]:
     """Search one variant at one size, store its best; the record ``loclab tune`` prints."""
     case, machine = request.case, request.machine
     work = case.work(dims)
@@ -168,7 +170,7 @@ def execute_tuning(request: TunePlan, progress: Progress | None = None) -> dict[
                 continue
             label = f"{variant.name} {dims_text(dims)}"
             report(len(records), request.search_count, label)
-            records.append(_tune_variant(
+            records.append(_tune_and_store(
                 request, variant, device, dims, staging, golden,
                 lambda trial, label=label: report(len(records), request.search_count,
                                                   f"{label}: {text(trial.config)}")))
@@ -193,3 +195,19 @@ def tune(case: str, variants: Sequence[str] | None = None, device: str = "all",
     :func:`loclab.bench.runner.run`."""
     return execute_tuning(plan_tuning(case, variants, device, size, strategy, limit, seconds,
                                       seed, threads, cache_path, dims=dims), progress)
+
+
+def tune_variant(case: Case, variant: Variant, dims: Dims, staging: Staging,
+                 golden: Golden, machine: Machine, strategy: str = "local",
+                 limit: int | None = None, seconds: float | None = None, seed: int = 0,
+                 timing: Budget = TUNE_TIMING,
+                 on_trial: Callable[[Trial], None] | None = None) -> Search:
+    """Search ``variant``'s space at ``dims`` on ``staging``'s inputs: each configuration checked
+    against the restriction, built, validated against ``golden`` and timed with ``timing``
+    exactly as ``loclab run`` would (but a wrong one is not timed)."""
+    space = variant.space(machine)
+    return search(space,
+                  lambda config: attempt(case, variant, dims, staging, golden, machine, timing,
+                                         config, time_invalid=False),
+                  lambda config: space.restriction(config, dims, machine),
+                  strategy, limit, seconds, seed, on_trial)

@@ -1,13 +1,16 @@
 """``auto-cpu`` and ``auto-gpu``: a case's golden loop nest as ``loclab optimize`` makes it on
-its own, run beside the hand-written variants and the library.
+its own, run beside the hand-written variants and the library; and the cases as the harness
+runs them (``get_case``: a case's own variants, then these rows where it has a nest).
 
 A case whose golden version is a loop nest keeps it in ``cases/<case>/nest.py``: the function
-(the lectures' sequential code, on the case's arrays) and ``arguments(inputs, out)``, which
-lays the case's inputs and output out as its arguments. The rows use what ``optimize`` decides
-without measuring (the first recipe the transformer proves, the cache model's tiles; the GPU
-mapping with the model's launch), so a run costs one plan per size; the harness validates
-each row against the golden result like every variant, on poisoned outputs. The GPU rows'
-kernels, which the written module compiles and launches itself, are launched through
+(the lectures' sequential code, on the case's arrays), named by ``NEST``, and
+``arguments(inputs, out)``, which lays the case's inputs and output out as its arguments. The
+case itself declares nothing more: the harness adds the rows, so that the case studies never
+import the optimizer. The rows use what ``optimize`` decides without measuring (the first
+recipe the transformer proves, the cache model's tiles; the GPU mapping with the model's
+launch), so a run costs one plan per size; the harness validates each row against the golden
+result like every variant, on poisoned outputs. The GPU rows' kernels, which the written
+module compiles and launches itself, are launched through
 ``loclab.gpu.kernels.CompiledLaunches``, so that their rows record them like any variant's.
 """
 
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -23,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from loclab.cases.base import Bound, Variant, lazy
+from loclab import cases
+from loclab.cases.base import Bound, Case, Variant, lazy
 
 
 @dataclass(frozen=True)
@@ -45,13 +50,33 @@ class Nest:
         return list(self.module.arguments(inputs, out))
 
 
-# The rows auto_variants adds to a case (the runner expects them to take longer: they plan).
+# The rows the harness adds to a case with a nest (the runner expects them to take longer:
+# they plan).
 AUTO_VARIANTS = ("auto-cpu", "auto-gpu")
 
 
-def auto_variants(package: str, function: str) -> tuple[Variant, Variant]:
-    """The two rows of a case whose golden nest is ``function`` of its ``nest.py``."""
-    nest = Nest(package, function)
+def get_case(name: str) -> Case:
+    """Case ``name`` as the harness runs it: its own variants, then the auto rows where its
+    golden version is a loop nest (``nest.py``)."""
+    case = cases.get_case(name)
+    nest = golden_nest(name)
+    return case if nest is None else replace(case, variants=case.variants + auto_variants(nest))
+
+
+def golden_nest(name: str) -> Nest | None:
+    """Where case ``name`` keeps its golden loop nest, or None if it has none."""
+    package = cases.CASE_MODULES[name]
+    if (not hasattr(importlib.import_module(package), "__path__")
+            or importlib.util.find_spec(f"{package}.nest") is None):
+        return None
+    return Nest(package, importlib.import_module(f"{package}.nest").NEST.__name__)
+
+
+@functools.cache
+def auto_variants(nest: Nest) -> tuple[Variant, Variant]:
+    """The two rows of a case whose golden nest is ``nest`` (the same objects at every call:
+    a case asked for twice has equal variants)."""
+    function = nest.function
     cpu_name, gpu_name = AUTO_VARIANTS
     return (
         Variant(cpu_name, "cpu", "optimized",
@@ -105,7 +130,7 @@ def cpu(nest: Nest, inputs: dict[str, Any], out: Any, machine: Any) -> Bound:
     chosen, result = choose(code, planned.plans)
     function = _compiled(result.source, result.compile)
     return Bound(_returning(function, arguments, out),
-                 {"recipe": "; ".join(s for c in chosen for s in c.steps) or "as written"})
+                 {"recipe": "; ".join(str(s) for c in chosen for s in c.steps) or "as written"})
 
 
 def gpu(nest: Nest, inputs: dict[str, Any], out: Any, machine: Any) -> Bound:
