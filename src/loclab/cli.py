@@ -15,8 +15,8 @@ from typing import Any, NoReturn
 
 from loclab.cases import CASE_FAMILIES, case_choices, case_names
 from loclab.cases.base import DEVICE_CHOICES, SIZE_PRESETS
-from loclab.cli_args import (Params, c_options, dims, distinct_option, function_target,
-                             positive_float, positive_int)
+from loclab.cli_args import (Params, c_options, dims, distinct_option, element_type,
+                             function_target, positive_float, positive_int)
 from loclab.cli_model import add_model_commands
 from loclab.errors import LoclabError, UsageError
 from loclab.measure import STRATEGY_NAMES
@@ -131,17 +131,24 @@ def build_parser() -> argparse.ArgumentParser:
     transform = commands.add_parser(
         "transform", help="apply loop transformations, checked, and emit runnable code",
         description="Apply the lectures' recipes (strip-mine, interchange, tile, distribute, "
-        "privatize, unroll, parallel, stage, copy) to a function's loop nest, each step "
-        "checked exactly against the dependences; print the transformed code.")
+        "privatize, unroll, parallel, stage, copy; grid and block for CUDA) to a function's "
+        "loop nest, each step checked exactly against the dependences; print the "
+        "transformed code.")
     transform.add_argument("target", metavar="FILE[::FUNCTION]", type=function_target,
                            help="a .py or .c file; ::NAME picks the function (needed when "
                            "the file holds several)")
     transform.add_argument("--apply", required=True, metavar="STEPS",
                            help='the recipe, steps separated by ";", e.g. '
                            '"tile(i=32, j=32); parallel(ii)"')
-    transform.add_argument("--emit", choices=("python", "numba", "c"),
+    transform.add_argument("--emit", choices=("python", "numba", "cuda", "c"),
                            help="the output language (default: the input's; Python input "
-                           "may be emitted as numba)")
+                           "may be emitted as numba, or as cuda: a Python module launching "
+                           "CUDA kernels on CuPy arrays, loops mapped by grid and block)")
+    transform.add_argument("--dtype", action="append", type=element_type, default=[],
+                           metavar="ARRAY=TYPE",
+                           help="with --emit cuda: the element type an array's kernels are "
+                           "written for, repeatable (default: float32, int64 for arrays "
+                           "that index others)")
     transform.add_argument("-o", "--output", type=Path, metavar="FILE",
                            help="write the code to FILE (a new file, or one loclab wrote and "
                                 "nobody edited since)")
@@ -491,9 +498,14 @@ def _transform(args: argparse.Namespace) -> int:
         print("loclab transform: warning: --param gives the sizes of --verify: without it, "
               "it does nothing", file=sys.stderr)
     inputs = _inputs(args)
+    if args.dtype and args.emit != "cuda":
+        raise UsageError("--dtype gives the element types of --emit cuda: add --emit cuda")
+    dtypes = dict(args.dtype)
+    if len(dtypes) < len(args.dtype):
+        raise UsageError("--dtype: an array named twice")
     result = transform_file(path, function, args.apply, emit=args.emit,
                             include_dirs=args.include_dirs, defines=dict(args.defines),
-                            assume_distinct=args.assume_distinct)
+                            assume_distinct=args.assume_distinct, dtypes=dtypes)
     verification = _verified(result, args, inputs) if args.verify else None
     if args.output is not None:
         write_output(args.output, result.source)

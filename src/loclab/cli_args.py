@@ -104,6 +104,15 @@ def byte_size(text: str) -> int:
                                          f"1TiB)") from None
 
 
+def element_type(text: str) -> tuple[str, str]:
+    """``A=float64`` of ``--dtype``: an array and the element type its kernels are written for
+    (the type itself is checked by the emitter, which knows NumPy's and CUDA's)."""
+    name, sep, kind = (piece.strip() for piece in text.partition("="))
+    if not sep or not name.isidentifier() or not kind:
+        raise argparse.ArgumentTypeError(f"expected ARRAY=TYPE (e.g. A=float64), got {text!r}")
+    return name, kind
+
+
 def define(text: str) -> tuple[str, str]:
     """``NAME``, ``NAME=VALUE`` or ``NAME(ARGS)=VALUE`` of ``-D``, as a C compiler takes it
     (``NAME`` means 1)."""

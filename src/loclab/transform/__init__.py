@@ -29,8 +29,10 @@ from typing import Any
 from loclab.errors import UsageError
 from loclab.transform.recipe import Step, make_step
 
-EMITTERS = {"python": ("python", "numba"), "c": ("c",)}
-AFTER_COPIES = {"parallel", "stage", "copy", "privatize", "vectorize"}  # steps that move no loop
+EMITTERS = {"python": ("python", "numba", "cuda"), "c": ("c",)}
+AFTER_COPIES = {"parallel", "stage", "copy", "privatize", "vectorize", "grid",
+                "block"}  # steps that move no loop
+GPU_STEPS = {"grid", "block"}  # steps that map loops onto a CUDA kernel's blocks and threads
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,8 @@ def transform(func_or_source: Callable[..., Any] | str, recipe: str | Sequence[S
               function: str | None = None, *, emit: str | None = None,
               filename: str | None = None, language: str = "python",
               empty: bool = False, scalar_types: Mapping[str, str] | None = None,
-              assume_distinct: bool = False) -> Transformed:
+              assume_distinct: bool = False,
+              dtypes: Mapping[str, str] | None = None) -> Transformed:
     """Apply a recipe (text, or a list of steps) to a live Python function or to the source
     text of one; ``empty`` accepts a recipe text of no steps (an empty list always is: the
     function as written, emitted as ``emit``);
@@ -122,34 +125,38 @@ def transform(func_or_source: Callable[..., Any] | str, recipe: str | Sequence[S
     Numba types them for the arguments the code is for; default: float64, or int64 for a
     scalar used in a subscript). Steps are proved for distinct arrays: arguments that may
     share memory are checked by the emitted code when it starts (it runs as written when
-    they do; C whose span loclab cannot bound is an error), unless ``assume_distinct``."""
+    they do; C whose span loclab cannot bound is an error; CUDA refuses to run), unless
+    ``assume_distinct``. ``dtypes``: for ``emit="cuda"``, the element type of arrays (by
+    name) the kernels are written for (default: float32, int64 for index arrays)."""
     from loclab.nest.deep import on_deep_stack
 
     where = filename or getattr(func_or_source, "__name__", None) or "<source>"
     return on_deep_stack(where, lambda: _run(_origin(func_or_source, function, filename,
                                                      language),
                                              recipe, emit, language, empty, scalar_types,
-                                             assume_distinct))
+                                             assume_distinct, dtypes))
 
 
 def transform_file(path: str | Path, function: str | None, recipe: str | Sequence[Step], *,
                    emit: str | None = None, include_dirs: Iterable[str | Path] = (),
                    defines: Mapping[str, str] | None = None,
-                   assume_distinct: bool = False) -> Transformed:
+                   assume_distinct: bool = False,
+                   dtypes: Mapping[str, str] | None = None) -> Transformed:
     """Apply a recipe to the function ``function`` of a .py or .c file (``None``: its only
     function); C is preprocessed with ``include_dirs`` and ``defines`` (``-I``, ``-D``);
-    ``assume_distinct`` as for :func:`transform`."""
+    ``assume_distinct`` and ``dtypes`` as for :func:`transform`."""
     from loclab.nest.deep import on_deep_stack
 
     return on_deep_stack(str(path), lambda: _transform_file(Path(path), function, recipe,
                                                             emit, include_dirs, defines,
-                                                            assume_distinct))
+                                                            assume_distinct, dtypes))
 
 
 def _transform_file(path: Path, function: str | None, recipe: str | Sequence[Step],
                     emit: str | None,
                     include_dirs: Iterable[str | Path],
-                    defines: Mapping[str, str] | None, assume_distinct: bool) -> Transformed:
+                    defines: Mapping[str, str] | None, assume_distinct: bool,
+                    dtypes: Mapping[str, str] | None = None) -> Transformed:
     from loclab.nest import C_SUFFIXES, read_source
 
     source = read_source(path)
@@ -160,7 +167,8 @@ def _transform_file(path: Path, function: str | None, recipe: str | Sequence[Ste
         function = _only_function(source, str(path), language, include_dirs, defines)
     origin = Origin(source, str(path), function, 0, None, tuple(map(str, include_dirs)),
                     dict(defines or {}))
-    return _run(origin, recipe, emit, language, assume_distinct=assume_distinct)
+    return _run(origin, recipe, emit, language, assume_distinct=assume_distinct,
+                dtypes=dtypes)
 
 
 def _origin(func_or_source: Callable[..., Any] | str, function: str | None,
@@ -202,7 +210,8 @@ def _only_function(source: str, filename: str, language: str,
 
 def _run(origin: Origin, recipe: str | Sequence[Step], emit: str | None, language: str,
          empty: bool = False, scalar_types: Mapping[str, str] | None = None,
-         assume_distinct: bool = False) -> Transformed:
+         assume_distinct: bool = False,
+         dtypes: Mapping[str, str] | None = None) -> Transformed:
     from loclab.deps.overlap import may_overlap
     from loclab.deps.remedies import Remedies
     from loclab.transform.emit import emit_code
@@ -224,16 +233,25 @@ def _run(origin: Origin, recipe: str | Sequence[Step], emit: str | None, languag
         if step.name not in known:
             raise UsageError(f"{step}: unknown step {step.name!r} (steps: "
                              f"{', '.join(sorted(known))})")
+    gpu = next((step for step in steps if step.name in GPU_STEPS), None)
+    if gpu is not None and emit != "cuda":
+        raise UsageError(f"{gpu}: grid and block map loops onto a GPU: emit cuda")
     program = _program(origin, language)
     context = Context(Dependences(program.model), Remedies(program.model))
     results: list[StepResult] = []
     copied: str | None = None
+    mapped: str | None = None
     for step in steps:
         if copied is not None and step.name not in AFTER_COPIES:
             raise UsageError(f"{step}: loops cannot move once {copied} copies a slice for "
                              "them: reorder loops first")
+        if mapped is not None and step.name not in GPU_STEPS:
+            raise UsageError(f"{step}: after {mapped} only grid and block steps may follow: "
+                             "map the loops last")
         if step.name in ("stage", "copy"):
             copied = str(step)
+        if step.name in GPU_STEPS:
+            mapped = mapped or str(step)
         applied = known[step.name].apply(program, step, context)
         program = applied.program
         results.append(StepResult(str(step), True, applied.reason))
@@ -242,13 +260,14 @@ def _run(origin: Origin, recipe: str | Sequence[Step], emit: str | None, languag
     as_written = _program(origin, language) if overlaps and language == "c" else None
     source = header(emit, f"{Path(origin.filename).name}::{origin.function}",
                     recipe_text or "no step (as written)") \
-        + "\n" + emit_code(program, emit, scalar_types, overlaps, as_written)
+        + "\n" + emit_code(program, emit, scalar_types, overlaps, as_written, dtypes)
     notes = list(program.notes)
     overlaps_named = [(a.name, b.name) for a, b in overlaps]
     if overlaps:
         pairs = ", ".join(f"{a} and {b}" for a, b in overlaps_named)
-        notes.append(f"{pairs} may share memory: the function checks them first and runs "
-                     "as written when they do (--assume-distinct leaves the check out)")
+        then = ("refuses to run" if emit == "cuda" else "runs as written")
+        notes.append(f"{pairs} may share memory: the function checks them first and {then} "
+                     "when they do (--assume-distinct leaves the check out)")
     return Transformed(program.nest.name, language, emit, source, results, program, origin,
                        notes, overlaps_named, dict(scalar_types or {}))
 

@@ -33,18 +33,35 @@ def counting_down(item: For) -> For:
     return For(item.node, name, start, stop, -item.step, body, item.single)
 
 
+def upward(item: Code) -> Code:
+    """The code tree with every loop counting down written as one (:func:`counting_down`)."""
+    if isinstance(item, For):
+        item = counting_down(item)
+        return For(item.node, item.var, item.start, item.stop, item.step,
+                   [upward(c) for c in item.body], item.single)
+    if isinstance(item, If):
+        return If(item.condition, [upward(c) for c in item.then],
+                  [upward(c) for c in item.orelse])
+    return item
+
+
 def negate(v: Value) -> Value:
     if isinstance(v, Select):
         return Select(v.condition, negate(v.then), negate(v.otherwise))
     return -v
 
 
+def substitute_value(v: Value, values: dict[str, Poly]) -> Value:
+    """A bound with symbols replaced by expressions."""
+    if isinstance(v, Select):
+        return Select(substitute_condition(v.condition, values),
+                      substitute_value(v.then, values), substitute_value(v.otherwise, values))
+    return v.substitute(values)
+
+
 def substitute(code: Code, values: dict[str, Poly]) -> Code:
     def sub(v: Value) -> Value:
-        if isinstance(v, Select):
-            return Select(substitute_condition(v.condition, values), sub(v.then),
-                          sub(v.otherwise))
-        return v.substitute(values)
+        return substitute_value(v, values)
 
     if isinstance(code, For):
         return For(code.node, code.var, sub(code.start), sub(code.stop), code.step,

@@ -37,11 +37,19 @@ def lower(program: Program) -> Lowered:
 def emit_code(program: Program, emit: str,
               scalar_types: Mapping[str, str] | None = None,
               overlaps: list[tuple[Variable, Variable]] | None = None,
-              as_written: Program | None = None) -> str:
+              as_written: Program | None = None,
+              array_types: Mapping[str, str] | None = None) -> str:
     """``overlaps``: pairs of arrays that may share memory, which the code checks first,
-    running as written when they do (``loclab.transform.versioning``); C needs the function
-    as written (``as_written``, a program of no step) to emit that branch."""
+    running as written when they do (``loclab.transform.versioning``; CUDA refuses to run
+    instead); C needs the function as written (``as_written``, a program of no step) to emit
+    that branch. ``array_types``: CUDA's element type of arrays (``emit_cuda.array_types``)."""
     lowered = lower(program)
+    if emit == "cuda":
+        from loclab.transform.emit_cuda import CudaOutput, array_types as typed, emit_cuda
+
+        return emit_cuda(CudaOutput(program, typed(program, dict(array_types or {})),
+                                    [(a.name, b.name) for a, b in overlaps or []]),
+                         lowered.code)
     if emit in ("python", "numba"):
         from loclab.transform.emit_python import PythonOutput, emit_python
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from loclab.errors import UsageError
 from loclab.nest.expr import Compare, Condition, FloorDiv, MinMax, Mod, Poly, Symbol
 from loclab.transform.buffers import BufferMarker
-from loclab.transform.code import counting_down, render
+from loclab.transform.code import render, upward
 from loclab.transform.codegen import Call, Code, For, If, Mark, Select, Value, plus
 from loclab.transform.storage import Expansion, Placement, copy_suffix
 from loclab.transform.tree import LoopNode, Program, Reduction, Unit
@@ -131,7 +131,7 @@ class _Emitter:
 
     def body(self, code: list[Code]) -> str:
         self.lines = ["{"]
-        code = [_upward(item) for item in code]
+        code = [upward(item) for item in code]
         self.declared = _local_blocks(code, self.placements)
         replaced = {e.private.name for e in self.expansions.values()}
         for node in self.syntax.before:  # (an expanded scalar's declaration is the array's)
@@ -345,18 +345,6 @@ def _atomic(node: Any, name: str) -> Any:
     for field_name, child in node.children():
         _Rewriter._replace(node, field_name, _atomic(child, name))
     return node
-
-
-def _upward(item: Code) -> Code:
-    """The code tree with every loop counting down written as one (:func:`counting_down`)."""
-    if isinstance(item, For):
-        item = counting_down(item)
-        return For(item.node, item.var, item.start, item.stop, item.step,
-                   [_upward(c) for c in item.body], item.single)
-    if isinstance(item, If):
-        return If(item.condition, [_upward(c) for c in item.then],
-                  [_upward(c) for c in item.orelse])
-    return item
 
 
 def _local_blocks(code: list[Code], placements: dict[str, Placement]) -> dict[int, list[str]]:

@@ -210,7 +210,7 @@ class _Emitter:
         values = {loop.var: value(arg) for loop, arg in zip(unit.loops, item.args)
                   if value(arg) != loop.var}
         buffers = {b.buffer.variable.name: b for b in self.out.buffers if b.covers(unit)}
-        rewriter = _Rewriter(values, self.renames(unit), self.expanded(unit), buffers)
+        rewriter = StatementRewriter(values, self.renames(unit), self.expanded(unit), buffers)
         syntax = rewriter.visit(syntax)
         ast.fix_missing_locations(syntax)
         if self.out.numba:
@@ -322,7 +322,7 @@ class _Unsigned(ast.NodeTransformer):
         return node
 
 
-class _Rewriter(ast.NodeTransformer):
+class StatementRewriter(ast.NodeTransformer):
     """Loop variables replaced, private names per copy, expanded and staged accesses."""
 
     def __init__(self, values: dict[str, str], renames: dict[str, str],

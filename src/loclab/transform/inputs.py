@@ -159,7 +159,7 @@ def make_inputs(program: Any, sizes: dict[str, int], copies: int = 3) -> dict[st
                     sizes, copies)
     bounds = index_bounds(program, {variables[name].key: shape
                                     for name, shape in shapes.items()})
-    index_arrays = _index_names(program)
+    index_arrays = index_names(program)
     out: dict[str, Any] = {}
     for name in argument_names(program):
         if name in sizes:
@@ -196,7 +196,7 @@ def _with_shapes(shapes: dict[str, tuple[int, ...]], sizes: Mapping[str, int]
     return shapes
 
 
-def _index_names(program: Any) -> set[str]:
+def index_names(program: Any) -> set[str]:
     """Arrays whose values are used as subscripts (directly or through a scalar)."""
     function = program.syntax.function
     inside: set[str] = set()

@@ -41,6 +41,10 @@ class LoopNode:
     reductions: tuple["Reduction", ...] = ()  # what a parallel loop combines across threads
     copies: int = 0  # a tile loop made by unrolling: its body holds this many copies
     vectorized: bool = False  # its reductions may be reordered into vector lanes
+    # Where the CUDA emitter runs its iterations: "blockIdx.x" (a grid loop) or "threadIdx.y"
+    # (a block loop, ``threads`` of them); "" on the host or in one thread.
+    gpu: str = ""
+    threads: int = 0
 
     @property
     def line(self) -> int:

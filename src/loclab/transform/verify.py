@@ -133,6 +133,10 @@ def verify(result: "Transformed", sizes: Mapping[str, int], *,
         if inputs is not None:
             raise UsageError("--inputs: C functions are verified on loclab's inputs only")
         return verify_c(result, dict(sizes))
+    if result.emit == "cuda":
+        from loclab.transform.verify_cuda import verify_cuda
+
+        return verify_cuda(result, sizes, inputs, most_instances)
     program = result.program
     chosen = choose_sizes(program, dict(sizes))
     how = "as Python (the original runs as written)"

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 
 from loclab.nest.ir import Loop
 from loclab.optimize.cuda.mapping import AXES, WARP, Config, NestMapping
-from loclab.optimize.cuda.syntax import Translator, Typing, c_type, join, subscript_parts
+from loclab.transform.cuda_syntax import Translator, Typing, c_type, join, subscript_parts
 
 # A split loop's reductions: what lanes other than the first start from, and how the lanes'
 # results combine (a difference accumulates negated terms: its parts add up).
@@ -933,7 +933,7 @@ def _names(body: Sequence[ast.AST]) -> set[str]:
 
 def _subscripts(body: Sequence[ast.AST]) -> list[ast.Subscript]:
     """Array element accesses (not ``A.shape[d]``), outermost only."""
-    from loclab.optimize.cuda.syntax import shape_of
+    from loclab.transform.cuda_syntax import shape_of
 
     nodes = [n for n in _walk(body) if isinstance(n, ast.Subscript)]
     inner = {id(n.value) for n in nodes if isinstance(n.value, ast.Subscript)}
@@ -949,7 +949,7 @@ def _arrays(body: Sequence[ast.stmt]) -> set[str]:
 
 
 def _shape_arrays(body: Sequence[ast.stmt], mapping: NestMapping) -> set[str]:
-    from loclab.optimize.cuda.syntax import shape_of
+    from loclab.transform.cuda_syntax import shape_of
 
     out = set()
     for node in _walk(list(body) + [mapping.node]):

@@ -21,7 +21,7 @@ from loclab.errors import UsageError
 from loclab.nest.ir import Loop
 from loclab.optimize.cuda.kernel import Kernel, KernelWriter, assigned
 from loclab.optimize.cuda.mapping import Config, NestMapping
-from loclab.optimize.cuda.syntax import HELPERS, Typing, c_type, shape_of
+from loclab.transform.cuda_syntax import HELPERS, Typing, c_type, shape_of
 from loclab.transform.output import header
 
 GRID_LIMITS = (2**31 - 1, 65535, 65535)

@@ -76,11 +76,11 @@ class Context:
 
 
 def registry() -> dict[str, ModuleType]:
-    from loclab.transform.steps import (copy, distribute, interchange, parallel, privatize,
-                                        stage, stripmine, tile, unroll, vectorize)
+    from loclab.transform.steps import (copy, distribute, gpu, interchange, parallel,
+                                        privatize, stage, stripmine, tile, unroll, vectorize)
 
     modules = (stripmine, interchange, tile, distribute, privatize, unroll, parallel, stage,
-               copy, vectorize)
+               copy, vectorize, gpu)
     return {name: module for module in modules for name in module.NAMES}
 
 

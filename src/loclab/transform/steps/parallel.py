@@ -24,7 +24,22 @@ def apply(program: Program, step: Step, context: Context) -> Applied:
     no_keywords(step)
     new = program.clone()
     nodes = find_loops(new, step.args[0], step)
-    checker = context.checker(new)
+    marked, refused, reason = mark_parallel(new, nodes, step, context)
+    if refused:  # copies of one loop (distributed): the others stay sequential
+        lines = ", ".join(str(_first_line(n)) for n in marked)
+        reason += f" in the loop{'s' if len(marked) > 1 else ''} holding line {lines}; " \
+                  f"the other{'s' if len(refused) > 1 else ''} stay sequential: " \
+                  + "; ".join(text for text, _, _ in refused)
+    return Applied(new, reason)
+
+
+def mark_parallel(program: Program, nodes: list[LoopNode], step: Step, context: Context
+                  ) -> tuple[list[LoopNode], list[tuple[str, LoopNode, Carried]], str]:
+    """Mark each of ``nodes`` that carries nothing but reductions parallel (with what it
+    combines): the marked loops, the refused ones (why, the loop, what it carries) and why
+    the marked are legal. None marked is an IllegalStep naming the first refusal's
+    dependence (``parallel``; the GPU's ``grid`` and ``block`` map loops the same way)."""
+    checker = context.checker(program)
     reductions: dict[str, Reduction] = {}
     refused: list[tuple[str, LoopNode, Carried]] = []
     marked: list[LoopNode] = []
@@ -33,14 +48,15 @@ def apply(program: Program, step: Step, context: Context) -> Applied:
         blocking = [c for c in carried if c.reduction is None]
         if blocking:
             refused.append((f"{node.name} carries {_listed(blocking[0])}"
-                            f"{_remedy(new, node, blocking[0], context)}", node, blocking[0]))
+                            f"{_remedy(program, node, blocking[0], context)}", node,
+                            blocking[0]))
             continue
         node.reductions = reductions_of(carried)
         reductions.update({r.key: r for r in node.reductions})
         marked.append(node)
     if not marked:
         text, node, carried = refused[0]
-        raise IllegalStep(f"{step} is illegal: {text}", carried=witness(new, node, carried))
+        raise IllegalStep(f"{step} is illegal: {text}", carried=witness(program, node, carried))
     for node in marked:
         node.parallel = True
     name = marked[0].name
@@ -49,12 +65,7 @@ def apply(program: Program, step: Step, context: Context) -> Applied:
         combined = ", ".join(f"{'reduction' if r.scalar else 'atomic updates'} {r.op} on "
                              f"{r.name}" for r in reductions.values())
         reason = f"{name} carries only reductions ({combined})"
-    if refused:  # copies of one loop (distributed): the others stay sequential
-        lines = ", ".join(str(_first_line(n)) for n in marked)
-        reason += f" in the loop{'s' if len(marked) > 1 else ''} holding line {lines}; " \
-                  f"the other{'s' if len(refused) > 1 else ''} stay sequential: " \
-                  + "; ".join(text for text, _, _ in refused)
-    return Applied(new, reason)
+    return marked, refused, reason
 
 
 def _first_line(node: LoopNode) -> int:

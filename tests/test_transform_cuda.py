@@ -1,0 +1,273 @@
+"""``loclab transform --emit cuda``: the grid and block steps, judged like their siblings, and the
+kernels they give, compiled by nvcc here and run against the original on a GPU.
+
+The steps are checked by brute force on generated nests (:mod:`tests.nestgen`): a mapping
+the checker accepts must replay to the original's value flow with no two iterations of a
+mapped loop touching one location (the loops of a grid and its block all run at once); a
+refused one must name a dependence the oracle finds carried by the loop it names.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import loclab
+from loclab.cli import main
+from loclab.errors import UsageError
+from loclab.transform import transform
+from loclab.transform.steps import IllegalStep
+from loclab.transform.storage import StorageError
+from tests.nestgen import nests
+from tests.test_transform_oracle import SIZES, check_carried
+from tests.transform_replay import judge
+
+TRANSPOSE = '''
+def transpose(A, B, N, M):
+    for i in range(N):
+        for j in range(M):
+            B[j, i] = A[i, j]
+'''
+
+PRODUCT = '''
+def product(A, B, C, M, N, K):
+    for i in range(M):
+        for j in range(N):
+            acc = 0.0
+            for k in range(K):
+                acc += A[i, k] * B[k, j]
+            C[i, j] = acc
+'''
+
+HISTOGRAM = '''
+def histogram(inds, vals, hist, n):
+    for i in range(n):
+        hist[inds[i]] += vals[i]
+'''
+
+STENCIL = '''
+def stencil(A, B, T, N):
+    for t in range(T):
+        for i in range(1, N - 1):
+            B[i] = 0.33333 * (A[i - 1] + A[i] + A[i + 1])
+        for i in range(1, N - 1):
+            A[i] = 0.33333 * (B[i - 1] + B[i] + B[i + 1])
+'''
+
+PREFIX = '''
+def prefix(A, N):
+    for i in range(1, N):
+        A[i] = A[i] + A[i - 1]
+'''
+
+TRIANGLE = '''
+def triangle(A, B, N):
+    for i in range(N):
+        for j in range(i, N):
+            B[i, j] = A[j, i] * 2.0
+'''
+
+ROW_SUMS = '''
+def row_sums(A, s, N, M):
+    for i in range(N):
+        t = 0.0
+        for j in range(M):
+            t += A[i, j]
+        s[i] = t
+'''
+
+# (source, recipe, sizes for --verify): each kind of mapping the emitter writes
+RECIPES = [
+    (TRANSPOSE, "tile(i=32, j=32); grid(ii, jj); block(i=8, j=32)", {"N": 70, "M": 45}),
+    (PRODUCT, "privatize(acc); tile(i=16, j=16); grid(ii, jj); block(i=16, j=16)",
+     {"M": 40, "N": 33, "K": 21}),
+    (HISTOGRAM, "stripmine(i, 128); grid(ii); block(i=128)", {"n": 1000}),
+    (STENCIL, "stripmine(i@4, 64); stripmine(i@6, 64); grid(ii@4); block(i@4=64); "
+              "grid(iii@6); block(i@6=64)", {"T": 5, "N": 300}),
+    (PREFIX, "", {"N": 100}),
+    (TRIANGLE, "grid(i, j)", {"N": 37}),
+    (ROW_SUMS, "privatize(t); grid(i)", {"N": 50, "M": 31}),
+]
+
+
+def emitted(source: str, recipe: str, **options):
+    """The function as CUDA with the recipe (none: as written, in one thread)."""
+    return transform(source, recipe or [], emit="cuda", **options)
+
+
+def kernels_of(source: str) -> str:
+    return re.search(r"SOURCE = r'''(.*?)'''", source, re.S).group(1)
+
+
+# -- the steps --------------------------------------------------------------------------------
+def test_the_lectures_mapping_puts_the_last_loop_on_x_and_strides_over_any_trip_count():
+    result = transform(TRANSPOSE, "tile(i=32, j=32); grid(ii, jj); block(i=8, j=32)",
+                       emit="cuda")
+    assert [s.reason.split(":")[0] for s in result.steps[1:]] == [
+        "ii on blockIdx.y, jj on blockIdx.x",
+        "i on threadIdx.y (8 threads), j on threadIdx.x (32 threads)"]
+    kernel = kernels_of(result.source)
+    assert "for (long long j = jj + (long long)threadIdx.x; j < loclab_min(M, jj + 32); " \
+           "j += (long long)blockDim.x)" in kernel
+    assert "(32, 8, 1)" in result.source  # threads along x, y, z
+
+
+@pytest.mark.parametrize("recipe, message", [
+    ("grid(i)", "is illegal: i carries D1"),
+    ("stripmine(i, 8); grid(ii); block(i=8)", "is illegal: ii carries D1"),
+])
+def test_a_loop_with_a_dependence_is_refused_with_the_dependence(recipe, message):
+    with pytest.raises(IllegalStep, match=re.escape(message)):
+        transform(PREFIX, recipe, emit="cuda")
+
+
+@pytest.mark.parametrize("source, recipe, message", [
+    (TRANSPOSE, "grid(i)", "grid and block map loops onto a GPU: emit cuda"),
+    (TRANSPOSE, "block(i=32)", "must be the only thing inside the innermost loop of a grid"),
+    (TRANSPOSE, "grid(j, i)", "name the loops of the band in order"),
+    (TRANSPOSE, "grid(i); grid(j)", "i is already mapped (blockIdx.x)"),
+    (TRANSPOSE, "grid(i); block(j=2000)", "bad thread count 2000"),
+    (TRANSPOSE, "tile(i=32, j=32); grid(ii, jj); block(i=64, j=32)",
+     "2048 threads: a block has at most 1024"),
+    (TRANSPOSE, "grid(i); tile(j=4)", "after grid(i) only grid and block steps may follow"),
+    (TRANSPOSE, "grid(i, j=4)", "takes loops only"),
+    ("def total(A, N):\n    s = 0.0\n    for i in range(N):\n        s += A[i]\n    return s\n",
+     "grid(i)", "combines s (+) across its iterations"),
+])
+def test_a_mapping_cuda_cannot_run_is_one_clear_error(source, recipe, message):
+    emit = None if message.endswith("emit cuda") else "cuda"
+    with pytest.raises((UsageError, IllegalStep), match=re.escape(message)):
+        transform(source, recipe, emit=emit)
+
+
+def test_element_types_are_checked_and_said():
+    result = transform(HISTOGRAM, "grid(i)", emit="cuda")
+    assert "'inds': ('int64', 1)" in result.source and "'vals': ('float32', 1)" in result.source
+    wide = transform(HISTOGRAM, "grid(i)", emit="cuda", dtypes={"vals": "float64",
+                                                                 "hist": "float64"})
+    assert "loclab_atomic_add(&hist[" in kernels_of(wide.source)
+    with pytest.raises(UsageError, match="--dtype C: not an array argument"):
+        transform(HISTOGRAM, "grid(i)", emit="cuda", dtypes={"C": "float32"})
+    with pytest.raises(UsageError, match="not a NumPy type"):
+        transform(HISTOGRAM, "grid(i)", emit="cuda", dtypes={"vals": "floaty"})
+
+
+def test_a_scalar_a_kernel_assigns_and_later_code_reads_is_refused_with_its_line():
+    source = '''
+def f(A, B, N):
+    s = 0.0
+    for i in range(N):
+        s = s + A[i]
+    for i in range(N):
+        B[i] = s
+'''
+    with pytest.raises(UsageError, match=r"s is assigned in the kernel of line 5 and read"):
+        emitted(source, "")
+
+
+def test_the_command_line_writes_the_module_and_says_what_verify_needs(tmp_path, capsys):
+    path = tmp_path / "transpose.py"
+    path.write_text(TRANSPOSE)
+    out = tmp_path / "transpose_cuda.py"
+    recipe = "tile(i=32, j=32); grid(ii, jj); block(i=8, j=32)"
+    assert main(["transform", f"{path}::transpose", "--apply", recipe, "--emit", "cuda",
+                 "--dtype", "A=float64", "--dtype", "B=float64", "-o", str(out)]) == 0
+    assert "ARRAYS = {'A': ('float64', 2), 'B': ('float64', 2)}" in out.read_text()
+    assert main(["transform", str(path), "--apply", "grid(i)", "--dtype", "A=float64"]) == 2
+    assert "--dtype gives the element types of --emit cuda" in capsys.readouterr().err
+
+
+# -- the oracle -------------------------------------------------------------------------------
+@st.composite
+def mappings(draw, source: str) -> str:
+    """A grid over one or two loops of a band, maybe a block inside it, maybe strip-mined
+    first (the lectures' tile loops over blocks, the loops in a tile over threads)."""
+    nest = loclab.analyze(source).nest
+    chains = []
+    for top in (loop for loop in nest.loops if loop.depth == 0):
+        chain = [top]
+        while len(chain[-1].body) == 1 and hasattr(chain[-1].body[0], "var"):
+            chain.append(chain[-1].body[0])
+        chains.append(chain)
+    chain = draw(st.sampled_from(chains))
+    names = [f"{loop.var}@{loop.line}" for loop in chain]
+    kind = draw(st.sampled_from(("grid", "grid2", "block", "strip")))
+    if kind == "grid2" and len(names) >= 2:
+        return f"grid({names[0]}, {names[1]})"
+    if kind == "block" and len(names) >= 2:
+        return f"grid({names[0]}); block({names[1]}={draw(st.sampled_from((2, 3, 32)))})"
+    if kind == "strip":
+        size = draw(st.integers(1, 4))
+        loop = chain[0]
+        return (f"stripmine({names[0]}, {size}); grid({loop.var * 2}@{loop.line}); "
+                f"block({names[0]}={size})")
+    return f"grid({names[0]})"
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_accepted_mappings_run_no_two_conflicting_iterations_at_once(data):
+    source = data.draw(nests())
+    recipe = data.draw(mappings(source))
+    try:
+        result = transform(source, recipe, emit="cuda")
+    except (UsageError, StorageError):
+        return  # not a band to map here (an imperfect nest, a name taken), or not emitted
+    except IllegalStep as refusal:
+        if refusal.carried is not None:
+            check_carried(source, recipe, refusal)
+        return
+    for sizes in SIZES:
+        verdict = judge(source, result.program, sizes)
+        assert verdict, (f"{recipe} accepted but wrong at {sizes}:\n{source}\n"
+                         + "\n".join(verdict.problems))
+
+
+# -- nvcc here, the GPU there -----------------------------------------------------------------
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
+@pytest.mark.parametrize("source, recipe, sizes", RECIPES, ids=lambda v: str(v)[:30])
+def test_every_emitted_kernel_compiles_with_nvcc_without_spilling(source, recipe, sizes,
+                                                                  tmp_path: Path):
+    result = emitted(source, recipe)
+    path = tmp_path / "kernels.cu"
+    path.write_text(kernels_of(result.source))
+    done = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++14", "-c", "-o", "/dev/null",
+                           "--resource-usage", str(path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert " 0 bytes spill stores" in done.stderr + done.stdout
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("source, recipe, sizes", RECIPES, ids=lambda v: str(v)[:30])
+def test_every_emitted_function_computes_what_the_original_does_on_the_gpu(source, recipe,
+                                                                           sizes):
+    result = emitted(source, recipe)
+    verification = result.verify(**sizes)
+    assert verification.ok, str(verification)
+
+
+@pytest.mark.gpu
+@settings(max_examples=40, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_generated_nests_mapped_on_the_gpu_compute_what_the_original_does(data):
+    source = data.draw(nests())
+    recipe = data.draw(mappings(source))
+    try:
+        result = transform(source, recipe, emit="cuda")
+    except (UsageError, StorageError, IllegalStep):
+        return
+    sizes = {name: size for name, size in (("N", 9), ("M", 7))
+             if name in result.program.nest.parameters}
+    try:
+        verification = result.verify(**sizes)
+    except UsageError:
+        return  # the original fails on its inputs (a subscript below 0, a scalar never set)
+    assert verification.ok, f"{recipe}\n{source}\n{verification}"
