@@ -73,6 +73,14 @@ def triangle(A, B, N):
             B[i, j] = A[j, i] * 2.0
 '''
 
+ACCUMULATE = '''
+def accumulate(A, B, C, M, N, K):
+    for i in range(M):
+        for j in range(N):
+            for k in range(K):
+                C[i, j] += A[i, k] * B[k, j]
+'''
+
 ROW_SUMS = '''
 def row_sums(A, s, N, M):
     for i in range(N):
@@ -87,6 +95,10 @@ RECIPES = [
     (TRANSPOSE, "tile(i=32, j=32); grid(ii, jj); block(i=8, j=32)", {"N": 70, "M": 45}),
     (PRODUCT, "privatize(acc); tile(i=16, j=16); grid(ii, jj); block(i=16, j=16)",
      {"M": 40, "N": 33, "K": 21}),
+    (TRANSPOSE, "tile(i=32, j=32); interchange(i, j); stage(A, jj); grid(ii, jj); "
+                "block(j=8, i=32)", {"N": 70, "M": 45}),
+    (ACCUMULATE, "tile(i=16, j=16, k=8); stage(A, kk); stage(B, kk); grid(ii, jj); "
+                 "block(i=16, j=16)", {"M": 40, "N": 33, "K": 21}),
     (HISTOGRAM, "stripmine(i, 128); grid(ii); block(i=128)", {"n": 1000}),
     (STENCIL, "stripmine(i@4, 64); stripmine(i@6, 64); grid(ii@4); block(i@4=64); "
               "grid(iii@6); block(i@6=64)", {"T": 5, "N": 300}),
@@ -113,8 +125,8 @@ def test_the_lectures_mapping_puts_the_last_loop_on_x_and_strides_over_any_trip_
         "ii on blockIdx.y, jj on blockIdx.x",
         "i on threadIdx.y (8 threads), j on threadIdx.x (32 threads)"]
     kernel = kernels_of(result.source)
-    assert "for (long long j = jj + (long long)threadIdx.x; j < loclab_min(M, jj + 32); " \
-           "j += (long long)blockDim.x)" in kernel
+    assert "for (I j = jj + (I)threadIdx.x; j < loclab_min(M, jj + 32); " \
+           "j += (I)blockDim.x)" in kernel
     assert "(32, 8, 1)" in result.source  # threads along x, y, z
 
 
@@ -129,7 +141,9 @@ def test_a_loop_with_a_dependence_is_refused_with_the_dependence(recipe, message
 
 @pytest.mark.parametrize("source, recipe, message", [
     (TRANSPOSE, "grid(i)", "grid and block map loops onto a GPU: emit cuda"),
-    (TRANSPOSE, "block(i=32)", "must be the only thing inside the innermost loop of a grid"),
+    (TRANSPOSE, "block(i=32)", "i is not inside a grid: map the loops around it"),
+    (PRODUCT, "privatize(acc); grid(i); block(k=32)",
+     "k must be the only thing inside j: code beside it would run once per thread"),
     (TRANSPOSE, "grid(j, i)", "name the loops of the band in order"),
     (TRANSPOSE, "grid(i); grid(j)", "i is already mapped (blockIdx.x)"),
     (TRANSPOSE, "grid(i); block(j=2000)", "bad thread count 2000"),
@@ -144,6 +158,43 @@ def test_a_mapping_cuda_cannot_run_is_one_clear_error(source, recipe, message):
     emit = None if message.endswith("emit cuda") else "cuda"
     with pytest.raises((UsageError, IllegalStep), match=re.escape(message)):
         transform(source, recipe, emit=emit)
+
+
+def test_a_staged_slice_goes_to_shared_memory_between_barriers_its_rows_padded():
+    result = emitted(TRANSPOSE, "tile(i=32, j=32); interchange(i, j); stage(A, jj); "
+                                "grid(ii, jj); block(j=8, i=32)")
+    kernel = kernels_of(result.source)
+    assert "__shared__ float A_jj[32 * 33];" in kernel  # 32 floats span the banks: pad
+    copy, compute = kernel.split("const I A_jj_lo0")[1].split("for (I j")
+    assert copy.count("__syncthreads();") == 1 and "A_jj[(A_jj_o0) * 33 + A_jj_o1] = A[" in copy
+    assert "B[(j) * B_n1 + i] = (float)(A_jj[((i - A_jj_lo0)) * 33 + (j - A_jj_lo1)]);" in \
+        compute
+    product = kernels_of(emitted(ACCUMULATE, "tile(i=16, j=16, k=16); stage(A, kk); "
+                                             "stage(B, kk); grid(ii, jj); block(i=16, j=16)"
+                                 ).source)
+    assert "__shared__ float A_kk[16 * 16];" in product  # 64 bytes a row: no pad
+
+
+@pytest.mark.parametrize("recipe, message", [
+    ("stage(A, i); grid(i); block(j=32)", "stage(A, i): the slice is not bounded by a "
+                                          "constant"),
+    ("tile(i=32, j=32); stage(A, j); grid(ii, jj); block(i=8, j=32)",
+     "stage(A, j): j runs in each thread"),
+    ("copy(A, i); grid(i)", "copy(A, i): not emitted for CUDA"),
+])
+def test_a_slice_shared_memory_cannot_hold_is_refused(recipe, message):
+    with pytest.raises(UsageError, match=re.escape(message)):
+        emitted(TRANSPOSE, recipe)
+
+
+def test_code_isl_places_outside_a_mapped_loop_is_refused_not_run_by_every_thread():
+    """An unroll's remainder sits beside the loop the threads run over: every thread of the
+    axis would run it (and add into C as many times)."""
+    recipe = ("tile(i=64, j=64, k=16); stripmine(i, 4, it); stripmine(j, 4, jt); "
+              "permute(ii, jj, kk, it, jt, k, i, j); unroll(j, 4, jam=True); grid(ii, jj); "
+              "block(it=16, jt=16)")
+    with pytest.raises(UsageError, match="outside the loop mapped to threadIdx.x"):
+        emitted(ACCUMULATE, recipe)
 
 
 def test_element_types_are_checked_and_said():
@@ -197,15 +248,23 @@ def mappings(draw, source: str) -> str:
         chains.append(chain)
     chain = draw(st.sampled_from(chains))
     names = [f"{loop.var}@{loop.line}" for loop in chain]
-    kind = draw(st.sampled_from(("grid", "grid2", "block", "strip")))
+    kind = draw(st.sampled_from(("grid", "grid2", "block", "deep", "strip", "stage")))
+    threads = draw(st.sampled_from((2, 3, 32)))
     if kind == "grid2" and len(names) >= 2:
         return f"grid({names[0]}, {names[1]})"
     if kind == "block" and len(names) >= 2:
-        return f"grid({names[0]}); block({names[1]}={draw(st.sampled_from((2, 3, 32)))})"
-    if kind == "strip":
+        return f"grid({names[0]}); block({names[1]}={threads})"
+    if kind == "deep" and len(names) >= 3:  # a loop between the grid and the block
+        return f"grid({names[0]}); block({names[2]}={threads})"
+    if kind in ("strip", "stage"):
         size = draw(st.integers(1, 4))
         loop = chain[0]
-        return (f"stripmine({names[0]}, {size}); grid({loop.var * 2}@{loop.line}); "
+        tile = f"{loop.var * 2}@{loop.line}"
+        read = sorted({a.variable.name for s in nest.statements for a in s.accesses
+                       if chain[0] in s.loops and a.variable.is_array and not a.write})
+        staged = (f"stage({draw(st.sampled_from(read))}, {tile}); "
+                  if kind == "stage" and read else "")
+        return (f"stripmine({names[0]}, {size}); {staged}grid({tile}); "
                 f"block({names[0]}={size})")
     return f"grid({names[0]})"
 
@@ -237,7 +296,11 @@ def test_every_emitted_kernel_compiles_with_nvcc_without_spilling(source, recipe
                                                                   tmp_path: Path):
     result = emitted(source, recipe)
     path = tmp_path / "kernels.cu"
-    path.write_text(kernels_of(result.source))
+    kernels = re.search(r"KERNELS = (\[.*\])", result.source).group(1)
+    instances = ", ".join(f"(void*)&{name}<{index}>" for name in eval(kernels)  # noqa: S307
+                          for index in ("int", "long long"))
+    path.write_text(kernels_of(result.source)  # both index types, as CuPy instantiates them
+                    + f"\nvoid* loclab_instances[] = {{{instances}}};\n")
     done = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++14", "-c", "-o", "/dev/null",
                            "--resource-usage", str(path)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -224,8 +224,9 @@ class Translator:
         if isinstance(node, ast.Constant):
             if isinstance(node.value, bool):
                 return "true" if node.value else "false"
-            if isinstance(node.value, int):
-                return f"{node.value}LL"
+            if isinstance(node.value, int):  # in a subscript, the launch's index type
+                return str(node.value) if self.index and abs(node.value) < 2**31 \
+                    else f"{node.value}LL"
             if isinstance(node.value, float):
                 return self.float_literal(node.value)
             raise self.error(node, f"the constant {node.value!r}")

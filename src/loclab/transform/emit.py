@@ -48,7 +48,8 @@ def emit_code(program: Program, emit: str,
         from loclab.transform.emit_cuda import CudaOutput, array_types as typed, emit_cuda
 
         return emit_cuda(CudaOutput(program, typed(program, dict(array_types or {})),
-                                    [(a.name, b.name) for a, b in overlaps or []]),
+                                    [(a.name, b.name) for a, b in overlaps or []],
+                                    lowered.buffers),
                          lowered.code)
     if emit in ("python", "numba"):
         from loclab.transform.emit_python import PythonOutput, emit_python

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -38,6 +39,7 @@ from loclab.transform.emit_c import value as c_value
 from loclab.transform.emit_python import StatementRewriter
 from loclab.transform.emit_python import condition as py_condition
 from loclab.transform.emit_python import value as py_value
+from loclab.transform.buffers import BufferMarker
 from loclab.transform.storage import copy_suffix
 from loclab.transform.subscripts import unsigned_arrays
 from loclab.transform.tree import Program, Reduction, Unit
@@ -45,8 +47,9 @@ from loclab.transform.tree import Program, Reduction, Unit
 FLOAT = np.dtype(np.float32)  # an array's element type unless told or used as an index
 INDEX = np.dtype(np.int64)
 GRID_LIMITS = {"x": 2**31 - 1, "y": 65535, "z": 65535}
+BARRIER = "__syncthreads();"
 DEVICE_HELPERS = HELPERS + """
-template <typename A> __device__ __forceinline__ A loclab_floord(A a, long long b) {
+template <typename A, typename B> __device__ __forceinline__ A loclab_floord(A a, B b) {
   return loclab_floordiv(a, b); }
 """
 
@@ -59,6 +62,7 @@ class CudaOutput:
     array_types: dict[str, np.dtype]  # every array argument's element type
     # pairs of arrays that may share memory: the function refuses to run when they do
     overlaps: list[tuple[str, str]] = field(default_factory=list)
+    buffers: list[BufferMarker] = field(default_factory=list)  # staged slices
 
 
 def array_types(program: Program, given: dict[str, str] | None = None) -> dict[str, np.dtype]:
@@ -124,8 +128,8 @@ class _Emitter:
 
     # -- the module -------------------------------------------------------------------------
     def module(self, code: list[Code]) -> str:
-        if self.program.buffers:
-            raise UsageError("stage and copy: not yet emitted for CUDA (emit python or numba)")
+        for marker in self.out.buffers:
+            self._check_staged(marker)
         for private in self.program.private.values():
             if private.variable.is_array:
                 raise UsageError(f"{private.variable.name}: an array private to iterations is "
@@ -140,12 +144,50 @@ class _Emitter:
         arrays = {name: (str(self.dtypes[name]), self.ndims[name]) for name in self.arrays}
         lines = ["import numpy as np", "", f"SOURCE = r'''{source}'''",
                  f"ARRAYS = {arrays!r}  # the element type and rank each kernel is written for",
+                 f"KERNELS = {[k.name for k in self.kernels]!r}",
+                 f"WIDE_BOUNDS = {self._wide_bounds()!r}  # a loop bound multiplies sizes",
                  f"OVERLAPS = {self.out.overlaps!r}  # arrays that may share memory", "",
                  RUNTIME, "", "", signature]
         if self.syntax.docstring is not None:
             lines.append("    " + repr(ast.literal_eval(self.syntax.docstring.value)))
-        lines.append("    _check(" + ", ".join(f"{n}={n}" for n in self.arrays) + ")")
+        arrays = ", ".join(f"{n}={n}" for n in self.arrays)
+        sizes = ", ".join(n for n in self.parameters if n in self.sizes)
+        lines.append(f"    _check({arrays})")
+        lines.append(f"    index = _index(dict({arrays}), [{sizes}])")
+        lines.append("    I = np.int32 if index == 'int' else np.int64")
         return "\n".join(lines + body) + "\n"
+
+    def _check_staged(self, marker: BufferMarker) -> None:
+        """A staged slice goes to shared memory: a stage (not a copy) of a loop inside a grid
+        and outside its block, whose slices are bounded by constants (tiles)."""
+        buffer = marker.buffer
+        what = f"stage({buffer.variable.name}, {buffer.loop.name})"
+        if buffer.kind != "stage":
+            raise UsageError(f"copy({buffer.variable.name}, {buffer.loop.name}): not emitted "
+                             "for CUDA (stage a loop of a kernel instead)")
+        around = [*marker.path]
+        if not any(n.gpu.startswith("blockIdx") for n in around):
+            raise UsageError(f"{what}: {buffer.loop.name} is not inside a grid: the slice is "
+                             "staged in a block's shared memory")
+        if any(n.gpu.startswith("threadIdx") for n in around):
+            raise UsageError(f"{what}: {buffer.loop.name} runs in each thread: stage a loop "
+                             "outside the block's loops, so that its threads share the slice")
+        if any(extent is None for extent in _largest_slice(marker)):
+            raise UsageError(f"{what}: the slice is not bounded by a constant (it grows "
+                             "with the sizes): tile the loops it runs over first")
+
+    def shared(self, marker: BufferMarker) -> tuple[list[int], int]:
+        """A staged slice's extents in shared memory, and the padding of its rows: one
+        element where a row of 4-byte elements spans the 32 banks a whole number of times (a
+        column read by a warp then hits one bank 32 times)."""
+        extents = [max(1, extent or 0) for extent in _largest_slice(marker)]
+        width = extents[-1] * self.dtypes[marker.buffer.variable.name].itemsize
+        pad = 1 if len(extents) > 1 and width % 128 == 0 else 0
+        return extents, pad
+
+    def _wide_bounds(self) -> bool:
+        return any(bound is not None and not bound.is_affine()
+                   for loop in self.program.nest.loops for bound in (loop.start, loop.stop))
 
     def _ndim(self, name: str) -> int:
         counts = {len(a.subscripts) for s in self.program.nest.statements for a in s.accesses
@@ -214,7 +256,7 @@ class _Emitter:
         self.kernels.append(kernel)
         grid = ", ".join(kernel.grid)
         block = ", ".join(map(str, kernel.block))
-        lines.append(f"{pad}_launch({kernel.name!r}, ({grid}), ({block}), "
+        lines.append(f"{pad}_launch({kernel.name!r}, index, ({grid}), ({block}), "
                      f"({''.join(p + ', ' for p in kernel.parameters)}))")
 
     # -- a kernel ---------------------------------------------------------------------------
@@ -223,33 +265,47 @@ class _Emitter:
         name = f"kernel_{len(self.kernels)}"
         line = _first_line(items)
         statements = {id(call): self.rewritten(call) for call in _calls(items)}
+        staged = [mark.marker.payload for mark in _marks(items)]
+        buffers = {m.buffer.name: m for m in staged}
+        lows = {low for m in staged for low in m.lows}
         assigned = set().union(*(_assigned(s) for s in statements.values())) \
             - _loop_names(items, statements)
-        read = set().union(*(_read(s) for s in statements.values())) | _symbols(items)
-        local_loops = _loop_names(items, statements)
-        arrays = read & set(self.arrays) | {
+        read = (set().union(*(_read(s) for s in statements.values())) | _symbols(items)) \
+            - set(buffers) - lows
+        local_loops = _loop_names(items, statements) | lows
+        arrays = read & set(self.arrays) | {m.buffer.variable.name for m in staged} | {
             _base(target) for s in statements.values() for target in _subscript_targets(s)}
         outside = sorted((read | assigned) - local_loops - set(self.arrays) - _builtins()) \
             + sorted(arrays)
         self._refuse_kernel_values((read - assigned) & set(outside), line)
         reads_before = self._reads_before(items, assigned)
         scalars = self.scalar_types(statements.values(), assigned, local_loops)
-        typing = Typing(self.dtypes, self.ndims, self.compute, scalars,
+        typing = Typing({**self.dtypes, **{n: self.dtypes[m.buffer.variable.name]
+                                           for n, m in buffers.items()}},
+                        {**self.ndims, **{n: m.rank for n, m in buffers.items()}},
+                        self.compute, scalars,
                         set(local_loops) | (self.sizes & set(outside)) | set(host_loops))
         translator = Translator(typing, self.subscript, lambda node: self._where(node, line))
         params, passed = self.kernel_parameters(outside, assigned, reads_before, typing,
                                                 host_loops)
         body: list[str] = []
+        self.staged = {n: self.shared(m) for n, m in buffers.items()}
+        for buffer, (extents, pad) in self.staged.items():
+            kind = c_type(self.dtypes[buffers[buffer].buffer.variable.name])
+            size = " * ".join(map(str, extents[:-1] + [extents[-1] + pad]))
+            padded = f"  // rows padded by {pad}: a column read hits 32 banks" if pad else ""
+            body.append(f"  __shared__ {kind} {buffer}[{size}];{padded}")
         for scalar in sorted(assigned):
             initial = f" = {scalar}_in" if scalar in reads_before else ""
             body.append(f"  {c_type(scalars[scalar])} {scalar}{initial};")
-        writer = _KernelWriter(self, translator, statements, body)
+        grid, block = self.geometry(items, host_loops)
+        writer = _KernelWriter(self, translator, statements, body, math.prod(block))
+        writer.axes = {item.node.gpu for item in _fors(items) if item.node.gpu}
         writer.block(items, 1, [])
         for scalar in assigned:
             self.kernel_scalars.setdefault(scalar, line)
-        text = (f'extern "C" __global__ void {name}({", ".join(params)}) {{\n'
+        text = (f"template <typename I>\n__global__ void {name}({', '.join(params)}) {{\n"
                 + "\n".join(body) + "\n}")
-        grid, block = self.geometry(items, host_loops)
         return _Kernel(name, text, passed, grid, block, line)
 
     def _reads_before(self, items: list[Code], assigned: set[str]) -> set[str]:
@@ -293,8 +349,8 @@ class _Emitter:
             params.append(f"{const}{c_type(self.dtypes[name])}* __restrict__ {name}")
             passed.append(name)
             for axis in range(self.ndims[name]):
-                params.append(f"long long {name}_n{axis}")
-                passed.append(f"np.int64({name}.shape[{axis}])")
+                params.append(f"I {name}_n{axis}")
+                passed.append(f"I({name}.shape[{axis}])")
         for name in outside:
             if name in self.arrays:
                 continue
@@ -305,8 +361,8 @@ class _Emitter:
                     passed.append(f"np.{kind.name}({name})")
                 continue
             if name in typing.integers or name in host_loops:
-                params.append(f"long long {name}")
-                passed.append(f"np.int64({name})")
+                params.append(f"I {name}")
+                passed.append(f"I({name})")
             elif name in self.parameters or name in self.host_scalars:
                 params.append(f"{c_type(self.compute)} {name}")
                 passed.append(f"np.{self.compute.name}({name})")
@@ -388,7 +444,8 @@ class _Emitter:
         unit = item.placed.unit
         values = {loop.var: py_value(arg) for loop, arg in zip(unit.loops, item.args)
                   if py_value(arg) != loop.var}
-        syntax = StatementRewriter(values, self.renames(unit), {}, {}).visit(
+        buffers = {b.buffer.variable.name: b for b in self.out.buffers if b.covers(unit)}
+        syntax = StatementRewriter(values, self.renames(unit), {}, buffers).visit(
             copy.deepcopy(unit.syntax))
         ast.fix_missing_locations(syntax)
         return syntax
@@ -402,9 +459,16 @@ class _Emitter:
         return out
 
     def subscript(self, base: str, indices: list[ast.expr], translator: Translator) -> str:
+        index_translator = replace(translator, index=True)
+        if base in getattr(self, "staged", {}):
+            extents, pad = self.staged[base]
+            widths = extents[1:-1] + [extents[-1] + pad] if len(extents) > 1 else []
+            flat = index_translator.expr(indices[0])
+            for width, index in zip(widths, indices[1:]):
+                flat = f"({flat}) * {width} + {index_translator.expr(index)}"
+            return f"{base}[{flat}]"
         if base not in self.arrays:
             raise UsageError(f"{self.where}: {base}[...] is not an array argument")
-        index_translator = replace(translator, index=True)
         texts = []
         for axis, index in enumerate(indices):
             text = index_translator.expr(index)
@@ -425,13 +489,17 @@ class _KernelWriter:
     ordered in the tree."""
 
     def __init__(self, emitter: _Emitter, translator: Translator,
-                 statements: dict[int, ast.stmt], lines: list[str]) -> None:
+                 statements: dict[int, ast.stmt], lines: list[str], threads: int) -> None:
+        self.threads = threads  # a block's
+        self.axes: set[str] = set()  # the blocks' and threads' axes the kernel maps
         self.emitter = emitter
         self.translator = translator
         self.statements = statements
         self.lines = lines
 
     def line(self, depth: int, text: str) -> None:
+        if text == BARRIER and self.lines and self.lines[-1].strip() == BARRIER:
+            return  # a barrier right after another waits for nothing more
         self.lines.append("  " * depth + text)
 
     def block(self, code: list[Code], depth: int, loops: list[For]) -> None:
@@ -446,16 +514,31 @@ class _KernelWriter:
                     self.block(item.orelse, depth + 1, loops)
                 self.line(depth, "}")
             elif isinstance(item, Call):
+                self.require_every_axis(item, loops)
                 reduction = self.atomic(item.placed.unit, loops)
                 self.statement(self.statements[id(item)], depth, reduction)
             else:
-                raise UsageError("stage and copy: not yet emitted for CUDA")
+                self.stage(item, depth)
+
+    def require_every_axis(self, item: Call, loops: list[For]) -> None:
+        """A statement runs inside a loop of every axis its kernel maps: isl may generate
+        part of a mapped loop's iterations apart from it (an unroll's remainder, a peeled
+        iteration), and that code would then run once per thread (or block) of the axis."""
+        around = {loop.node.gpu for loop in loops if loop.node.gpu}
+        missing = sorted(self.axes - around)
+        if missing:
+            unit = item.placed.unit
+            raise UsageError(f"{self.emitter.where}:{unit.line + self.emitter.syntax.offset}: "
+                             f"isl generates this statement outside the loop mapped to "
+                             f"{missing[0]} (an unroll's remainder, or a peeled iteration), "
+                             "where every thread of the axis would run it: unroll loops "
+                             "the threads do not run over, or leave this loop unmapped")
 
     def loop(self, item: For, depth: int, loops: list[For]) -> None:
         var, start, stop = item.var, c_value(item.start), c_value(item.stop)
         node = item.node
         if item.single and not node.gpu:
-            self.line(depth, f"{{ const long long {var} = {start};")
+            self.line(depth, f"{{ const I {var} = {start};")
             self.block(item.body, depth + 1, loops + [item])
             self.line(depth, "}")
             return
@@ -467,15 +550,74 @@ class _KernelWriter:
                 "threadIdx", "blockDim")
             times = f" * {abs(item.step)}" if abs(item.step) != 1 else ""
             sign = "+" if item.step > 0 else "-"
-            offset = f"(long long){index}{times}"
+            offset = f"(I){index}{times}"
             first = offset if start == "0" and sign == "+" else f"{start} {sign} {offset}"
-            advance = f"{var} {sign}= (long long){count}{times}"
+            advance = f"{var} {sign}= (I){count}{times}"
         else:
             first, advance = start, (f"{var} += {item.step}" if item.step != 1 else f"++{var}")
-        self.line(depth, f"for (long long {var} = {first}; {var} {compare} {stop}; "
+        self.line(depth, f"for (I {var} = {first}; {var} {compare} {stop}; "
                          f"{advance}) {{")
         self.block(item.body, depth + 1, loops + [item])
+        if not node.gpu and _threads_inside(item.body):
+            # a loop between the grid and the block, which the block's threads run in step:
+            # what one iteration's threads did is done before the next begins (a grid
+            # loop's iterations are independent; a staged slice waits for its readers)
+            self.line(depth + 1, BARRIER)
         self.line(depth, "}")
+
+    def stage(self, item: Mark, depth: int) -> None:
+        """The slice one iteration of the staged loop reads, copied into shared memory by
+        all the block's threads (consecutive threads, consecutive elements of a row: the
+        reads coalesce), between two barriers: the last iteration's readers are done, and
+        the whole slice is there before any thread reads it."""
+        marker: BufferMarker = item.marker.payload
+        name, source = marker.buffer.name, marker.buffer.variable.name
+        extents, pad = self.emitter.staged[name]
+        lows = marker.lows
+        self.line(depth, BARRIER)
+        widths = []
+        for k, low in enumerate(lows):
+            self.line(depth, f"const I {low} = {c_value(item.values[f'lo{k}'])};")
+            width = f"{name}_w{k}"
+            self.line(depth, f"const int {width} = {c_value(item.values[f'hi{k}'])} - "
+                             f"{low} + 1;")
+            widths.append(width)
+        # Over the largest slice (constants: the divisions are shifts where the extents are
+        # powers of two), in 32-bit arithmetic, the block's threads (a constant) apart;
+        # what lies past this slice's edge (the last tile) is skipped.
+        thread = "(int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
+        total = math.prod(extents)
+        self.line(depth, "#pragma unroll")
+        if total % self.threads == 0:  # a constant count: unrolled, the loads all in flight
+            self.line(depth, f"for (int {name}_r = 0; {name}_r < {total // self.threads}; "
+                             f"++{name}_r) {{")
+            self.line(depth + 1, f"const int {name}_f = {thread} + {name}_r * {self.threads};")
+        else:
+            self.line(depth, f"for (int {name}_f = {thread}; {name}_f < {total}; "
+                             f"{name}_f += {self.threads}) {{")
+        rest = f"{name}_f"
+        offsets = []
+        for k in reversed(range(len(lows))):
+            offset = f"{name}_o{k}"
+            if k:
+                self.line(depth + 1, f"const int {offset} = {rest} % {extents[k]};")
+                rest = f"({rest} / {extents[k]})"
+            else:
+                self.line(depth + 1, f"const int {offset} = {rest};")
+            offsets.insert(0, offset)
+        inside = " && ".join(f"{offset} < {width}" for offset, width in zip(offsets, widths))
+        local = offsets[0]
+        for k in range(1, len(offsets)):
+            width = extents[k] + (pad if k == len(offsets) - 1 else 0)
+            local = f"({local}) * {width} + {offsets[k]}"
+        element = ast.Subscript(ast.Name(source, ast.Load()), ast.Tuple(
+            [ast.BinOp(ast.Name(low, ast.Load()), ast.Add(), ast.Name(offset, ast.Load()))
+             for low, offset in zip(lows, offsets)], ast.Load()), ast.Load())
+        translator = replace(self.translator, typing=replace(
+            self.translator.typing, integers=self.translator.typing.integers | set(offsets)))
+        self.line(depth + 1, f"if ({inside}) {name}[{local}] = {translator.expr(element)};")
+        self.line(depth, "}")
+        self.line(depth, BARRIER)
 
     def atomic(self, unit: Unit, loops: list[For]) -> Reduction | None:
         """The generalized reduction a mapped loop around the unit makes this update."""
@@ -574,7 +716,7 @@ class _KernelWriter:
                 raise tr.error(node, "a range whose step is not a constant")
         var = node.target.id
         compare = "<" if step > 0 else ">"
-        self.line(depth, f"for (long long {var} = {tr.expr(start)}; {var} {compare} "
+        self.line(depth, f"for (I {var} = {tr.expr(start)}; {var} {compare} "
                          f"{tr.expr(stop)}; {var} += {step}) {{")
         for child in node.body:
             self.statement(child, depth + 1, reduction)
@@ -584,17 +726,27 @@ class _KernelWriter:
 RUNTIME = '''_COMPILED = {}
 
 
-def _kernel(name):
-    """Kernel ``name`` of SOURCE, compiled by CuPy on first use."""
+def _kernel(name, index):
+    """Kernel ``name`` of SOURCE for loop variables and subscripts of type ``index``,
+    compiled by CuPy on first use."""
     import cupy as cp
 
-    if "module" not in _COMPILED:
-        _COMPILED["module"] = cp.RawModule(code=SOURCE, options=("-std=c++14",))
-    return _COMPILED["module"].get_function(name)
+    if index not in _COMPILED:
+        _COMPILED[index] = cp.RawModule(code=SOURCE, options=("-std=c++14",),
+                                        name_expressions=[f"{k}<{index}>" for k in KERNELS])
+    return _COMPILED[index].get_function(f"{name}<{index}>")
 
 
-def _launch(name, grid, block, args):
-    _kernel(name)(grid, block, args)
+def _launch(name, index, grid, block, args):
+    _kernel(name, index)(grid, block, args)
+
+
+def _index(arrays, sizes):
+    """32-bit loop variables and subscripts where every array's elements and every size
+    stay below 2^30 (a sum of two still fits), and no bound multiplies sizes; else 64."""
+    largest = max([a.size for a in arrays.values()] + [abs(int(s)) for s in sizes],
+                  default=0)
+    return "int" if largest < 2**30 and not WIDE_BOUNDS else "long long"
 
 
 def _check(**arrays):
@@ -631,6 +783,20 @@ def _maps(item: Code) -> bool:
     return False
 
 
+def _marks(code: list[Code]) -> Iterator[Mark]:
+    for item in code:
+        if isinstance(item, Mark):
+            yield item
+        elif isinstance(item, For):
+            yield from _marks(item.body)
+        elif isinstance(item, If):
+            yield from _marks(item.then + item.orelse)
+
+
+def _threads_inside(code: list[Code]) -> bool:
+    return any(item.node.gpu.startswith("threadIdx") for item in _fors(code))
+
+
 def _calls(code: list[Code]) -> Iterator[Call]:
     for item in code:
         if isinstance(item, Call):
@@ -662,6 +828,28 @@ def _loop_names(code: list[Code], statements: dict[int, ast.stmt]) -> set[str]:
         names |= {n.target.id for n in ast.walk(statement)
                   if isinstance(n, ast.For) and isinstance(n.target, ast.Name)}
     return names
+
+
+def _largest_slice(marker: BufferMarker) -> list[int | None]:
+    """Per dimension, the widest slice at any point of the marker and any sizes (isl's
+    maximum with the sizes projected out): a constant for a tile, None if it grows."""
+    import islpy as isl
+
+    out: list[int | None] = []
+    functions = marker.marker.functions
+    for k in range(marker.rank):
+        width = isl.PwAff(functions[f"hi{k}"]).sub(isl.PwAff(functions[f"lo{k}"]))
+        values = width.as_map().range()
+        values = values.project_out(isl.dim_type.param, 0, values.dim(isl.dim_type.param))
+        if not values.dim_has_upper_bound(isl.dim_type.set, 0):
+            out.append(None)  # it grows with the sizes
+            continue
+        largest = values.dim_max(0)
+        pieces = largest.get_pieces()
+        constants = [aff.get_constant_val().to_python() for _, aff in pieces
+                     if aff.is_cst()]
+        out.append(max(constants) + 1 if pieces and len(constants) == len(pieces) else None)
+    return out
 
 
 def _corners(ranges: list[tuple[str, tuple[Value, Value]]]) -> Iterator[dict[str, Value]]:

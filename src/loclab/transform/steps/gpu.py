@@ -3,8 +3,10 @@ blocks and over the threads of a block (``loclab transform --emit cuda``).
 
 The lectures' mapping: tile a parallel band, run the tile loops over blocks and the loops
 inside a tile over threads (``tile(i=16, j=16); grid(ii, jj); block(i=16, j=16)``). The
-named loops, the last on ``x``, form a perfect band each, and a block band sits right inside
-the grid band: the code in between would otherwise run once per thread. Each mapped loop
+named loops, the last on ``x``, form a perfect band each, and a block band sits inside the
+grid band with nothing but loops between (a product's ``kk``): code beside them would run
+once per thread. Every thread runs such a loop between, in step with the block's others
+(the emitter ends each of its iterations with a barrier). Each mapped loop
 must be parallel as ``parallel`` proves it (no dependence carried, or only additive updates
 of array elements, which become atomic adds); a scalar combined across threads is refused,
 since a thread keeps its scalars to itself. A mapped loop runs its iterations strided over
@@ -83,7 +85,7 @@ def _require_band(program: Program, nodes: list[LoopNode], step: Step) -> None:
 def _require_placement(program: Program, nodes: list[LoopNode], step: Step,
                        grid: bool) -> None:
     """A grid band lies outside any other mapped loop and holds no mapped loop yet; a block
-    band is the body of a grid band's innermost loop, which holds no block yet."""
+    band lies inside a grid band, alone in the loops between, and holds no block yet."""
     outer = program.path(nodes[0])
     mapped = [n for n in outer if n.gpu] + [n for n in nodes if n.gpu]
     if grid:
@@ -93,12 +95,18 @@ def _require_placement(program: Program, nodes: list[LoopNode], step: Step,
             raise step.error(f"{taken.name} is already mapped ({taken.gpu}): one grid per "
                              "kernel, its loops named once")
         return
-    if not outer or not outer[-1].gpu.startswith("blockIdx") or outer[-1].body != [nodes[0]]:
-        raise step.error(f"{nodes[0].name} must be the only thing inside the innermost loop "
-                         "of a grid: map the loops around it with grid(...) first")
+    grids = [k for k, n in enumerate(outer) if n.gpu.startswith("blockIdx")]
+    if not grids:
+        raise step.error(f"{nodes[0].name} is not inside a grid: map the loops around it "
+                         "with grid(...) first")
     if any(n.gpu.startswith("threadIdx") for n in outer) or any(
             n.gpu for node in nodes for n in node.loops()):
         raise step.error("one block per grid: its loops named once")
+    chain = outer[grids[-1]:] + [nodes[0]]
+    for parent, child in zip(chain, chain[1:]):
+        if parent.body != [child]:
+            raise step.error(f"{child.name} must be the only thing inside {parent.name}: "
+                             "code beside it would run once per thread (distribute first)")
 
 
 def _require_threads(nodes: list[LoopNode], counts: list[int], axes: list[str],
