@@ -130,7 +130,7 @@ def check_carried(source: str, recipe: str, refusal: IllegalStep) -> None:
                        f"{dependence.id} carried by {node.name}:\n{source}"
 
 
-@settings(max_examples=110, deadline=None, derandomize=True, database=None,
+@settings(max_examples=90, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_accepted_recipes_compute_the_same(data: st.DataObject) -> None:

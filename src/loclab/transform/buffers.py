@@ -65,18 +65,27 @@ def _marker(program: Program, schedule: Schedule, buffer: Buffer,
     rank = len(found[0][2].subscripts)
     domains: list[str] = []
     functions: dict[str, list[str]] = {}
+    # Under the loops a GPU block's threads run, the slice is the block's: what the
+    # iterations of every loop from the outermost of them down to the staged loop read (the
+    # same slice for every thread, which copy it together).
+    first = next((k for k, node in enumerate(path) if node.gpu.startswith("threadIdx")),
+                 len(path))
+    shared = [first <= k < len(path) - 1 for k in range(len(path))]
     for placed, statement, access in found:
         coords = ", ".join(f"x{k}" for k in range(len(statement.loops)))
-        values = " and ".join(f"{z} = {schedule.value(node, placed.unit)}"
-                              for z, node in zip(zs, path))
-        where = " and ".join([model.domain(statement, "x"), *placed.unit.restriction])
-        if values:
-            where = f"{values} and {where}"
+        domain = " and ".join([model.domain(statement, "x"), *placed.unit.restriction])
+        values = [f"{z} = {schedule.value(node, placed.unit)}" for z, node in zip(zs, path)]
+        where = " and ".join([*values, domain])
         domains.append(f"{head} : exists ({coords} : {where})")
+        frees = [f"w{k}" for k, free in enumerate(shared) if free]
+        block = " and ".join([*(f"w{k} = {value.split(' = ', 1)[1]}" if free else value
+                                for k, (value, free) in enumerate(zip(values, shared))),
+                              domain])
         for k, subscript in enumerate(access.subscripts):
             text = model.render(subscript, statement, "x")
             functions.setdefault(f"v{k}", []).append(
-                f"{head} -> [v] : exists ({coords} : v = {text} and {where})")
+                f"{head} -> [v] : exists ({', '.join([coords, *frees])} : v = {text} and "
+                f"{block})")
     domain = f"{model.header}{{ {'; '.join(domains)} }}"
     bounds = _bounds(model.header, functions)
     marker = Marker(name, domain, f"{model.header}{{ {head} -> [{', '.join(times)}] }}",

@@ -42,7 +42,7 @@ from loclab.transform.emit_python import value as py_value
 from loclab.transform.buffers import BufferMarker
 from loclab.transform.storage import copy_suffix
 from loclab.transform.subscripts import unsigned_arrays
-from loclab.transform.tree import Program, Reduction, Unit
+from loclab.transform.tree import LoopNode, Program, Reduction, Unit
 
 FLOAT = np.dtype(np.float32)  # an array's element type unless told or used as an index
 INDEX = np.dtype(np.int64)
@@ -169,9 +169,12 @@ class _Emitter:
         if not any(n.gpu.startswith("blockIdx") for n in around):
             raise UsageError(f"{what}: {buffer.loop.name} is not inside a grid: the slice is "
                              "staged in a block's shared memory")
-        if any(n.gpu.startswith("threadIdx") for n in around):
-            raise UsageError(f"{what}: {buffer.loop.name} runs in each thread: stage a loop "
-                             "outside the block's loops, so that its threads share the slice")
+        strided = [n for n in around if n.gpu.startswith("threadIdx") and not _one_each(n)]
+        if strided:
+            raise UsageError(f"{what}: {buffer.loop.name} runs in each thread, inside "
+                             f"{strided[0].name}, which has more iterations than threads: "
+                             "stage a loop outside the block's loops, or give the block a "
+                             "thread per iteration, so that its threads share the slice")
         if any(extent is None for extent in _largest_slice(marker)):
             raise UsageError(f"{what}: the slice is not bounded by a constant (it grows "
                              "with the sizes): tile the loops it runs over first")
@@ -492,6 +495,10 @@ class _KernelWriter:
                  statements: dict[int, ast.stmt], lines: list[str], threads: int) -> None:
         self.threads = threads  # a block's
         self.axes: set[str] = set()  # the blocks' and threads' axes the kernel maps
+        self.guards: list[str] = []  # where a thread's one iteration exists
+        self.thread_values: set[str] = set()  # a thread's one iteration of a block loop
+        self.divergent: set[str] = set()  # loops threads run a different number of times
+        self.diverging = 0  # inside guards that do
         self.emitter = emitter
         self.translator = translator
         self.statements = statements
@@ -507,17 +514,32 @@ class _KernelWriter:
             if isinstance(item, For):
                 self.loop(item, depth, loops)
             elif isinstance(item, If):
+                divergent = bool((self.thread_values | self.divergent)
+                                 & _condition_symbols(item.condition))
                 self.line(depth, f"if ({c_condition(item.condition)}) {{")
+                self.diverging += divergent
                 self.block(item.then, depth + 1, loops)
                 if item.orelse:
                     self.line(depth, "} else {")
                     self.block(item.orelse, depth + 1, loops)
+                self.diverging -= divergent
                 self.line(depth, "}")
             elif isinstance(item, Call):
                 self.require_every_axis(item, loops)
                 reduction = self.atomic(item.placed.unit, loops)
-                self.statement(self.statements[id(item)], depth, reduction)
+                if self.guards:
+                    self.line(depth, f"if ({' && '.join(self.guards)}) {{")
+                    self.statement(self.statements[id(item)], depth + 1, reduction)
+                    self.line(depth, "}")
+                else:
+                    self.statement(self.statements[id(item)], depth, reduction)
             else:
+                if self.diverging or any(loop.var in self.divergent for loop in loops):
+                    marker = item.marker.payload
+                    raise UsageError(f"stage({marker.buffer.variable.name}, "
+                                     f"{marker.buffer.loop.name}): the block's threads "
+                                     "would not all reach the copy (a loop or guard around "
+                                     "it depends on the thread): stage a loop outside it")
                 self.stage(item, depth)
 
     def require_every_axis(self, item: Call, loops: list[For]) -> None:
@@ -537,6 +559,12 @@ class _KernelWriter:
     def loop(self, item: For, depth: int, loops: list[For]) -> None:
         var, start, stop = item.var, c_value(item.start), c_value(item.stop)
         node = item.node
+        if node.gpu.startswith("threadIdx") and _one_each(node):
+            self.one_each(item, depth, loops)
+            return
+        bounds = _symbols_of(item.start) | _symbols_of(item.stop)
+        if (self.thread_values | self.divergent) & bounds:
+            self.divergent.add(var)  # threads run it a different number of times
         if item.single and not node.gpu:
             self.line(depth, f"{{ const I {var} = {start};")
             self.block(item.body, depth + 1, loops + [item])
@@ -563,6 +591,23 @@ class _KernelWriter:
             # what one iteration's threads did is done before the next begins (a grid
             # loop's iterations are independent; a staged slice waits for its readers)
             self.line(depth + 1, BARRIER)
+        self.line(depth, "}")
+
+    def one_each(self, item: For, depth: int, loops: list[For]) -> None:
+        """A block loop with no more iterations than threads: each thread takes one, and
+        the code inside runs in every thread (so that the block's threads copy slices and
+        meet at barriers together), its statements only where the iteration exists."""
+        var, start, stop = item.var, c_value(item.start), c_value(item.stop)
+        sign, compare = ("+", "<") if item.step > 0 else ("-", ">")
+        times = f" * {abs(item.step)}" if abs(item.step) != 1 else ""
+        offset = f"(I){item.node.gpu}{times}"
+        first = offset if start == "0" and sign == "+" else f"{start} {sign} {offset}"
+        self.line(depth, f"{{ const I {var} = {first};  // one iteration a thread")
+        self.line(depth + 1, f"const bool {var}_on = {var} {compare} ({stop});")
+        self.guards.append(f"{var}_on")
+        self.thread_values.add(var)
+        self.block(item.body, depth + 1, loops + [item])
+        self.guards.pop()
         self.line(depth, "}")
 
     def stage(self, item: Mark, depth: int) -> None:
@@ -791,6 +836,18 @@ def _marks(code: list[Code]) -> Iterator[Mark]:
             yield from _marks(item.body)
         elif isinstance(item, If):
             yield from _marks(item.then + item.orelse)
+
+
+def _one_each(node: LoopNode) -> bool:
+    """Whether a block loop has no more iterations than threads (the loop inside a tile of
+    that many): each thread then runs at most one."""
+    from loclab.transform.steps.unroll import trip_count
+
+    values = trip_count(node)
+    if values is None:
+        return False
+    iterations = -(-values // node.tile) if node.tile else values
+    return iterations <= node.threads
 
 
 def _threads_inside(code: list[Code]) -> bool:

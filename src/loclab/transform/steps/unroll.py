@@ -2,7 +2,9 @@
 
 Unrolling ``j`` by 4 makes ``j`` advance by 4 and its body four copies, for ``j``, ``j + 1``,
 ``j + 2`` and ``j + 3``, followed by a remainder loop for the iterations left when the trip
-count is not a multiple of 4. Unroll-and-jam of an outer loop puts the copies innermost
+count is not a multiple of 4. A loop of at most 4 iterations (inside a tile of 4) needs no
+remainder: each copy runs where its iteration exists (a guard on the last tile), which keeps
+every copy inside the loops around it (a GPU thread's register tile). Unroll-and-jam of an outer loop puts the copies innermost
 instead: the loops inside run once for four iterations of ``i``, each statement four times in
 a row (the slides' register tiling as a sequence of steps). Each copy's private variables get
 names of their own (``c_0`` ... ``c_3``): scalar replacement, values kept in registers.
@@ -51,7 +53,8 @@ def apply(program: Program, step: Step, context: Context) -> Applied:
     if factor == 1:
         return Applied(new, "unrolling by 1 changes nothing")
     for node in nodes:
-        _unroll(new, node, factor, jam)
+        trips = trip_count(node)
+        _unroll(new, node, factor, jam, guarded=trips is not None and trips <= factor)
     name = nodes[0].name
     if jam:
         context.require_order(new, step)
@@ -86,11 +89,15 @@ def _check_copies(program: Program, nodes: list[LoopNode], factor: int, step: St
                          f"{after}: loclab makes at most {MAX_COPIES} (unroll by less)")
 
 
-def _unroll(program: Program, node: LoopNode, factor: int, jam: bool) -> None:
+def _unroll(program: Program, node: LoopNode, factor: int, jam: bool,
+            guarded: bool = False) -> None:
     """Replace ``node`` in ``program`` by a loop over groups of ``factor`` iterations (the
-    copies of its body, jammed innermost or one after another) and a remainder loop."""
+    copies of its body, jammed innermost or one after another) and a remainder loop; or,
+    ``guarded`` (the loop runs at most ``factor`` iterations), by the group alone, each copy
+    restricted to where its iteration exists."""
     schedule = Schedule(program)
-    restriction = {id(u): _restrictions(schedule, node, u, factor) for u in node.units()}
+    restriction = {id(u): _restrictions(schedule, node, u, factor, guarded)
+                   for u in node.units()}
     group = LoopNode(node.name, node.origin, [], tile=factor, within=node.within,
                      parallel=node.parallel, reductions=node.reductions, copies=factor)
     remainder = _copy_tree(node, lambda u: [_restricted(u, restriction[id(u)][-1], None)])
@@ -102,11 +109,13 @@ def _unroll(program: Program, node: LoopNode, factor: int, jam: bool) -> None:
         group.body = [child for r in range(factor) for child in _copy_body(
             node.body, lambda u, r=r: [_restricted(u, restriction[id(u)][r],
                                                    (node.origin.id, r))], node, group)]
-    replace_node(program, node, [group, remainder])
+    replace_node(program, node, [group] if guarded else [group, remainder])
 
 
-def _restrictions(schedule: Schedule, node: LoopNode, unit: Unit, factor: int) -> list[str]:
-    """isl constraints selecting copy 0, 1, ... of a unit, and (last) the remainder."""
+def _restrictions(schedule: Schedule, node: LoopNode, unit: Unit, factor: int,
+                  guarded: bool = False) -> list[str]:
+    """isl constraints selecting copy 0, 1, ... of a unit, and (last) the remainder; a
+    ``guarded`` copy is every instance of its place in a group, whole or not."""
     step = abs(node.origin.step)
     width = factor * step
     x = schedule.coordinate(node, unit)
@@ -115,6 +124,8 @@ def _restrictions(schedule: Schedule, node: LoopNode, unit: Unit, factor: int) -
     start = f"(({base}) + {width}*floor(({x} - ({base}))/{width}))"
     whole = " and ".join(f"{start} + {(factor - 1) * step} < {limit}"
                          for limit in schedule.upper(node, unit, factor))
+    if guarded:
+        return [f"({x} = {start} + {r * step})" for r in range(factor)] + ["false"]
     copies = [f"({x} = {start} + {r * step} and {whole})" for r in range(factor)]
     return copies + [f"(not ({whole}))"]
 
