@@ -36,7 +36,7 @@ from loclab.transform.codegen import Call, Code, For, If, Mark, Select, Value, p
 from loclab.transform.cuda_syntax import BINARY, HELPERS, Translator, Typing, c_type, join
 from loclab.transform.emit_c import condition as c_condition
 from loclab.transform.emit_c import value as c_value
-from loclab.transform.emit_python import StatementRewriter
+from loclab.transform.emit_python import StatementRewriter, loaded
 from loclab.transform.emit_python import condition as py_condition
 from loclab.transform.emit_python import value as py_value
 from loclab.transform.buffers import BufferMarker
@@ -693,7 +693,7 @@ class _KernelWriter:
             self.translator = tr
             self.line(depth, "}")
         elif isinstance(node, ast.AugAssign):
-            value = ast.BinOp(_loaded(node.target), node.op, node.value)
+            value = ast.BinOp(loaded(node.target), node.op, node.value)
             ast.copy_location(value, node)
             self.assign(node.target, value, depth, reduction, node)
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
@@ -828,14 +828,18 @@ def _maps(item: Code) -> bool:
     return False
 
 
-def _marks(code: list[Code]) -> Iterator[Mark]:
+def _walk(code: list[Code]) -> Iterator[Code]:
+    """Every piece of a code tree, outermost first."""
     for item in code:
-        if isinstance(item, Mark):
-            yield item
-        elif isinstance(item, For):
-            yield from _marks(item.body)
+        yield item
+        if isinstance(item, For):
+            yield from _walk(item.body)
         elif isinstance(item, If):
-            yield from _marks(item.then + item.orelse)
+            yield from _walk(item.then + item.orelse)
+
+
+def _marks(code: list[Code]) -> Iterator[Mark]:
+    return (item for item in _walk(code) if isinstance(item, Mark))
 
 
 def _one_each(node: LoopNode) -> bool:
@@ -855,22 +859,11 @@ def _threads_inside(code: list[Code]) -> bool:
 
 
 def _calls(code: list[Code]) -> Iterator[Call]:
-    for item in code:
-        if isinstance(item, Call):
-            yield item
-        elif isinstance(item, For):
-            yield from _calls(item.body)
-        elif isinstance(item, If):
-            yield from _calls(item.then + item.orelse)
+    return (item for item in _walk(code) if isinstance(item, Call))
 
 
 def _fors(code: list[Code]) -> Iterator[For]:
-    for item in code:
-        if isinstance(item, For):
-            yield item
-            yield from _fors(item.body)
-        elif isinstance(item, If):
-            yield from _fors(item.then + item.orelse)
+    return (item for item in _walk(code) if isinstance(item, For))
 
 
 def _first_line(code: list[Code]) -> int:
@@ -1003,19 +996,11 @@ def _placements(program: Program) -> list[Any]:
     return list(placements(program).values())
 
 
-def _loaded(node: ast.expr) -> ast.expr:
-    twin = copy.deepcopy(node)
-    for child in ast.walk(twin):
-        if hasattr(child, "ctx"):
-            child.ctx = ast.Load()  # type: ignore[attr-defined]
-    return twin
-
-
 def _increment(target: ast.expr, value: ast.expr) -> ast.expr | None:
     """``v`` of ``X[..] = X[..] + v`` (or ``v + X[..]``), ``-v`` of ``X[..] = X[..] - v``."""
     if not isinstance(value, ast.BinOp) or type(value.op) not in BINARY:
         return None
-    same = ast.dump(_loaded(target))
+    same = ast.dump(loaded(target))
     if ast.dump(value.left) == same and isinstance(value.op, (ast.Add, ast.Sub)):
         return value.right if isinstance(value.op, ast.Add) else ast.UnaryOp(
             ast.USub(), value.right)

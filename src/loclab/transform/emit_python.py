@@ -375,7 +375,7 @@ def _update_parts(syntax: ast.stmt, name: str) -> tuple[ast.Subscript, str]:
             and isinstance(syntax.value, ast.BinOp):
         target = syntax.targets[0]
         left, right = syntax.value.left, syntax.value.right
-        same = ast.dump(_loaded(target))
+        same = ast.dump(loaded(target))
         if ast.dump(left) == same:
             other = ast.unparse(right)
             return target, other if isinstance(syntax.value.op, ast.Add) else f"-({other})"
@@ -385,7 +385,8 @@ def _update_parts(syntax: ast.stmt, name: str) -> tuple[ast.Subscript, str]:
                      f"{name}")
 
 
-def _loaded(node: ast.expr) -> ast.expr:
+def loaded(node: ast.expr) -> ast.expr:
+    """A copy of an expression with every name and subscript read, not stored."""
     twin = copy.deepcopy(node)
     for child in ast.walk(twin):
         if hasattr(child, "ctx"):
