@@ -398,6 +398,6 @@ def test_the_readme_transform_commands_run(capsys: pytest.CaptureFixture[str],
     commands = [shlex.split(line.split("  #")[0]) for line in block.splitlines() if line.strip()]
     monkeypatch.chdir(Path(__file__).parent.parent)
     codes = [main(command[1:]) for command in commands]
-    assert codes == [0, 0, 1]
+    assert codes == [0, 0, 0, 1]
     assert "interchange(i, j) is illegal: D1 S1->S1 RAW on A [<,>] would become [>,<]" in \
         capsys.readouterr().err
