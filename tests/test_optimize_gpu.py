@@ -257,7 +257,7 @@ def test_the_gpu_search_keeps_a_valid_faster_or_equal_launch():
 
 
 def gpu_agrees(source: str, sizes: dict[str, int]) -> None:
-    from loclab.optimize.cuda.run import on_host_arrays
+    from loclab.gpu.transfers import on_host_arrays
     from loclab.optimize.gpu import rounding_length
     from loclab.transform.verify import compare_runs, compile_original
 

@@ -26,15 +26,9 @@ from loclab.transform import transform
 from loclab.transform.steps import IllegalStep
 from loclab.transform.storage import StorageError
 from tests.nestgen import nests
+from tests.test_transform import TRANSPOSE
 from tests.test_transform_oracle import SIZES, check_carried
 from tests.transform_replay import judge
-
-TRANSPOSE = '''
-def transpose(A, B, N, M):
-    for i in range(N):
-        for j in range(M):
-            B[j, i] = A[i, j]
-'''
 
 PRODUCT = '''
 def product(A, B, C, M, N, K):

@@ -10,7 +10,7 @@ the engines (the lecture's streams slide).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -82,3 +82,21 @@ def join(others: Sequence[Any]) -> None:
 def chunks(count: int, size: int) -> list[tuple[int, int]]:
     """``[start, stop)`` of consecutive chunks of ``size`` elements covering ``count``."""
     return [(start, min(start + size, count)) for start in range(0, count, max(size, 1))]
+
+
+def on_host_arrays(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` (which takes CuPy arrays) called on NumPy arrays: each array goes to the
+    device, and comes back into the caller's array after the call (as the original writes
+    its arguments in place)."""
+    import cupy as cp
+
+    def call(*args: Any) -> Any:
+        device = [cp.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
+        result = function(*device)
+        cp.cuda.runtime.deviceSynchronize()
+        for host, moved in zip(args, device):
+            if isinstance(host, np.ndarray):
+                host[...] = cp.asnumpy(moved)
+        return cp.asnumpy(result) if isinstance(result, cp.ndarray) else result
+
+    return call

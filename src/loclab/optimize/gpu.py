@@ -119,7 +119,8 @@ def _attempt(plan: GpuPlan, arrays: Any, scalars: Any, configs: tuple[Config, ..
              sizes: Mapping[str, int]) -> Trial:
     from loclab.measure.timing import BUDGETS
     from loclab.optimize import measure
-    from loclab.optimize.cuda.run import on_host_arrays, time_on_device
+    from loclab.gpu.transfers import on_host_arrays
+    from loclab.optimize.cuda.run import time_on_device
     from loclab.transform.inputs import argument_names
 
     program = plan.planned.as_written.program
@@ -174,7 +175,7 @@ def _proved(plan: GpuPlan, arrays: Any, scalars: Any, configs: tuple[Config, ...
     at the tuning sizes. (emitted code, its compiled function, verification, check)"""
     from loclab.measure.validate import Check
     from loclab.optimize import VERIFY_MARGIN, _bug, measure
-    from loclab.optimize.cuda.run import on_host_arrays
+    from loclab.gpu.transfers import on_host_arrays
     from loclab.transform.verify import compare_runs, compile_original
 
     program = plan.planned.as_written.program

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -329,13 +330,12 @@ class _Emitter:
                 found.add(scalar)
         return found
 
-    @property
+    @functools.cached_property
     def _remedies(self) -> Any:
-        if not hasattr(self, "_remedies_cache"):
-            from loclab.deps.remedies import Remedies
+        """isl's dataflow of the function, built only for a kernel that needs it."""
+        from loclab.deps.remedies import Remedies
 
-            self._remedies_cache = Remedies(self.program.model)
-        return self._remedies_cache
+        return Remedies(self.program.model)
 
     def kernel_parameters(self, outside: list[str], assigned: set[str],
                           reads_before: set[str], typing: Typing,

@@ -11,10 +11,8 @@ the depth of the deepest nest.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
-
-import numpy as np
 
 from loclab.errors import UsageError
 from loclab.transform.inputs import (Supplier, check_work, choose_sizes, make_inputs,
@@ -25,6 +23,7 @@ from loclab.transform.verify import (MAX_PYTHON_INSTANCES, Verification, compare
 
 def verify_cuda(result: Any, sizes: Mapping[str, int], inputs: Supplier | None = None,
                 most_instances: int | None = MAX_PYTHON_INSTANCES) -> Verification:
+    from loclab.gpu.transfers import on_host_arrays
     from loclab.hw.gpu import gpu_unavailable_reason
 
     reason = gpu_unavailable_reason()
@@ -42,23 +41,5 @@ def verify_cuda(result: Any, sizes: Mapping[str, int], inputs: Supplier | None =
              for name, value in arguments.items()}
     depth = max((len(unit.loops) for unit in program.units()), default=1)
     length = max(chosen.values(), default=1) ** max(depth, 1)
-    return compare_runs(compile_original(result), on_device(function), program, typed, chosen,
-                        length, inputs)
-
-
-def on_device(function: Callable[..., Any]) -> Callable[..., Any]:
-    """``function`` of CuPy arrays called on NumPy ones: each copied to the GPU, and back
-    into the caller's array once the call returns."""
-
-    def call(*args: Any) -> Any:
-        import cupy as cp
-
-        device = [cp.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
-        value = function(*device)
-        cp.cuda.runtime.deviceSynchronize()
-        for host, copy in zip(args, device):
-            if isinstance(host, np.ndarray):
-                host[...] = cp.asnumpy(copy)
-        return value
-
-    return call
+    return compare_runs(compile_original(result), on_host_arrays(function), program, typed,
+                        chosen, length, inputs)
