@@ -1,4 +1,4 @@
-from loclab.measure.timing import Budget, PerfCounterClock, measure
+from loclab.measure.timing import SLOW_RUNS, Budget, PerfCounterClock, measure
 
 
 class FakeClock:
@@ -45,7 +45,14 @@ def test_perf_counter_clock_runs_the_function_each_time():
 
 
 def test_long_runs_after_validation_cost_no_extra_call():
-    clock = FakeClock(2.0)
+    clock = FakeClock(0.9)
     samples, batch = measure(lambda: None, clock, Budget(seconds=0.0, min_runs=5),
                              warmed_up=True)
     assert len(samples) == 5 and batch == 1 and clock.calls == 5
+
+
+def test_calls_of_seconds_are_timed_three_times():
+    clock = FakeClock(2.0)
+    samples, _ = measure(lambda: None, clock, Budget(seconds=0.0, min_runs=5),
+                         warmed_up=True)
+    assert len(samples) == SLOW_RUNS == clock.calls

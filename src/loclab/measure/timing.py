@@ -65,6 +65,8 @@ class Budget:
     min_sample_s: float = 1e-3
 
 
+SLOW_CALL_S = 1.0  # a call longer than this is timed only SLOW_RUNS times (at least)
+SLOW_RUNS = 3
 BUDGETS = {
     "small": Budget(seconds=0.2, min_runs=3),
     "default": Budget(seconds=1.0, min_runs=5),
@@ -86,8 +88,10 @@ def measure(run: Callable[[], Any], clock: Clock, budget: Budget,
     batch = 1 if estimate >= budget.min_sample_s else min(
         math.ceil(budget.min_sample_s / max(estimate, 1e-9)), 1000)
     samples: list[float] = [estimate] if batch == 1 else []
+    # a call of seconds (a naive loop nest): three samples still give a median and a spread
+    least = min(budget.min_runs, SLOW_RUNS) if estimate > SLOW_CALL_S else budget.min_runs
     deadline = time.perf_counter() + budget.seconds
     while len(samples) < budget.max_runs and (
-            len(samples) < budget.min_runs or time.perf_counter() < deadline):
+            len(samples) < least or time.perf_counter() < deadline):
         samples.append(clock.per_call(run, batch))
     return samples, batch

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import re
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from loclab.cases import CASE_MODULES
@@ -71,15 +73,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arch", default="sm_90", help="nvcc -arch (default: sm_90)")
     args = parser.parse_args(argv)
     failed = 0
-    with tempfile.TemporaryDirectory() as tmp:
-        for source in kernel_sources():
-            ok, output = compile_source(source, args.arch, Path(tmp))
+    with tempfile.TemporaryDirectory() as tmp, \
+            ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        # one nvcc a core (each is a process of its own), the report in the sources' order
+        sources = kernel_sources()
+        wrapper = pool.submit(cub.build, args.arch, Path(tmp) / "libloclab_cub.so")  # longest
+        compiled = [pool.submit(compile_source, source, args.arch, Path(tmp))
+                    for source in sources]
+        for source, future in zip(sources, compiled):
+            ok, output = future.result()
             print(f"{'ok    ' if ok else 'FAILED'} {source.path} "
                   f"({len(source.name_expressions)} instantiations, {args.arch})")
             print("\n".join(resource_lines(output) if ok else [output.strip()]))
             failed += not ok
         try:
-            cub.build(args.arch, Path(tmp) / "libloclab_cub.so")
+            wrapper.result()
             print(f"ok     {cub.SOURCE} (the CUB library rows' wrapper, {args.arch})")
         except LaunchError as err:
             print(f"FAILED {err}")
