@@ -92,14 +92,15 @@ REGISTER_TILED = ("privatize(acc); tile(i=32, j=32); stripmine(i, 2, it); stripm
                   "permute(ii, jj, it, jt, i, j); stripmine(k, 16, kk); "
                   "unroll(j, 2, jam=True); unroll(i, 2, jam=True); stage(A, kk); stage(B, kk); "
                   "grid(ii, jj); block(it=16, jt=16)")
+STAGED_TRANSPOSITION = ("tile(i=32, j=32); interchange(i, j); stage(A, jj); grid(ii, jj); "
+                        "block(j=8, i=32)")
 
 # (source, recipe, sizes for --verify): each kind of mapping the emitter writes
 RECIPES = [
     (TRANSPOSE, "tile(i=32, j=32); grid(ii, jj); block(i=8, j=32)", {"N": 70, "M": 45}),
     (PRODUCT, "privatize(acc); tile(i=16, j=16); grid(ii, jj); block(i=16, j=16)",
      {"M": 40, "N": 33, "K": 21}),
-    (TRANSPOSE, "tile(i=32, j=32); interchange(i, j); stage(A, jj); grid(ii, jj); "
-                "block(j=8, i=32)", {"N": 70, "M": 45}),
+    (TRANSPOSE, STAGED_TRANSPOSITION, {"N": 70, "M": 45}),
     (ACCUMULATE, "tile(i=16, j=16, k=8); stage(A, kk); stage(B, kk); grid(ii, jj); "
                  "block(i=16, j=16)", {"M": 40, "N": 33, "K": 21}),
     (PRODUCT, REGISTER_TILED, {"M": 70, "N": 45, "K": 37}),
@@ -136,10 +137,12 @@ def test_the_lectures_mapping_puts_the_last_loop_on_x_and_strides_over_any_trip_
         "ii on blockIdx.y, jj on blockIdx.x",
         "i on threadIdx.y (8 threads), j on threadIdx.x (32 threads)"]
     kernel = kernels_of(result.source)
-    assert "for (I i = ii + (I)threadIdx.y; i < loclab_min(N, ii + 32); " \
-           "i += (I)blockDim.y)" in kernel  # 32 iterations over 8 threads: strided
+    # 32 iterations over 8 threads: 4 a thread, unrolled, the edge of the sizes a guard
+    assert "const I i = ii + (I)threadIdx.y + i_r * 8;" in kernel and "if (i < N) {" in kernel
     assert "const I j = jj + (I)threadIdx.x;  // one iteration a thread" in kernel
     assert "(32, 8, 1)" in result.source  # threads along x, y, z
+    untiled = kernels_of(transform(TRANSPOSE, "grid(i); block(j=32)", emit="cuda").source)
+    assert "for (I j = (I)threadIdx.x; j < M; j += (I)32) {" in untiled  # any trip count
 
 
 @pytest.mark.parametrize("recipe, message", [
@@ -177,10 +180,23 @@ def test_a_staged_slice_goes_to_shared_memory_between_barriers_its_rows_padded()
                                 "grid(ii, jj); block(j=8, i=32)")
     kernel = kernels_of(result.source)
     assert "__shared__ float A_jj[32 * 33];" in kernel  # 32 floats span the banks: pad
-    copy, compute = kernel.split("const I A_jj_lo0")[1].split("for (I j")
+    copy, compute = kernel.split("const I A_jj_lo0")[1].split("for (int j_r")
     assert copy.count("__syncthreads();") == 1 and "A_jj[(A_jj_o0) * 33 + A_jj_o1] = A[" in copy
     assert "B[(j) * B_n1 + i] = (float)(A_jj[((i - A_jj_lo0)) * 33 + (j - A_jj_lo1)]);" in \
         compute
+    # a whole slice of 16-byte rows is read 16 bytes a thread, any other element by element
+    vector, scalar = copy.split("} else {")
+    assert "A_jj_w0 == 32 && A_jj_w1 == 32 && A_jj_lo1 % 4 == 0" in vector and \
+        "A_n1 % 4 == 0" in vector and "float4 A_jj_v = *reinterpret_cast<const float4*>(" in vector
+    assert "A_jj[(A_jj_o0) * 33 + A_jj_o1v + 3] = A_jj_v.w;" in vector
+    assert "if (A_jj_o0 < A_jj_w0 && A_jj_o1 < A_jj_w1) A_jj[" in scalar
+    doubles = kernels_of(emitted(TRANSPOSE, STAGED_TRANSPOSITION, dtypes={"A": "float64",
+                                                                          "B": "float64"}
+                                 ).source)
+    assert "double2 A_jj_v" in doubles and "A_jj_lo1 % 2 == 0" in doubles
+    narrow = kernels_of(emitted(TRANSPOSE, "tile(i=32, j=6); interchange(i, j); stage(A, jj); "
+                                           "grid(ii, jj); block(j=6, i=32)").source)
+    assert "reinterpret_cast" not in narrow  # rows of 6 floats: not whole 16-byte groups
     product = kernels_of(emitted(ACCUMULATE, "tile(i=16, j=16, k=16); stage(A, kk); "
                                              "stage(B, kk); grid(ii, jj); block(i=16, j=16)"
                                  ).source)
@@ -201,10 +217,29 @@ def test_a_slice_shared_memory_cannot_hold_is_refused(recipe, message):
 
 def test_a_register_tile_keeps_each_threads_block_in_scalars_and_stages_the_blocks_slices():
     kernel = kernels_of(emitted(PRODUCT, REGISTER_TILED).source)
-    assert "__shared__ float A_kk[32 * 16];" in kernel  # the block's slice, not a thread's
+    # the block's slice, not a thread's; padded: a warp's two rows of threads read rows 2
+    # apart, 32 elements apart unpadded: one bank
+    assert "__shared__ float A_kk[32 * 17];" in kernel
+    assert "__shared__ float B_kk[16 * 32];" in kernel  # read along rows: no padding
     assert "float acc_1_1;" in kernel and "acc_0_0 = (float)((acc_0_0 + (A_kk[" in kernel
     assert "const bool it_on = it < (loclab_min(M, ii + 32));" in kernel
     assert "if (it_on && jt_on) {" in kernel  # the statements where the iteration exists
+
+
+def test_a_whole_tile_runs_its_innermost_loop_unrolled_and_without_guards():
+    kernel = kernels_of(emitted(PRODUCT, REGISTER_TILED).source)
+    fast, slow = kernel.split("// a whole tile\n")[1].split("} else {", 1)
+    assert "if (it_on && jt_on && M >= it + 2 && N >= jt + 2 && kk + 16 <= K) {  " in kernel
+    assert fast.lstrip().startswith("#pragma unroll\n") and "if (" not in fast
+    assert "for (I k = kk; k < kk + 16; ++k) {" in fast
+    assert "for (I k = kk; k < loclab_min(K, kk + 16); ++k) {" in slow and "if (" in slow
+
+
+def test_block_loops_over_a_tile_take_a_constant_number_of_iterations_a_thread():
+    kernel = kernels_of(emitted(TRANSPOSE, STAGED_TRANSPOSITION).source)
+    assert "for (int j_r = 0; j_r < 4; ++j_r) {" in kernel
+    assert "const I j = jj + (I)threadIdx.y + j_r * 8;" in kernel and "if (j < M) {" in kernel
+    assert "(threadIdx.x + 32 * (threadIdx.y + 8 * threadIdx.z))" in kernel  # constants
 
 
 def test_element_types_are_checked_and_said():

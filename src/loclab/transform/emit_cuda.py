@@ -24,14 +24,14 @@ import ast
 import copy
 import functools
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from loclab.errors import UsageError
-from loclab.nest.expr import Poly, Symbol
+from loclab.nest.expr import MinMax, Poly, Symbol
 from loclab.transform.code import counting_down, substitute_value, upward
 from loclab.transform.codegen import Call, Code, For, If, Mark, Select, Value, plus
 from loclab.transform.cuda_syntax import BINARY, HELPERS, Translator, Typing, c_type, join
@@ -41,6 +41,7 @@ from loclab.transform.emit_python import StatementRewriter, loaded
 from loclab.transform.emit_python import condition as py_condition
 from loclab.transform.emit_python import value as py_value
 from loclab.transform.buffers import BufferMarker
+from loclab.transform.shared_banks import ThreadLoop, best_padding
 from loclab.transform.storage import copy_suffix
 from loclab.transform.subscripts import unsigned_arrays
 from loclab.transform.tree import LoopNode, Program, Reduction, Unit
@@ -49,6 +50,10 @@ FLOAT = np.dtype(np.float32)  # an array's element type unless told or used as a
 INDEX = np.dtype(np.int64)
 GRID_LIMITS = {"x": 2**31 - 1, "y": 65535, "z": 65535}
 BARRIER = "__syncthreads();"
+# 16-byte vectors of an element type (a staged slice's rows read 16 bytes a thread)
+VECTOR_TYPES = {"float32": "float4", "float64": "double2", "int32": "int4", "uint32": "uint4",
+                "int64": "longlong2"}
+MAX_UNROLLED = 32  # a loop of at most this many iterations is unrolled in a whole tile
 DEVICE_HELPERS = HELPERS + """
 template <typename A, typename B> __device__ __forceinline__ A loclab_floord(A a, B b) {
   return loclab_floordiv(a, b); }
@@ -180,13 +185,19 @@ class _Emitter:
             raise UsageError(f"{what}: the slice is not bounded by a constant (it grows "
                              "with the sizes): tile the loops it runs over first")
 
-    def shared(self, marker: BufferMarker) -> tuple[list[int], int]:
-        """A staged slice's extents in shared memory, and the padding of its rows: one
-        element where a row of 4-byte elements spans the 32 banks a whole number of times (a
-        column read by a warp then hits one bank 32 times)."""
+    def shared(self, marker: BufferMarker, reads: list[list[ast.expr]], items: list[Code],
+               block: list[int]) -> tuple[list[int], int]:
+        """A staged slice's extents in shared memory, and the padding of its rows: the one
+        under which the first warp's reads take the fewest passes (shared_banks); where that
+        model cannot evaluate a read, one element where a row spans the 32 banks a whole
+        number of times (a column read by a warp would hit one bank 32 times)."""
         extents = [max(1, extent or 0) for extent in _largest_slice(marker)]
-        width = extents[-1] * self.dtypes[marker.buffer.variable.name].itemsize
-        pad = 1 if len(extents) > 1 and width % 128 == 0 else 0
+        itemsize = self.dtypes[marker.buffer.variable.name].itemsize
+        loops = [ThreadLoop(item.var, "xyz".index(item.node.gpu[-1]), item.step)
+                 for item in _fors(items) if item.node.gpu.startswith("threadIdx")]
+        pad = best_padding(reads, extents, itemsize, loops, block)
+        if pad is None:
+            pad = 1 if len(extents) > 1 and extents[-1] * itemsize % 128 == 0 else 0
         return extents, pad
 
     def _wide_bounds(self) -> bool:
@@ -293,17 +304,18 @@ class _Emitter:
         params, passed = self.kernel_parameters(outside, assigned, reads_before, typing,
                                                 host_loops)
         body: list[str] = []
-        self.staged = {n: self.shared(m) for n, m in buffers.items()}
+        grid, block = self.geometry(items, host_loops)
+        self.staged = {n: self.shared(m, _reads_of(n, statements.values()), items, block)
+                       for n, m in buffers.items()}
         for buffer, (extents, pad) in self.staged.items():
             kind = c_type(self.dtypes[buffers[buffer].buffer.variable.name])
             size = " * ".join(map(str, extents[:-1] + [extents[-1] + pad]))
-            padded = f"  // rows padded by {pad}: a column read hits 32 banks" if pad else ""
+            padded = f"  // rows padded by {pad}: the warps' reads meet fewer conflicts" if pad else ""
             body.append(f"  __shared__ {kind} {buffer}[{size}];{padded}")
         for scalar in sorted(assigned):
             initial = f" = {scalar}_in" if scalar in reads_before else ""
             body.append(f"  {c_type(scalars[scalar])} {scalar}{initial};")
-        grid, block = self.geometry(items, host_loops)
-        writer = _KernelWriter(self, translator, statements, body, math.prod(block))
+        writer = _KernelWriter(self, translator, statements, body, block)
         writer.axes = {item.node.gpu for item in _fors(items) if item.node.gpu}
         writer.block(items, 1, [])
         for scalar in assigned:
@@ -492,13 +504,15 @@ class _KernelWriter:
     ordered in the tree."""
 
     def __init__(self, emitter: _Emitter, translator: Translator,
-                 statements: dict[int, ast.stmt], lines: list[str], threads: int) -> None:
-        self.threads = threads  # a block's
+                 statements: dict[int, ast.stmt], lines: list[str], block: list[int]) -> None:
+        self.shape = block  # threads along x, y, z: constants in the code (shifts, unrolling)
+        self.threads = math.prod(block)
         self.axes: set[str] = set()  # the blocks' and threads' axes the kernel maps
         self.guards: list[str] = []  # where a thread's one iteration exists
         self.thread_values: set[str] = set()  # a thread's one iteration of a block loop
         self.divergent: set[str] = set()  # loops threads run a different number of times
         self.diverging = 0  # inside guards that do
+        self.assumed: set[str] = set()  # guards a loop's fast version runs under (unswitched)
         self.emitter = emitter
         self.translator = translator
         self.statements = statements
@@ -513,6 +527,8 @@ class _KernelWriter:
         for item in code:
             if isinstance(item, For):
                 self.loop(item, depth, loops)
+            elif isinstance(item, If) and c_condition(item.condition) in self.assumed:
+                self.block(item.then, depth, loops)
             elif isinstance(item, If):
                 divergent = bool((self.thread_values | self.divergent)
                                  & _condition_symbols(item.condition))
@@ -572,10 +588,89 @@ class _KernelWriter:
             return
         if item.single:
             stop = f"({start}) + {item.step}"
+        elif not node.gpu:
+            invariant = self._invariant_guards(item)
+            whole = _whole_trip(item)
+            if whole and whole[0] > MAX_UNROLLED:
+                whole = None
+            if invariant or whole:
+                self.unswitched(item, invariant, whole, depth, loops)
+                return
+        elif node.gpu.startswith("threadIdx") and self.threads_over_tile(item, depth, loops):
+            return
+        self.for_loop(item, stop, depth, loops)
+
+    def threads_over_tile(self, item: For, depth: int, loops: list[For]) -> bool:
+        """A block loop inside a tile that its threads divide (32 iterations, 8 threads):
+        each thread runs a constant number of iterations, unrolled (its loads all in
+        flight), the edge of the sizes as a guard. Not where a slice is staged inside (every
+        thread must reach the barriers)."""
+        whole = _whole_trip(item)
+        stride = self.shape["xyz".index(item.node.gpu[-1])]
+        if whole is None or any(isinstance(x, Mark) for x in _walk(item.body)):
+            return False
+        trip, bound, others = whole
+        if trip % stride or trip // stride > MAX_UNROLLED:
+            return False
+        var = item.var
+        self.line(depth, "#pragma unroll")
+        self.line(depth, f"for (int {var}_r = 0; {var}_r < {trip // stride}; ++{var}_r) {{")
+        self.line(depth + 1, f"const I {var} = {c_value(item.start)} + (I){item.node.gpu} + "
+                             f"{var}_r * {stride};")
+        edges = " && ".join(f"{var} < {c_value(other)}" for other in others)
+        self.divergent.add(var)
+        if edges:
+            self.line(depth + 1, f"if ({edges}) {{")
+        self.block(item.body, depth + 1 + bool(edges), loops + [item])
+        if edges:
+            self.line(depth + 1, "}")
+        self.line(depth, "}")
+        return True
+
+    def _invariant_guards(self, item: For) -> list[str]:
+        """The guards inside an innermost loop that hold or fail for all its iterations
+        (on the sizes and the loops around it: a register tile's copies past the last
+        tile's edge, a thread past the edge of the block's tile), with the guard on the
+        thread's iteration; none where a slice is staged inside (every thread must reach
+        its barriers)."""
+        body = list(_walk(item.body))
+        if any(isinstance(x, (For, Mark)) for x in body):
+            return []
+        assigned = {item.var}.union(*(_assigned(self.statements[id(x)]) for x in body
+                                      if isinstance(x, Call)))
+        conditions = [c_condition(x.condition) for x in body if isinstance(x, If)
+                      and not _condition_symbols(x.condition) & assigned]
+        calls = any(isinstance(x, Call) for x in body)
+        return list(dict.fromkeys((self.guards if calls else []) + conditions))
+
+    def unswitched(self, item: For, invariant: list[str],
+                   whole: tuple[int, Poly, list[Poly]] | None, depth: int,
+                   loops: list[For]) -> None:
+        """Two versions of an innermost loop: where all its invariant guards hold and it
+        runs a whole tile's trip (the common case), one with no guard inside and a constant
+        trip, which the compiler unrolls and schedules freely; the loop as generated
+        elsewhere."""
+        shorter = [f"{c_value(whole[1])} <= {c_value(other)}" for other in whole[2]] \
+            if whole else []
+        stop = c_value(whole[1]) if whole else c_value(item.stop)
+        self.line(depth, f"if ({' && '.join(invariant + shorter)}) {{  // a whole tile")
+        guards, assumed = self.guards, self.assumed
+        self.guards, self.assumed = [], assumed | set(invariant)
+        if whole:
+            self.line(depth + 1, "#pragma unroll")
+        self.for_loop(item, stop, depth + 1, loops)
+        self.guards, self.assumed = guards, assumed
+        self.line(depth, "} else {")
+        self.for_loop(item, c_value(item.stop), depth + 1, loops)
+        self.line(depth, "}")
+
+    def for_loop(self, item: For, stop: str, depth: int, loops: list[For]) -> None:
+        var, start, node = item.var, c_value(item.start), item.node
         compare = "<" if item.step > 0 else ">"
         if node.gpu:
-            index, count = node.gpu, node.gpu.replace("blockIdx", "gridDim").replace(
-                "threadIdx", "blockDim")
+            index = node.gpu
+            count = str(self.shape["xyz".index(index[-1])]) if index.startswith("threadIdx") \
+                else index.replace("blockIdx", "gridDim")
             times = f" * {abs(item.step)}" if abs(item.step) != 1 else ""
             sign = "+" if item.step > 0 else "-"
             offset = f"(I){index}{times}"
@@ -614,10 +709,12 @@ class _KernelWriter:
         """The slice one iteration of the staged loop reads, copied into shared memory by
         all the block's threads (consecutive threads, consecutive elements of a row: the
         reads coalesce), between two barriers: the last iteration's readers are done, and
-        the whole slice is there before any thread reads it."""
+        the whole slice is there before any thread reads it. A whole slice whose rows start
+        on 16 bytes is read 16 bytes a thread (a quarter of the loads to issue); any other
+        (the last tile, a row stride not a multiple of 4) an element a thread, guarded."""
         marker: BufferMarker = item.marker.payload
         name, source = marker.buffer.name, marker.buffer.variable.name
-        extents, pad = self.emitter.staged[name]
+        extents = self.emitter.staged[name][0]
         lows = marker.lows
         self.line(depth, BARRIER)
         widths = []
@@ -627,11 +724,35 @@ class _KernelWriter:
             self.line(depth, f"const int {width} = {c_value(item.values[f'hi{k}'])} - "
                              f"{low} + 1;")
             widths.append(width)
-        # Over the largest slice (constants: the divisions are shifts where the extents are
-        # powers of two), in 32-bit arithmetic, the block's threads (a constant) apart;
-        # what lies past this slice's edge (the last tile) is skipped.
-        thread = "(int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
-        total = math.prod(extents)
+        vector = VECTOR_TYPES.get(str(self.emitter.dtypes[source]))
+        lanes = 16 // self.emitter.dtypes[source].itemsize
+        if vector and extents[-1] % lanes == 0 and source in self.emitter.unsigned:
+            rank = len(lows)
+            aligned = [f"{width} == {extent}" for width, extent in zip(widths, extents)] + [
+                f"{lows[-1]} % {lanes} == 0", f"((unsigned long long){source} & 15) == 0"] + (
+                [f"{source}_n{rank - 1} % {lanes} == 0"] if rank > 1 else [])
+            self.line(depth, f"if ({' && '.join(aligned)}) {{  // 16-byte loads")
+            self.copy(marker, widths, depth + 1, (vector, lanes))
+            self.line(depth, "} else {")
+            self.copy(marker, widths, depth + 1, None)
+            self.line(depth, "}")
+        else:
+            self.copy(marker, widths, depth, None)
+        self.line(depth, BARRIER)
+
+    def copy(self, marker: BufferMarker, widths: list[str], depth: int,
+             vector: tuple[str, int] | None) -> None:
+        """The block's threads copying a slice: element ``f`` of the largest slice (or of
+        its groups of ``lanes`` along rows, ``vector``) by thread ``f`` modulo the block,
+        in 32-bit arithmetic over constant extents (shifts where they are powers of two);
+        element by element, what lies past this slice's edge (the last tile) is skipped."""
+        name, source = marker.buffer.name, marker.buffer.variable.name
+        extents, pad = self.emitter.staged[name]
+        lanes = vector[1] if vector else 1
+        groups = extents[:-1] + [extents[-1] // lanes]
+        thread = (f"(int)(threadIdx.x + {self.shape[0]} * (threadIdx.y + {self.shape[1]} "
+                  "* threadIdx.z))")
+        total = math.prod(groups)
         self.line(depth, "#pragma unroll")
         if total % self.threads == 0:  # a constant count: unrolled, the loads all in flight
             self.line(depth, f"for (int {name}_r = 0; {name}_r < {total // self.threads}; "
@@ -642,27 +763,37 @@ class _KernelWriter:
                              f"{name}_f += {self.threads}) {{")
         rest = f"{name}_f"
         offsets = []
-        for k in reversed(range(len(lows))):
+        for k in reversed(range(len(groups))):
             offset = f"{name}_o{k}"
             if k:
-                self.line(depth + 1, f"const int {offset} = {rest} % {extents[k]};")
-                rest = f"({rest} / {extents[k]})"
+                self.line(depth + 1, f"const int {offset} = {rest} % {groups[k]};")
+                rest = f"({rest} / {groups[k]})"
             else:
                 self.line(depth + 1, f"const int {offset} = {rest};")
             offsets.insert(0, offset)
-        inside = " && ".join(f"{offset} < {width}" for offset, width in zip(offsets, widths))
+        if vector:
+            self.line(depth + 1, f"const int {offsets[-1]}v = {offsets[-1]} * {lanes};")
+            offsets[-1] += "v"
         local = offsets[0]
         for k in range(1, len(offsets)):
             width = extents[k] + (pad if k == len(offsets) - 1 else 0)
             local = f"({local}) * {width} + {offsets[k]}"
         element = ast.Subscript(ast.Name(source, ast.Load()), ast.Tuple(
             [ast.BinOp(ast.Name(low, ast.Load()), ast.Add(), ast.Name(offset, ast.Load()))
-             for low, offset in zip(lows, offsets)], ast.Load()), ast.Load())
+             for low, offset in zip(marker.lows, offsets)], ast.Load()), ast.Load())
         translator = replace(self.translator, typing=replace(
             self.translator.typing, integers=self.translator.typing.integers | set(offsets)))
-        self.line(depth + 1, f"if ({inside}) {name}[{local}] = {translator.expr(element)};")
+        read = translator.expr(element)
+        if vector:
+            self.line(depth + 1, f"const {vector[0]} {name}_v = "
+                                 f"*reinterpret_cast<const {vector[0]}*>(&{read});")
+            for lane in range(lanes):
+                self.line(depth + 1, f"{name}[{local} + {lane}] = {name}_v.{'xyzw'[lane]};")
+        else:
+            inside = " && ".join(f"{offset} < {width}"
+                                 for offset, width in zip(offsets, widths))
+            self.line(depth + 1, f"if ({inside}) {name}[{local}] = {read};")
         self.line(depth, "}")
-        self.line(depth, BARRIER)
 
     def atomic(self, unit: Unit, loops: list[For]) -> Reduction | None:
         """The generalized reduction a mapped loop around the unit makes this update."""
@@ -852,6 +983,32 @@ def _one_each(node: LoopNode) -> bool:
         return False
     iterations = -(-values // node.tile) if node.tile else values
     return iterations <= node.threads
+
+
+def _whole_trip(item: For) -> tuple[int, Poly, list[Poly]] | None:
+    """Where a loop's stop is the least of bounds one of which lies a constant number of
+    iterations past its start (``min(K, kk + 16)``: the loop inside a tile): that number,
+    that bound and the others."""
+    if isinstance(item.start, Select) or isinstance(item.stop, Select) or item.step != 1:
+        return None
+    terms = item.stop.terms
+    if len(terms) != 1 or terms[0][1] != 1 or len(terms[0][0]) != 1 \
+            or not isinstance(terms[0][0][0], MinMax) or terms[0][0][0].function != "min":
+        return None
+    bounds = terms[0][0][0].args
+    for bound in bounds:
+        trip = (bound - item.start).constant_value()
+        if trip is not None and trip > 0:
+            return trip, bound, [other for other in bounds if other is not bound]
+    return None
+
+
+def _reads_of(buffer: str, statements: Iterable[ast.stmt]) -> list[list[ast.expr]]:
+    """The subscripts of every read of a staged buffer in the statements."""
+    return [list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+            for statement in statements for node in ast.walk(statement)
+            if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load)
+            and isinstance(node.value, ast.Name) and node.value.id == buffer]
 
 
 def _threads_inside(code: list[Code]) -> bool:
