@@ -179,7 +179,7 @@ def test_a_staged_slice_goes_to_shared_memory_between_barriers_its_rows_padded()
     result = emitted(TRANSPOSE, "tile(i=32, j=32); interchange(i, j); stage(A, jj); "
                                 "grid(ii, jj); block(j=8, i=32)")
     kernel = kernels_of(result.source)
-    assert "__shared__ float A_jj[32 * 33];" in kernel  # 32 floats span the banks: pad
+    assert "__shared__ __align__(16) float A_jj[32 * 33];" in kernel  # 32 floats span the banks: pad
     copy, compute = kernel.split("const I A_jj_lo0")[1].split("for (int j_r")
     assert copy.count("__syncthreads();") == 1 and "A_jj[(A_jj_o0) * 33 + A_jj_o1] = A[" in copy
     assert "B[(j) * B_n1 + i] = (float)(A_jj[((i - A_jj_lo0)) * 33 + (j - A_jj_lo1)]);" in \
@@ -190,6 +190,11 @@ def test_a_staged_slice_goes_to_shared_memory_between_barriers_its_rows_padded()
         "A_n1 % 4 == 0" in vector and "float4 A_jj_v = *reinterpret_cast<const float4*>(" in vector
     assert "A_jj[(A_jj_o0) * 33 + A_jj_o1v + 3] = A_jj_v.w;" in vector
     assert "if (A_jj_o0 < A_jj_w0 && A_jj_o1 < A_jj_w1) A_jj[" in scalar
+    unpadded = kernels_of(emitted(ACCUMULATE, "tile(i=64, j=16, k=16); stage(A, kk); "
+                                              "stage(B, kk); grid(ii, jj); block(i=16, j=16)"
+                                  ).source)  # 64 x 16 floats: a vector for each thread
+    assert "*reinterpret_cast<float4*>(&A_kk[(A_kk_o0) * 16 + A_kk_o1v]) = A_kk_v;" in unpadded
+    assert "B_kk_v" not in unpadded  # 16 x 16 floats: 64 vectors, fewer than the threads
     doubles = kernels_of(emitted(TRANSPOSE, STAGED_TRANSPOSITION, dtypes={"A": "float64",
                                                                           "B": "float64"}
                                  ).source)
@@ -200,7 +205,7 @@ def test_a_staged_slice_goes_to_shared_memory_between_barriers_its_rows_padded()
     product = kernels_of(emitted(ACCUMULATE, "tile(i=16, j=16, k=16); stage(A, kk); "
                                              "stage(B, kk); grid(ii, jj); block(i=16, j=16)"
                                  ).source)
-    assert "__shared__ float A_kk[16 * 16];" in product  # 64 bytes a row: no pad
+    assert "__shared__ __align__(16) float A_kk[16 * 16];" in product  # no pad
 
 
 @pytest.mark.parametrize("recipe, message", [
@@ -219,8 +224,8 @@ def test_a_register_tile_keeps_each_threads_block_in_scalars_and_stages_the_bloc
     kernel = kernels_of(emitted(PRODUCT, REGISTER_TILED).source)
     # the block's slice, not a thread's; padded: a warp's two rows of threads read rows 2
     # apart, 32 elements apart unpadded: one bank
-    assert "__shared__ float A_kk[32 * 17];" in kernel
-    assert "__shared__ float B_kk[16 * 32];" in kernel  # read along rows: no padding
+    assert "__shared__ __align__(16) float A_kk[32 * 17];" in kernel
+    assert "__shared__ __align__(16) float B_kk[16 * 32];" in kernel  # read along rows: no padding
     assert "float acc_1_1;" in kernel and "acc_0_0 = (float)((acc_0_0 + (A_kk[" in kernel
     assert "const bool it_on = it < (loclab_min(M, ii + 32));" in kernel
     assert "if (it_on && jt_on) {" in kernel  # the statements where the iteration exists
