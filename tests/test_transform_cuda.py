@@ -88,6 +88,12 @@ def row_sums(A, s, N, M):
 # The lectures' product: 32 x 32 tiles of C a block, 2 x 2 of them in a thread's registers
 # (unroll-and-jam of a loop inside a tile of 2: no remainder), slices of A and B staged
 # (scripts/transform-cuda-bench times 4 x 4 of 64 x 64, which takes isl longer to write).
+SCALED = '''
+def scaled(A, B, alpha, N):
+    for i in range(N):
+        B[i] = alpha * A[i] + B[i] / alpha
+'''
+
 REGISTER_TILED = ("privatize(acc); tile(i=32, j=32); stripmine(i, 2, it); stripmine(j, 2, jt); "
                   "permute(ii, jj, it, jt, i, j); stripmine(k, 16, kk); "
                   "unroll(j, 2, jam=True); unroll(i, 2, jam=True); stage(A, kk); stage(B, kk); "
@@ -105,6 +111,7 @@ RECIPES = [
                  "block(i=16, j=16)", {"M": 40, "N": 33, "K": 21}),
     (PRODUCT, REGISTER_TILED, {"M": 70, "N": 45, "K": 37}),
     (HISTOGRAM, "stripmine(i, 128); grid(ii); block(i=128)", {"n": 1000}),
+    (SCALED, "stripmine(i, 128); grid(ii); block(i=128)", {"N": 300}),  # a float argument
     (STENCIL, "stripmine(i@4, 64); stripmine(i@6, 64); grid(ii@4); block(i@4=64); "
               "grid(iii@6); block(i@6=64)", {"T": 5, "N": 300}),
     (PREFIX, "", {"N": 100}),

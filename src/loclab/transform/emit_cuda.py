@@ -294,12 +294,18 @@ class _Emitter:
             + sorted(arrays)
         self._refuse_kernel_values((read - assigned) & set(outside), line)
         reads_before = self._reads_before(items, assigned)
-        scalars = self.scalar_types(statements.values(), assigned, local_loops)
+        integers = set(local_loops) | (self.sizes & set(outside)) | set(host_loops)
+        # the function's other scalar arguments and the host's scalars: passed by value in
+        # the compute type (kernel_parameters)
+        given = {name: self.compute for name in outside
+                 if name not in self.arrays and name not in assigned and name not in integers
+                 and (name in self.parameters or name in self.host_scalars)}
+        scalars = {**given, **self.scalar_types(statements.values(), assigned, local_loops,
+                                                given)}
         typing = Typing({**self.dtypes, **{n: self.dtypes[m.buffer.variable.name]
                                            for n, m in buffers.items()}},
                         {**self.ndims, **{n: m.rank for n, m in buffers.items()}},
-                        self.compute, scalars,
-                        set(local_loops) | (self.sizes & set(outside)) | set(host_loops))
+                        self.compute, scalars, integers)
         translator = Translator(typing, self.subscript, lambda node: self._where(node, line))
         params, passed = self.kernel_parameters(outside, assigned, reads_before, typing,
                                                 host_loops)
@@ -390,14 +396,14 @@ class _Emitter:
         return any(a.write and a.variable.name == name for s in self.program.nest.statements
                    for a in s.accesses)
 
-    def scalar_types(self, statements: Any, assigned: set[str],
-                     loops: set[str]) -> dict[str, np.dtype]:
+    def scalar_types(self, statements: Any, assigned: set[str], loops: set[str],
+                     given: dict[str, np.dtype]) -> dict[str, np.dtype]:
         """Each scalar a kernel assigns, typed by what is assigned to it (the join, to a
-        fixed point; integers where only integers are)."""
+        fixed point; integers where only integers are), ``given`` the scalars passed in."""
         found: dict[str, np.dtype | None] = {name: None for name in assigned}
         for _ in range(8):
             typing = Typing(self.dtypes, self.ndims, self.compute,
-                            {k: v for k, v in found.items() if v is not None},
+                            {**given, **{k: v for k, v in found.items() if v is not None}},
                             set(loops) | self.sizes)
             translator = Translator(typing, self.subscript, lambda node: self.where)
             changed = False
