@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from pathlib import Path
 
@@ -284,6 +285,18 @@ def test_copying_removes_a_war_and_staging_reads_a_slice() -> None:
     assert "B_jj_lo1 = jj" in staged.source and "B_jj[k - B_jj_lo0, j - B_jj_lo1]" in \
         staged.source
     assert staged.verify(M=11, N=19, U=7).ok
+    transposed = transform(MATMUL, "privatize(tmp); tile(i=8, j=8); stripmine(k, 4, kk); "
+                                   "stage(A, kk, transpose=True)")
+    assert "A_kk = A[A_kk_lo0:" in transposed.source and "].T.copy()" in transposed.source
+    assert "A_kk[k - A_kk_lo1, i - A_kk_lo0]" in transposed.source
+    assert transposed.steps[-1].reason.endswith("kept transposed (a column of the slice is a "
+                                                "row of the buffer)")
+    assert transposed.verify(M=11, N=19, U=7).ok
+    for recipe, message in [("stage(A, i, transpose=True)", "A has 1 subscripts: "
+                                                             "transpose=True keeps a 2-D slice"),
+                            ("stage(A, i, layout=True)", "unknown option layout=True")]:
+        with pytest.raises(UsageError, match=re.escape(message)):
+            transform("def f(A, B, N):\n    for i in range(N):\n        B[i] = A[i]\n", recipe)
     scaled = "def f(A, N):\n    for i in range(N):\n        for j in range(N):\n" \
              "            A[i, j] = A[i, j] * 2\n"
     with pytest.raises(IllegalStep, match=r"^stage\(A, i\) is illegal: A is written inside "

@@ -40,6 +40,8 @@ def function_text(source: str, signature: str) -> str:
     ("privatization.c", "eliminating_war", "copy(A, i); parallel(i)"),
     ("privatization.c", "eliminating_waw", "privatize(A); parallel(i)"),
     ("reductions.c", "reduction", "parallel(i)"),
+    ("case_studies.c", "matmul", "tile(i=8, j=8); stripmine(k, 4, kk); "
+                                 "stage(A, kk, transpose=True); stage(B, kk)"),
 ])
 def test_c_recipes_compile_and_compute_the_same(file: str, function: str, recipe: str) -> None:
     """With the check for shared memory (the versioned code compiles and, on distinct

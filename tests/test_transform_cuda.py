@@ -110,6 +110,8 @@ RECIPES = [
     (ACCUMULATE, "tile(i=16, j=16, k=8); stage(A, kk); stage(B, kk); grid(ii, jj); "
                  "block(i=16, j=16)", {"M": 40, "N": 33, "K": 21}),
     (PRODUCT, REGISTER_TILED, {"M": 70, "N": 45, "K": 37}),
+    (PRODUCT, REGISTER_TILED.replace("stage(A, kk)", "stage(A, kk, transpose=True)"),
+     {"M": 70, "N": 45, "K": 37}),
     (HISTOGRAM, "stripmine(i, 128); grid(ii); block(i=128)", {"n": 1000}),
     (SCALED, "stripmine(i, 128); grid(ii); block(i=128)", {"N": 300}),  # a float argument
     (STENCIL, "stripmine(i@4, 64); stripmine(i@6, 64); grid(ii@4); block(i@4=64); "
@@ -236,6 +238,14 @@ def test_a_register_tile_keeps_each_threads_block_in_scalars_and_stages_the_bloc
     assert "float acc_1_1;" in kernel and "acc_0_0 = (float)((acc_0_0 + (A_kk[" in kernel
     assert "const bool it_on = it < (loclab_min(M, ii + 32));" in kernel
     assert "if (it_on && jt_on) {" in kernel  # the statements where the iteration exists
+
+
+def test_a_transposed_slice_is_read_along_rows_and_copied_column_by_column():
+    kernel = kernels_of(emitted(PRODUCT, REGISTER_TILED.replace(
+        "stage(A, kk)", "stage(A, kk, transpose=True)")).source)
+    assert "__shared__ __align__(16) float A_kk[16 * 32];" in kernel  # k by i
+    assert "A_kk[(A_kk_o1) * 32 + A_kk_o0] = A[" in kernel  # read along A's rows
+    assert "A_kk[((k - A_kk_lo1)) * 32 + ((it + 1) - A_kk_lo0)]" in kernel
 
 
 def test_a_whole_tile_runs_its_innermost_loop_unrolled_and_without_guards():

@@ -32,6 +32,23 @@ class BufferMarker:
     def lows(self) -> list[str]:
         return [f"{self.buffer.name}_lo{k}" for k in range(self.rank)]
 
+    @property
+    def order(self) -> list[int]:
+        """The array's dimensions in the buffer's order (reversed where it is transposed)."""
+        dims = list(range(self.rank))
+        return dims[::-1] if self.buffer.transposed else dims
+
+    def in_buffer_order(self, items: list) -> list:
+        """Per-dimension items of the array (subscripts, extents) in the buffer's order."""
+        return [items[k] for k in self.order]
+
+    def in_array_order(self, items: list) -> list:
+        """Per-dimension items of the buffer (its extents) in the array's order."""
+        out = list(items)
+        for position, k in enumerate(self.order):
+            out[k] = items[position]
+        return out
+
     def covers(self, unit: object) -> bool:
         """Whether the unit's reads of the array go through this buffer."""
         return any(unit is u for u in self.buffer.loop.units())

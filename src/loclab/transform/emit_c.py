@@ -185,7 +185,8 @@ class _Emitter:
                 continue
             array = buffer.buffer.variable.name
             kind = _type_name(self.syntax.declarations.get(array))
-            dims = "".join(f"[loclab_max(1, {value(e)})]" for e in buffer.extents)
+            dims = "".join(f"[loclab_max(1, {value(e)})]"
+                           for e in buffer.in_buffer_order(buffer.extents))
             self.line(depth, f"{kind} {buffer.buffer.name}{dims};")
             self.line(depth, f"long {', '.join(buffer.lows)};")
 
@@ -250,7 +251,8 @@ class _Emitter:
             extent = f"{value(plus(item.values[f'hi{k}'], 1))} - {buffer.lows[k]}"
             self.line(depth + k, f"for (long {counter} = 0; {counter} < {extent}; "
                                  f"{counter}++)")
-        target = buffer.buffer.name + "".join(f"[{c}]" for c in counters)
+        target = buffer.buffer.name + "".join(f"[{c}]"
+                                              for c in buffer.in_buffer_order(counters))
         source = array + "".join(f"[{low} + {c}]" for low, c in zip(buffer.lows, counters))
         self.line(depth + len(counters), f"{target} = {source};")
 
@@ -291,8 +293,9 @@ class _Rewriter:
             if base in self.buffers and not target:
                 buffer = self.buffers[base]
                 out: Any = c_ast.ID(buffer.buffer.name)
-                for index, low in zip(indices, buffer.lows):
-                    shifted = f"({self.emitter.generator.visit(self.visit(index))}) - {low}"
+                for shifted in buffer.in_buffer_order(
+                        [f"({self.emitter.generator.visit(self.visit(index))}) - {low}"
+                         for index, low in zip(indices, buffer.lows)]):
                     out = c_ast.ArrayRef(out, c_ast.ID(shifted))
                 return out
         for name, child in node.children():

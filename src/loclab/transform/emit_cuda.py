@@ -191,7 +191,8 @@ class _Emitter:
         under which the first warp's reads take the fewest passes (shared_banks); where that
         model cannot evaluate a read, one element where a row spans the 32 banks a whole
         number of times (a column read by a warp would hit one bank 32 times)."""
-        extents = [max(1, extent or 0) for extent in _largest_slice(marker)]
+        extents = marker.in_buffer_order([max(1, extent or 0)
+                                          for extent in _largest_slice(marker)])
         itemsize = self.dtypes[marker.buffer.variable.name].itemsize
         loops = [ThreadLoop(item.var, "xyz".index(item.node.gpu[-1]), item.step)
                  for item in _fors(items) if item.node.gpu.startswith("threadIdx")]
@@ -722,7 +723,7 @@ class _KernelWriter:
         guarded."""
         marker: BufferMarker = item.marker.payload
         name, source = marker.buffer.name, marker.buffer.variable.name
-        extents = self.emitter.staged[name][0]
+        extents = marker.in_array_order(self.emitter.staged[name][0])
         lows = marker.lows
         self.line(depth, BARRIER)
         widths = []
@@ -758,7 +759,8 @@ class _KernelWriter:
         in 32-bit arithmetic over constant extents (shifts where they are powers of two);
         element by element, what lies past this slice's edge (the last tile) is skipped."""
         name, source = marker.buffer.name, marker.buffer.variable.name
-        extents, pad = self.emitter.staged[name]
+        layout, pad = self.emitter.staged[name]  # the buffer's extents, its rows padded
+        extents = marker.in_array_order(layout)  # the slice's, read along the array's rows
         lanes = vector[1] if vector else 1
         groups = extents[:-1] + [extents[-1] // lanes]
         thread = (f"(int)(threadIdx.x + {self.shape[0]} * (threadIdx.y + {self.shape[1]} "
@@ -785,10 +787,15 @@ class _KernelWriter:
         if vector:
             self.line(depth + 1, f"const int {offsets[-1]}v = {offsets[-1]} * {lanes};")
             offsets[-1] += "v"
-        local = offsets[0]
-        for k in range(1, len(offsets)):
-            width = extents[k] + (pad if k == len(offsets) - 1 else 0)
-            local = f"({local}) * {width} + {offsets[k]}"
+        def local(lane: int = 0) -> str:  # an element's place in the buffer
+            stored = marker.in_buffer_order(offsets[:-1] + [
+                f"{offsets[-1]} + {lane}" if lane else offsets[-1]])
+            flat = stored[0]
+            for k in range(1, len(stored)):
+                width = layout[k] + (pad if k == len(stored) - 1 else 0)
+                flat = f"({flat}) * {width} + {stored[k]}"
+            return flat
+
         element = ast.Subscript(ast.Name(source, ast.Load()), ast.Tuple(
             [ast.BinOp(ast.Name(low, ast.Load()), ast.Add(), ast.Name(offset, ast.Load()))
              for low, offset in zip(marker.lows, offsets)], ast.Load()), ast.Load())
@@ -798,16 +805,16 @@ class _KernelWriter:
         if vector:
             self.line(depth + 1, f"const {vector[0]} {name}_v = "
                                  f"*reinterpret_cast<const {vector[0]}*>(&{read});")
-            if pad:  # rows off 16 bytes: element by element (a padded row's banks differ)
-                for lane in range(lanes):
-                    self.line(depth + 1, f"{name}[{local} + {lane}] = {name}_v.{'xyzw'[lane]};")
+            if pad or marker.buffer.transposed:  # element by element: rows off 16 bytes
+                for lane in range(lanes):  # (a padded row's banks differ), or a column
+                    self.line(depth + 1, f"{name}[{local(lane)}] = {name}_v.{'xyzw'[lane]};")
             else:  # a 16-byte store: a quarter of a warp's 512 bytes a pass, no conflict
-                self.line(depth + 1, f"*reinterpret_cast<{vector[0]}*>(&{name}[{local}]) = "
+                self.line(depth + 1, f"*reinterpret_cast<{vector[0]}*>(&{name}[{local()}]) = "
                                      f"{name}_v;")
         else:
             inside = " && ".join(f"{offset} < {width}"
                                  for offset, width in zip(offsets, widths))
-            self.line(depth + 1, f"if ({inside}) {name}[{local}] = {read};")
+            self.line(depth + 1, f"if ({inside}) {name}[{local()}] = {read};")
         self.line(depth, "}")
 
     def atomic(self, unit: Unit, loops: list[For]) -> Reduction | None:

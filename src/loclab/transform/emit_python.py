@@ -259,7 +259,8 @@ class _Emitter:
             self.line(depth, f"{low} = {value(item.values[f'lo{k}'])}")
             ranges.append(f"{low}:{bare(value(plus(item.values[f'hi{k}'], 1)))}")
         array = buffer.buffer.variable.name
-        self.line(depth, f"{buffer.buffer.name} = {array}[{', '.join(ranges)}].copy()")
+        layout = ".T" if buffer.buffer.transposed else ""  # .copy(): C order, contiguous
+        self.line(depth, f"{buffer.buffer.name} = {array}[{', '.join(ranges)}]{layout}.copy()")
 
 
 class _Atomic(ast.NodeTransformer):
@@ -348,8 +349,9 @@ class StatementRewriter(ast.NodeTransformer):
         base, indices = _flatten(node)
         if base in self.buffers and isinstance(node.ctx, ast.Load):
             buffer = self.buffers[base]
-            shifted = [f"({ast.unparse(self.visit(copy.deepcopy(i)))}) - {low}"
-                       for i, low in zip(indices, buffer.lows)]
+            shifted = buffer.in_buffer_order(
+                [f"({ast.unparse(self.visit(copy.deepcopy(i)))}) - {low}"
+                 for i, low in zip(indices, buffer.lows)])
             return ast.parse(f"{buffer.buffer.name}[{', '.join(shifted)}]", mode="eval").body
         self.generic_visit(node)
         return node

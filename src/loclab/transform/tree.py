@@ -145,6 +145,7 @@ class Buffer:
     variable: Variable
     loop: LoopNode
     name: str  # the buffer's name
+    transposed: bool = False  # a 2-D slice kept column by column (``transpose=True``)
 
 
 @dataclass(eq=False)

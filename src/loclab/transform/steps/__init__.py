@@ -229,6 +229,17 @@ def require_new_name(program: Program, ref: Arg, step: Step) -> str:
     return ref.var
 
 
+def switch(step: Step, name: str) -> bool:
+    """The step's one True/False option ``name`` (``jam=True``), False where not given."""
+    value = False
+    for key, option in step.keywords:
+        if str(key) != name or not isinstance(option, bool):
+            raise step.error(f"unknown option {key}={option} ({step.name} takes {name}=True "
+                             f"or {name}=False)")
+        value = option
+    return value
+
+
 def no_keywords(step: Step) -> None:
     if step.keywords:
         raise step.error("takes no name=value arguments")

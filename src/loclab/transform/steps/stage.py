@@ -1,7 +1,9 @@
 """``stage(B, kk)``: the slides' "remap a read-only slice". At the start of every iteration of
 ``kk``, the slice of ``B`` that the iteration reads is copied into a local buffer, and the
 iteration reads the buffer (``B_kk[i - B_lo0, k - B_lo1]``): a small, contiguous block that
-stays in cache (on a GPU: shared memory).
+stays in cache (on a GPU: shared memory). ``transpose=True`` keeps a 2-D slice column by
+column (``B_kk[k - B_lo1, i - B_lo0]``): the lectures' trick for a slice each thread reads down
+a column (the register-tiled product's ``A``), whose reads then run along rows.
 
 Legal when no statement inside ``kk`` writes ``B`` (the buffer would go stale) and every read
 has affine subscripts (isl bounds the slice). It comes after the steps that reorder loops:
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 from loclab.transform.recipe import LoopRef, Step
 from loclab.transform.steps import (Applied, Context, IllegalStep, expect_args, find_loop,
-                                    no_keywords)
+                                    switch)
 from loclab.transform.steps.privatize import find_variable
 from loclab.transform.tree import Buffer, LoopNode, Program
 
@@ -20,19 +22,26 @@ NAMES = ("stage",)
 
 
 def apply(program: Program, step: Step, context: Context) -> Applied:
-    expect_args(step, 2, 2, "stage(array, loop)")
-    no_keywords(step)
+    expect_args(step, 2, 2, "stage(array, loop[, transpose=True])")
+    transposed = switch(step, "transpose")
     new = program.clone()
     variable, node = buffered_array(new, step)
+    rank = next(len(a.subscripts) for u in node.units() for s in u.statements
+                for a in s.accesses if a.variable is variable)
+    if transposed and rank != 2:
+        raise step.error(f"{variable.name} has {rank} subscripts: transpose=True keeps a "
+                         "2-D slice column by column")
     writes = [s for u in node.units() for s in u.statements
               for a in s.accesses if a.variable is variable and a.write]
     if writes:
         raise IllegalStep(f"{step} is illegal: {variable.name} is written inside "
                           f"{node.name} (line {writes[0].line}): a copy would go stale")
     name = new.fresh_name(f"{variable.name}_{node.name}")
-    new.buffers.append(Buffer("stage", variable, node, name))
+    new.buffers.append(Buffer("stage", variable, node, name, transposed))
+    kept = ", kept transposed (a column of the slice is a row of the buffer)" \
+        if transposed else ""
     return Applied(new, f"{variable.name} is only read inside {node.name}: each iteration "
-                        f"reads its slice from {name}")
+                        f"reads its slice from {name}{kept}")
 
 
 def buffered_array(program: Program, step: Step) -> tuple:

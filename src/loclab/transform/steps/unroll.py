@@ -20,7 +20,7 @@ from dataclasses import replace
 from loclab.transform.recipe import Step
 from loclab.transform.schedule import Schedule
 from loclab.transform.steps import (Applied, Context, expect_args, find_loops,
-                                    replace_node, size_argument)
+                                    replace_node, size_argument, switch)
 from loclab.transform.tree import LoopNode, Node, Program, Unit
 
 NAMES = ("unroll",)
@@ -30,12 +30,7 @@ MAX_COPIES = 128  # statements (copies included) an unrolled function may hold
 
 def apply(program: Program, step: Step, context: Context) -> Applied:
     expect_args(step, 2, 2, "unroll(loop, factor[, jam=True])")
-    jam = False
-    for key, option in step.keywords:
-        if str(key) != "jam" or not isinstance(option, bool):
-            raise step.error(f"unknown option {key}={option} (unroll takes jam=True or "
-                             "jam=False)")
-        jam = option
+    jam = switch(step, "jam")
     new = program.clone()
     # A loop that an earlier unroll copied (its group and its remainder) is unrolled in
     # every copy: register tiling unrolls and jams two loops, the second inside both.
