@@ -199,11 +199,34 @@ def test_a_staged_slice_goes_to_shared_memory_between_barriers_its_rows_padded()
         "A_n1 % 4 == 0" in vector and "float4 A_jj_v = *reinterpret_cast<const float4*>(" in vector
     assert "A_jj[(A_jj_o0) * 33 + A_jj_o1v + 3] = A_jj_v.w;" in vector
     assert "if (A_jj_o0 < A_jj_w0 && A_jj_o1 < A_jj_w1) A_jj[" in scalar
-    unpadded = kernels_of(emitted(ACCUMULATE, "tile(i=64, j=16, k=16); stage(A, kk); "
-                                              "stage(B, kk); grid(ii, jj); block(i=16, j=16)"
-                                  ).source)  # 64 x 16 floats: a vector for each thread
-    assert "*reinterpret_cast<float4*>(&A_kk[(A_kk_o0) * 16 + A_kk_o1v]) = A_kk_v;" in unpadded
-    assert "B_kk_v" not in unpadded  # 16 x 16 floats: 64 vectors, fewer than the threads
+    unpadded = kernels_of(emitted(TRANSPOSE, "tile(i=32, j=32); stage(A, jj); grid(ii, jj); "
+                                             "block(i=8, j=32)").source)  # read along rows
+    assert "*reinterpret_cast<float4*>(&A_jj[(A_jj_o0) * 32 + A_jj_o1v]) = A_jj_v;" in unpadded
+    few = kernels_of(emitted(TRANSPOSE, "tile(i=16, j=16); stage(A, jj); grid(ii, jj); "
+                                        "block(i=16, j=16)").source)
+    assert "A_jj_v" not in few  # 16 x 16 floats: 64 vectors, fewer than the 256 threads
+
+
+def test_a_loop_that_stages_first_thing_double_buffers_its_slices():
+    """The next iteration's slices are copied in the background (cp.async) into one buffer
+    while this iteration reads the other: one barrier an iteration, after its copies
+    arrived; the first iteration's copies before the loop, behind a barrier (a tile
+    before may still be reading)."""
+    kernel = kernels_of(emitted(ACCUMULATE, "tile(i=64, j=16, k=16); stage(A, kk); "
+                                            "stage(B, kk); grid(ii, jj); block(i=16, j=16)"
+                                ).source)
+    assert "__shared__ __align__(16) float A_kk[64 * 16 * 2];" in kernel
+    before, loop = kernel.split("for (I kk = 0; kk < K; kk += 16) {")
+    assert before.rstrip().endswith("loclab_copies_sent();\n      }")
+    assert "__syncthreads();\n      int kk_slot = 0;" in before and "const I kk = 0;" in before
+    assert loop.count("__syncthreads();") == 1
+    assert "loclab_copies_arrived();\n        __syncthreads();" in loop
+    assert "if (kk + 16 < K) {" in loop and "const I kk = kk_next;" in loop
+    # 64 x 16 floats: a 16-byte copy for each thread, into the other buffer
+    assert "loclab_copy_async<16>(&A_kk[(1 - kk_slot) * 1024 + (A_kk_o0) * 16 + A_kk_o1v], " \
+        "&A[" in loop
+    assert "loclab_copy_async<4>(&B_kk[(1 - kk_slot) * 256 + (B_kk_o0) * 16 + B_kk_o1], " in loop
+    assert "A_kk[kk_slot * 1024 + " in loop and "kk_slot = 1 - kk_slot;" in loop
     doubles = kernels_of(emitted(TRANSPOSE, STAGED_TRANSPOSITION, dtypes={"A": "float64",
                                                                           "B": "float64"}
                                  ).source)
@@ -214,7 +237,7 @@ def test_a_staged_slice_goes_to_shared_memory_between_barriers_its_rows_padded()
     product = kernels_of(emitted(ACCUMULATE, "tile(i=16, j=16, k=16); stage(A, kk); "
                                              "stage(B, kk); grid(ii, jj); block(i=16, j=16)"
                                  ).source)
-    assert "__shared__ __align__(16) float A_kk[16 * 16];" in product  # no pad
+    assert "__shared__ __align__(16) float A_kk[16 * 16 * 2];" in product  # no pad
 
 
 @pytest.mark.parametrize("recipe, message", [
@@ -233,8 +256,8 @@ def test_a_register_tile_keeps_each_threads_block_in_scalars_and_stages_the_bloc
     kernel = kernels_of(emitted(PRODUCT, REGISTER_TILED).source)
     # the block's slice, not a thread's; padded: a warp's two rows of threads read rows 2
     # apart, 32 elements apart unpadded: one bank
-    assert "__shared__ __align__(16) float A_kk[32 * 17];" in kernel
-    assert "__shared__ __align__(16) float B_kk[16 * 32];" in kernel  # read along rows: no padding
+    assert "__shared__ __align__(16) float A_kk[32 * 17 * 2];" in kernel
+    assert "__shared__ __align__(16) float B_kk[16 * 32 * 2];" in kernel  # rows: no padding
     assert "float acc_1_1;" in kernel and "acc_0_0 = (float)((acc_0_0 + (A_kk[" in kernel
     assert "const bool it_on = it < (loclab_min(M, ii + 32));" in kernel
     assert "if (it_on && jt_on) {" in kernel  # the statements where the iteration exists
@@ -243,9 +266,9 @@ def test_a_register_tile_keeps_each_threads_block_in_scalars_and_stages_the_bloc
 def test_a_transposed_slice_is_read_along_rows_and_copied_column_by_column():
     kernel = kernels_of(emitted(PRODUCT, REGISTER_TILED.replace(
         "stage(A, kk)", "stage(A, kk, transpose=True)")).source)
-    assert "__shared__ __align__(16) float A_kk[16 * 32];" in kernel  # k by i
-    assert "A_kk[(A_kk_o1) * 32 + A_kk_o0] = A[" in kernel  # read along A's rows
-    assert "A_kk[((k - A_kk_lo1)) * 32 + ((it + 1) - A_kk_lo0)]" in kernel
+    assert "__shared__ __align__(16) float A_kk[16 * 32 * 2];" in kernel  # k by i
+    assert "&A_kk[(0) * 512 + (A_kk_o1) * 32 + A_kk_o0], &A[" in kernel  # along A's rows
+    assert "A_kk[kk_slot * 512 + ((k - A_kk_lo1)) * 32 + ((it + 1) - A_kk_lo0)]" in kernel
 
 
 def test_a_whole_tile_runs_its_innermost_loop_unrolled_and_without_guards():

@@ -57,6 +57,28 @@ MAX_UNROLLED = 32  # a loop of at most this many iterations is unrolled in a who
 DEVICE_HELPERS = HELPERS + """
 template <typename A, typename B> __device__ __forceinline__ A loclab_floord(A a, B b) {
   return loclab_floordiv(a, b); }
+// Double-buffered staging: copies into shared memory that run in the background (cp.async,
+// sm_80 on; before that, plain copies), sent as a group and waited for before a barrier.
+template <int BYTES> __device__ __forceinline__ void loclab_copy_async(void* to,
+                                                                       const void* from) {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\\n" ::
+               "r"((unsigned)__cvta_generic_to_shared(to)), "l"(from), "n"(BYTES));
+#else
+  struct Bytes { char b[BYTES]; };
+  *(Bytes*)to = *(const Bytes*)from;
+#endif
+}
+__device__ __forceinline__ void loclab_copies_sent() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\\n" ::);
+#endif
+}
+__device__ __forceinline__ void loclab_copies_arrived() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group 0;\\n" ::);
+#endif
+}
 """
 
 
@@ -314,9 +336,12 @@ class _Emitter:
         grid, block = self.geometry(items, host_loops)
         self.staged = {n: self.shared(m, _reads_of(n, statements.values()), items, block)
                        for n, m in buffers.items()}
+        self.pipelined = {mark.marker.payload.buffer.name: f"{loop.var}_slot"
+                          for loop in _fors(items) for mark in _leading_marks(loop)}
         for buffer, (extents, pad) in self.staged.items():
             kind = c_type(self.dtypes[buffers[buffer].buffer.variable.name])
-            size = " * ".join(map(str, extents[:-1] + [extents[-1] + pad]))
+            size = " * ".join(map(str, (extents[:-1] + [extents[-1] + pad]
+                                        + ([2] if buffer in self.pipelined else []))))
             padded = f"  // rows padded by {pad}: the warps' reads meet fewer conflicts" if pad else ""
             body.append(f"  __shared__ __align__(16) {kind} {buffer}[{size}];{padded}")
         for scalar in sorted(assigned):
@@ -488,6 +513,8 @@ class _Emitter:
             flat = index_translator.expr(indices[0])
             for width, index in zip(widths, indices[1:]):
                 flat = f"({flat}) * {width} + {index_translator.expr(index)}"
+            if base in self.pipelined:  # the buffer of the two this iteration reads
+                flat = f"{self.pipelined[base]} * {_buffer_size(extents, pad)} + {flat}"
             return f"{base}[{flat}]"
         if base not in self.arrays:
             raise UsageError(f"{self.where}: {base}[...] is not an array argument")
@@ -557,12 +584,7 @@ class _KernelWriter:
                 else:
                     self.statement(self.statements[id(item)], depth, reduction)
             else:
-                if self.diverging or any(loop.var in self.divergent for loop in loops):
-                    marker = item.marker.payload
-                    raise UsageError(f"stage({marker.buffer.variable.name}, "
-                                     f"{marker.buffer.loop.name}): the block's threads "
-                                     "would not all reach the copy (a loop or guard around "
-                                     "it depends on the thread): stage a loop outside it")
+                self.require_every_thread(item, loops)
                 self.stage(item, depth)
 
     def require_every_axis(self, item: Call, loops: list[For]) -> None:
@@ -595,6 +617,9 @@ class _KernelWriter:
             return
         if item.single:
             stop = f"({start}) + {item.step}"
+        elif not node.gpu and _leading_marks(item):
+            self.pipelined(item, _leading_marks(item), depth, loops)
+            return
         elif not node.gpu:
             invariant = self._invariant_guards(item)
             whole = _whole_trip(item)
@@ -714,18 +739,71 @@ class _KernelWriter:
 
     def stage(self, item: Mark, depth: int) -> None:
         """The slice one iteration of the staged loop reads, copied into shared memory by
-        all the block's threads (consecutive threads, consecutive elements of a row: the
-        reads coalesce), between two barriers: the last iteration's readers are done, and
-        the whole slice is there before any thread reads it. A whole slice whose rows start
+        all the block's threads between two barriers: the last iteration's readers are
+        done, and the whole slice is there before any thread reads it."""
+        self.line(depth, BARRIER)
+        self.fill(item, depth, None)
+        self.line(depth, BARRIER)
+
+    def pipelined(self, item: For, marks: list[Mark], depth: int, loops: list[For]) -> None:
+        """A loop whose iterations each stage slices first (the product's ``kk``), double
+        buffered: the next iteration's slices are copied (``cp.async`` from sm_80 on, in
+        the background) into one buffer while this iteration reads the other, one barrier
+        an iteration (its copies arrived, and every thread done with the last iteration,
+        whose buffer the next copy overwrites). Each copy is its own scope where the loop
+        variable is that iteration's, so that the slices' bounds are computed as they are
+        written."""
+        var, step = item.var, item.step
+        start, stop = c_value(item.start), c_value(item.stop)
+        for mark in marks:
+            self.require_every_thread(mark, loops + [item])
+        self.line(depth, BARRIER)  # the last readers of these buffers (a tile before) done
+        self.line(depth, f"int {var}_slot = 0;  // the buffer this iteration reads")
+        self.line(depth, f"if ({start} < {stop}) {{  // the first iteration's slices")
+        self.line(depth + 1, f"const I {var} = {start};")
+        for mark in marks:
+            self.fill(mark, depth + 1, "0")
+        self.line(depth + 1, "loclab_copies_sent();")
+        self.line(depth, "}")
+        self.line(depth, f"for (I {var} = {start}; {var} < {stop}; {var} += {step}) {{")
+        self.line(depth + 1, "loclab_copies_arrived();")
+        self.line(depth + 1, BARRIER)
+        for mark in marks:
+            marker: BufferMarker = mark.marker.payload
+            for k, low in enumerate(marker.lows):
+                self.line(depth + 1, f"const I {low} = {c_value(mark.values[f'lo{k}'])};")
+        self.line(depth + 1, f"if ({var} + {step} < {stop}) {{  // the next iteration's")
+        self.line(depth + 2, f"const I {var}_next = {var} + {step};")
+        self.line(depth + 2, f"const I {var} = {var}_next;")
+        for mark in marks:
+            self.fill(mark, depth + 2, f"1 - {var}_slot")
+        self.line(depth + 1, "}")
+        self.line(depth + 1, "loclab_copies_sent();")
+        self.block(item.body[len(marks):], depth + 1, loops + [item])
+        # (the barrier an iteration of a loop around the block's loops ends with, for_loop,
+        # is the next iteration's first)
+        self.line(depth + 1, f"{var}_slot = 1 - {var}_slot;")
+        self.line(depth, "}")
+
+    def require_every_thread(self, item: Mark, loops: list[For]) -> None:
+        if self.diverging or any(loop.var in self.divergent for loop in loops):
+            marker = item.marker.payload
+            raise UsageError(f"stage({marker.buffer.variable.name}, "
+                             f"{marker.buffer.loop.name}): the block's threads "
+                             "would not all reach the copy (a loop or guard around "
+                             "it depends on the thread): stage a loop outside it")
+
+    def fill(self, item: Mark, depth: int, slot: str | None) -> None:
+        """Copy one iteration's slice into its buffer (``slot``: which of two, copied in
+        the background; None: the only one, copied now). A whole slice whose rows start
         on 16 bytes, with whole vectors for every thread, is read 16 bytes a thread (a
-        quarter of the loads to issue); any other (the last tile, a row stride not a multiple
-        of 4, a slice smaller than the block's threads' vectors) an element a thread,
-        guarded."""
+        quarter of the loads to issue); any other (the last tile, a row stride not a
+        multiple of 4, a slice smaller than the block's threads' vectors) an element a
+        thread, guarded."""
         marker: BufferMarker = item.marker.payload
         name, source = marker.buffer.name, marker.buffer.variable.name
         extents = marker.in_array_order(self.emitter.staged[name][0])
         lows = marker.lows
-        self.line(depth, BARRIER)
         widths = []
         for k, low in enumerate(lows):
             self.line(depth, f"const I {low} = {c_value(item.values[f'lo{k}'])};")
@@ -744,16 +822,15 @@ class _KernelWriter:
                 f"{lows[-1]} % {lanes} == 0", f"((unsigned long long){source} & 15) == 0"] + (
                 [f"{source}_n{rank - 1} % {lanes} == 0"] if rank > 1 else [])
             self.line(depth, f"if ({' && '.join(aligned)}) {{  // 16-byte loads")
-            self.copy(marker, widths, depth + 1, (vector, lanes))
+            self.copy(marker, widths, depth + 1, (vector, lanes), slot)
             self.line(depth, "} else {")
-            self.copy(marker, widths, depth + 1, None)
+            self.copy(marker, widths, depth + 1, None, slot)
             self.line(depth, "}")
         else:
-            self.copy(marker, widths, depth, None)
-        self.line(depth, BARRIER)
+            self.copy(marker, widths, depth, None, slot)
 
     def copy(self, marker: BufferMarker, widths: list[str], depth: int,
-             vector: tuple[str, int] | None) -> None:
+             vector: tuple[str, int] | None, slot: str | None) -> None:
         """The block's threads copying a slice: element ``f`` of the largest slice (or of
         its groups of ``lanes`` along rows, ``vector``) by thread ``f`` modulo the block,
         in 32-bit arithmetic over constant extents (shifts where they are powers of two);
@@ -794,7 +871,7 @@ class _KernelWriter:
             for k in range(1, len(stored)):
                 width = layout[k] + (pad if k == len(stored) - 1 else 0)
                 flat = f"({flat}) * {width} + {stored[k]}"
-            return flat
+            return f"({slot}) * {_buffer_size(layout, pad)} + {flat}" if slot else flat
 
         element = ast.Subscript(ast.Name(source, ast.Load()), ast.Tuple(
             [ast.BinOp(ast.Name(low, ast.Load()), ast.Add(), ast.Name(offset, ast.Load()))
@@ -802,11 +879,18 @@ class _KernelWriter:
         translator = replace(self.translator, typing=replace(
             self.translator.typing, integers=self.translator.typing.integers | set(offsets)))
         read = translator.expr(element)
-        if vector:
+        size = self.emitter.dtypes[source].itemsize
+        split = pad or marker.buffer.transposed  # rows off 16 bytes (a padded row's banks
+        # differ), or a column: stored element by element
+        if vector and slot is not None:
+            for lane in ([0] if not split else range(lanes)):
+                self.line(depth + 1, f"loclab_copy_async<{size * (1 if split else lanes)}>("
+                                     f"&{name}[{local(lane)}], &{read} + {lane});")
+        elif vector:
             self.line(depth + 1, f"const {vector[0]} {name}_v = "
                                  f"*reinterpret_cast<const {vector[0]}*>(&{read});")
-            if pad or marker.buffer.transposed:  # element by element: rows off 16 bytes
-                for lane in range(lanes):  # (a padded row's banks differ), or a column
+            if split:
+                for lane in range(lanes):
                     self.line(depth + 1, f"{name}[{local(lane)}] = {name}_v.{'xyzw'[lane]};")
             else:  # a 16-byte store: a quarter of a warp's 512 bytes a pass, no conflict
                 self.line(depth + 1, f"*reinterpret_cast<{vector[0]}*>(&{name}[{local()}]) = "
@@ -814,7 +898,9 @@ class _KernelWriter:
         else:
             inside = " && ".join(f"{offset} < {width}"
                                  for offset, width in zip(offsets, widths))
-            self.line(depth + 1, f"if ({inside}) {name}[{local()}] = {read};")
+            store = f"loclab_copy_async<{size}>(&{name}[{local()}], &{read})" \
+                if slot is not None else f"{name}[{local()}] = {read}"
+            self.line(depth + 1, f"if ({inside}) {store};")
         self.line(depth, "}")
 
     def atomic(self, unit: Unit, loops: list[For]) -> Reduction | None:
@@ -1031,6 +1117,25 @@ def _reads_of(buffer: str, statements: Iterable[ast.stmt]) -> list[list[ast.expr
             for statement in statements for node in ast.walk(statement)
             if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load)
             and isinstance(node.value, ast.Name) and node.value.id == buffer]
+
+
+def _leading_marks(item: For) -> list[Mark]:
+    """The slices a loop stages first thing in each iteration, where nothing else inside it
+    stages one (its iterations then double-buffer them, ``pipelined``): none for a mapped
+    loop, a single iteration, or a loop counting down."""
+    if item.node.gpu or item.single or item.step <= 0:
+        return []
+    count = next((k for k, x in enumerate(item.body) if not isinstance(x, Mark)),
+                 len(item.body))
+    marks = [x for x in item.body[:count] if isinstance(x, Mark)]
+    if any(isinstance(x, Mark) for x in _walk(item.body[count:])):
+        return []
+    return marks
+
+
+def _buffer_size(extents: list[int], pad: int) -> int:
+    """Elements of a staged buffer with rows padded by ``pad``."""
+    return math.prod(extents[:-1]) * (extents[-1] + pad)
 
 
 def _threads_inside(code: list[Code]) -> bool:
