@@ -145,7 +145,7 @@ ROWS = [
     (f"transform {RECIPES} --apply 'parallel(i,)'", 2, "an empty argument"),
     (f"transform {RECIPES} --apply 'parallel(i) parallel(j)'", 2, "separate steps with ';'"),
     (f"transform {RECIPES} --apply 'privatize(Q)'", 2, "no variable Q in transpose"),
-    (f"transform {RECIPES} --apply 'stage(A)'", 2, "usage stage(array, loop)"),
+    (f"transform {RECIPES} --apply 'stage(A)'", 2, "usage stage(array, loop[, transpose=True])"),
     (f"transform {RECIPES} --apply 'copy(A)'", 2, "usage copy(array, loop)"),
     (f"transform {RECIPES} --apply 'vectorize(i)'", 2, "only an innermost loop"),
     (f"transform {RECIPES} --apply 'distribute(q)'", 2, "no loop q"),
