@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from loclab.nest.expr import Atom, Poly, substitute_condition
 from loclab.transform.codegen import Call, Code, For, If, Mark, Select, Value
@@ -95,3 +95,18 @@ def render(p: Poly, atom: Callable[[Atom], str]) -> str:
         else:
             parts.append(f" {'-' if coeff < 0 else '+'} {text}")
     return "".join(parts)
+
+
+def walk(code: list[Code]) -> Iterator[Code]:
+    """Every piece of a code tree, outermost first."""
+    for item in code:
+        yield item
+        if isinstance(item, For):
+            yield from walk(item.body)
+        elif isinstance(item, If):
+            yield from walk(item.then + item.orelse)
+
+
+def fors(code: list[Code]) -> Iterator[For]:
+    """Every loop of a code tree, outermost first."""
+    return (item for item in walk(code) if isinstance(item, For))

@@ -24,7 +24,7 @@ import ast
 import copy
 import functools
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -32,7 +32,7 @@ import numpy as np
 
 from loclab.errors import UsageError
 from loclab.nest.expr import MinMax, Poly, Symbol
-from loclab.transform.code import counting_down, substitute_value, upward
+from loclab.transform.code import counting_down, fors, substitute_value, upward, walk
 from loclab.transform.codegen import Call, Code, For, If, Mark, Select, Value, plus
 from loclab.transform.cuda_syntax import BINARY, HELPERS, Translator, Typing, c_type, join
 from loclab.transform.emit_c import condition as c_condition
@@ -41,7 +41,9 @@ from loclab.transform.emit_python import StatementRewriter, loaded
 from loclab.transform.emit_python import condition as py_condition
 from loclab.transform.emit_python import value as py_value
 from loclab.transform.buffers import BufferMarker
-from loclab.transform.shared_banks import ThreadLoop, best_padding
+from loclab.transform.cuda_staging import (ASYNC_HELPERS, Staging, buffer_size,
+                                           largest_slice, leading_marks, reads_of,
+                                           shared_layout)
 from loclab.transform.storage import copy_suffix
 from loclab.transform.subscripts import unsigned_arrays
 from loclab.transform.tree import LoopNode, Program, Reduction, Unit
@@ -50,36 +52,11 @@ FLOAT = np.dtype(np.float32)  # an array's element type unless told or used as a
 INDEX = np.dtype(np.int64)
 GRID_LIMITS = {"x": 2**31 - 1, "y": 65535, "z": 65535}
 BARRIER = "__syncthreads();"
-# 16-byte vectors of an element type (a staged slice's rows read 16 bytes a thread)
-VECTOR_TYPES = {"float32": "float4", "float64": "double2", "int32": "int4", "uint32": "uint4",
-                "int64": "longlong2"}
 MAX_UNROLLED = 32  # a loop of at most this many iterations is unrolled in a whole tile
 DEVICE_HELPERS = HELPERS + """
 template <typename A, typename B> __device__ __forceinline__ A loclab_floord(A a, B b) {
   return loclab_floordiv(a, b); }
-// Double-buffered staging: copies into shared memory that run in the background (cp.async,
-// sm_80 on; before that, plain copies), sent as a group and waited for before a barrier.
-template <int BYTES> __device__ __forceinline__ void loclab_copy_async(void* to,
-                                                                       const void* from) {
-#if __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\\n" ::
-               "r"((unsigned)__cvta_generic_to_shared(to)), "l"(from), "n"(BYTES));
-#else
-  struct Bytes { char b[BYTES]; };
-  *(Bytes*)to = *(const Bytes*)from;
-#endif
-}
-__device__ __forceinline__ void loclab_copies_sent() {
-#if __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;\\n" ::);
-#endif
-}
-__device__ __forceinline__ void loclab_copies_arrived() {
-#if __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group 0;\\n" ::);
-#endif
-}
-"""
+""" + ASYNC_HELPERS
 
 
 @dataclass
@@ -203,25 +180,9 @@ class _Emitter:
                              f"{strided[0].name}, which has more iterations than threads: "
                              "stage a loop outside the block's loops, or give the block a "
                              "thread per iteration, so that its threads share the slice")
-        if any(extent is None for extent in _largest_slice(marker)):
+        if any(extent is None for extent in largest_slice(marker)):
             raise UsageError(f"{what}: the slice is not bounded by a constant (it grows "
                              "with the sizes): tile the loops it runs over first")
-
-    def shared(self, marker: BufferMarker, reads: list[list[ast.expr]], items: list[Code],
-               block: list[int]) -> tuple[list[int], int]:
-        """A staged slice's extents in shared memory, and the padding of its rows: the one
-        under which the first warp's reads take the fewest passes (shared_banks); where that
-        model cannot evaluate a read, one element where a row spans the 32 banks a whole
-        number of times (a column read by a warp would hit one bank 32 times)."""
-        extents = marker.in_buffer_order([max(1, extent or 0)
-                                          for extent in _largest_slice(marker)])
-        itemsize = self.dtypes[marker.buffer.variable.name].itemsize
-        loops = [ThreadLoop(item.var, "xyz".index(item.node.gpu[-1]), item.step)
-                 for item in _fors(items) if item.node.gpu.startswith("threadIdx")]
-        pad = best_padding(reads, extents, itemsize, loops, block)
-        if pad is None:
-            pad = 1 if len(extents) > 1 and extents[-1] * itemsize % 128 == 0 else 0
-        return extents, pad
 
     def _wide_bounds(self) -> bool:
         return any(bound is not None and not bound.is_affine()
@@ -334,10 +295,11 @@ class _Emitter:
                                                 host_loops)
         body: list[str] = []
         grid, block = self.geometry(items, host_loops)
-        self.staged = {n: self.shared(m, _reads_of(n, statements.values()), items, block)
+        self.staged = {n: shared_layout(m, reads_of(n, statements.values()), items, block,
+                                     self.dtypes[m.buffer.variable.name].itemsize)
                        for n, m in buffers.items()}
         self.pipelined = {mark.marker.payload.buffer.name: f"{loop.var}_slot"
-                          for loop in _fors(items) for mark in _leading_marks(loop)}
+                          for loop in fors(items) for mark in leading_marks(loop)}
         for buffer, (extents, pad) in self.staged.items():
             kind = c_type(self.dtypes[buffers[buffer].buffer.variable.name])
             size = " * ".join(map(str, (extents[:-1] + [extents[-1] + pad]
@@ -348,7 +310,7 @@ class _Emitter:
             initial = f" = {scalar}_in" if scalar in reads_before else ""
             body.append(f"  {c_type(scalars[scalar])} {scalar}{initial};")
         writer = _KernelWriter(self, translator, statements, body, block)
-        writer.axes = {item.node.gpu for item in _fors(items) if item.node.gpu}
+        writer.axes = {item.node.gpu for item in fors(items) if item.node.gpu}
         writer.block(items, 1, [])
         for scalar in assigned:
             self.kernel_scalars.setdefault(scalar, line)
@@ -450,7 +412,7 @@ class _Emitter:
         block = [1, 1, 1]
         known = set(self.parameters) | self.host_scalars | set(host_loops)
         ends: dict[str, tuple[Value, Value]] = {}  # an outer grid loop's first and last value
-        for item in _fors(items):
+        for item in fors(items):
             if not item.node.gpu:
                 continue
             axis = "xyz".index(item.node.gpu[-1])
@@ -514,7 +476,7 @@ class _Emitter:
             for width, index in zip(widths, indices[1:]):
                 flat = f"({flat}) * {width} + {index_translator.expr(index)}"
             if base in self.pipelined:  # the buffer of the two this iteration reads
-                flat = f"{self.pipelined[base]} * {_buffer_size(extents, pad)} + {flat}"
+                flat = f"{self.pipelined[base]} * {buffer_size(extents, pad)} + {flat}"
             return f"{base}[{flat}]"
         if base not in self.arrays:
             raise UsageError(f"{self.where}: {base}[...] is not an array argument")
@@ -541,6 +503,8 @@ class _KernelWriter:
                  statements: dict[int, ast.stmt], lines: list[str], block: list[int]) -> None:
         self.shape = block  # threads along x, y, z: constants in the code (shifts, unrolling)
         self.threads = math.prod(block)
+        self.staging = Staging(self.line, block, emitter.staged, emitter.dtypes,
+                               emitter.unsigned, translator)
         self.axes: set[str] = set()  # the blocks' and threads' axes the kernel maps
         self.guards: list[str] = []  # where a thread's one iteration exists
         self.thread_values: set[str] = set()  # a thread's one iteration of a block loop
@@ -617,8 +581,8 @@ class _KernelWriter:
             return
         if item.single:
             stop = f"({start}) + {item.step}"
-        elif not node.gpu and _leading_marks(item):
-            self.pipelined(item, _leading_marks(item), depth, loops)
+        elif not node.gpu and leading_marks(item):
+            self.pipelined(item, leading_marks(item), depth, loops)
             return
         elif not node.gpu:
             invariant = self._invariant_guards(item)
@@ -639,7 +603,7 @@ class _KernelWriter:
         thread must reach the barriers)."""
         whole = _whole_trip(item)
         stride = self.shape["xyz".index(item.node.gpu[-1])]
-        if whole is None or any(isinstance(x, Mark) for x in _walk(item.body)):
+        if whole is None or any(isinstance(x, Mark) for x in walk(item.body)):
             return False
         trip, bound, others = whole
         if trip % stride or trip // stride > MAX_UNROLLED:
@@ -665,7 +629,7 @@ class _KernelWriter:
         tile's edge, a thread past the edge of the block's tile), with the guard on the
         thread's iteration; none where a slice is staged inside (every thread must reach
         its barriers)."""
-        body = list(_walk(item.body))
+        body = list(walk(item.body))
         if any(isinstance(x, (For, Mark)) for x in body):
             return []
         assigned = {item.var}.union(*(_assigned(self.statements[id(x)]) for x in body
@@ -742,7 +706,7 @@ class _KernelWriter:
         all the block's threads between two barriers: the last iteration's readers are
         done, and the whole slice is there before any thread reads it."""
         self.line(depth, BARRIER)
-        self.fill(item, depth, None)
+        self.staging.fill(item, depth, None)
         self.line(depth, BARRIER)
 
     def pipelined(self, item: For, marks: list[Mark], depth: int, loops: list[For]) -> None:
@@ -762,7 +726,7 @@ class _KernelWriter:
         self.line(depth, f"if ({start} < {stop}) {{  // the first iteration's slices")
         self.line(depth + 1, f"const I {var} = {start};")
         for mark in marks:
-            self.fill(mark, depth + 1, "0")
+            self.staging.fill(mark, depth + 1, "0")
         self.line(depth + 1, "loclab_copies_sent();")
         self.line(depth, "}")
         self.line(depth, f"for (I {var} = {start}; {var} < {stop}; {var} += {step}) {{")
@@ -776,7 +740,7 @@ class _KernelWriter:
         self.line(depth + 2, f"const I {var}_next = {var} + {step};")
         self.line(depth + 2, f"const I {var} = {var}_next;")
         for mark in marks:
-            self.fill(mark, depth + 2, f"1 - {var}_slot")
+            self.staging.fill(mark, depth + 2, f"1 - {var}_slot")
         self.line(depth + 1, "}")
         self.line(depth + 1, "loclab_copies_sent();")
         self.block(item.body[len(marks):], depth + 1, loops + [item])
@@ -792,116 +756,6 @@ class _KernelWriter:
                              f"{marker.buffer.loop.name}): the block's threads "
                              "would not all reach the copy (a loop or guard around "
                              "it depends on the thread): stage a loop outside it")
-
-    def fill(self, item: Mark, depth: int, slot: str | None) -> None:
-        """Copy one iteration's slice into its buffer (``slot``: which of two, copied in
-        the background; None: the only one, copied now). A whole slice whose rows start
-        on 16 bytes, with whole vectors for every thread, is read 16 bytes a thread (a
-        quarter of the loads to issue); any other (the last tile, a row stride not a
-        multiple of 4, a slice smaller than the block's threads' vectors) an element a
-        thread, guarded."""
-        marker: BufferMarker = item.marker.payload
-        name, source = marker.buffer.name, marker.buffer.variable.name
-        extents = marker.in_array_order(self.emitter.staged[name][0])
-        lows = marker.lows
-        widths = []
-        for k, low in enumerate(lows):
-            self.line(depth, f"const I {low} = {c_value(item.values[f'lo{k}'])};")
-            width = f"{name}_w{k}"
-            self.line(depth, f"const int {width} = {c_value(item.values[f'hi{k}'])} - "
-                             f"{low} + 1;")
-            widths.append(width)
-        vector = VECTOR_TYPES.get(str(self.emitter.dtypes[source]))
-        lanes = 16 // self.emitter.dtypes[source].itemsize
-        # only where every thread gets whole vectors: fewer threads loading 16 bytes than
-        # all loading 4 was slower on an H200 (a 16 x 16 slice over 256 threads: 1.45x)
-        if vector and extents[-1] % lanes == 0 and source in self.emitter.unsigned \
-                and math.prod(extents) // lanes % self.threads == 0:
-            rank = len(lows)
-            aligned = [f"{width} == {extent}" for width, extent in zip(widths, extents)] + [
-                f"{lows[-1]} % {lanes} == 0", f"((unsigned long long){source} & 15) == 0"] + (
-                [f"{source}_n{rank - 1} % {lanes} == 0"] if rank > 1 else [])
-            self.line(depth, f"if ({' && '.join(aligned)}) {{  // 16-byte loads")
-            self.copy(marker, widths, depth + 1, (vector, lanes), slot)
-            self.line(depth, "} else {")
-            self.copy(marker, widths, depth + 1, None, slot)
-            self.line(depth, "}")
-        else:
-            self.copy(marker, widths, depth, None, slot)
-
-    def copy(self, marker: BufferMarker, widths: list[str], depth: int,
-             vector: tuple[str, int] | None, slot: str | None) -> None:
-        """The block's threads copying a slice: element ``f`` of the largest slice (or of
-        its groups of ``lanes`` along rows, ``vector``) by thread ``f`` modulo the block,
-        in 32-bit arithmetic over constant extents (shifts where they are powers of two);
-        element by element, what lies past this slice's edge (the last tile) is skipped."""
-        name, source = marker.buffer.name, marker.buffer.variable.name
-        layout, pad = self.emitter.staged[name]  # the buffer's extents, its rows padded
-        extents = marker.in_array_order(layout)  # the slice's, read along the array's rows
-        lanes = vector[1] if vector else 1
-        groups = extents[:-1] + [extents[-1] // lanes]
-        thread = (f"(int)(threadIdx.x + {self.shape[0]} * (threadIdx.y + {self.shape[1]} "
-                  "* threadIdx.z))")
-        total = math.prod(groups)
-        self.line(depth, "#pragma unroll")
-        if total % self.threads == 0:  # a constant count: unrolled, the loads all in flight
-            self.line(depth, f"for (int {name}_r = 0; {name}_r < {total // self.threads}; "
-                             f"++{name}_r) {{")
-            self.line(depth + 1, f"const int {name}_f = {thread} + {name}_r * {self.threads};")
-        else:
-            self.line(depth, f"for (int {name}_f = {thread}; {name}_f < {total}; "
-                             f"{name}_f += {self.threads}) {{")
-        rest = f"{name}_f"
-        offsets = []
-        for k in reversed(range(len(groups))):
-            offset = f"{name}_o{k}"
-            if k:
-                self.line(depth + 1, f"const int {offset} = {rest} % {groups[k]};")
-                rest = f"({rest} / {groups[k]})"
-            else:
-                self.line(depth + 1, f"const int {offset} = {rest};")
-            offsets.insert(0, offset)
-        if vector:
-            self.line(depth + 1, f"const int {offsets[-1]}v = {offsets[-1]} * {lanes};")
-            offsets[-1] += "v"
-        def local(lane: int = 0) -> str:  # an element's place in the buffer
-            stored = marker.in_buffer_order(offsets[:-1] + [
-                f"{offsets[-1]} + {lane}" if lane else offsets[-1]])
-            flat = stored[0]
-            for k in range(1, len(stored)):
-                width = layout[k] + (pad if k == len(stored) - 1 else 0)
-                flat = f"({flat}) * {width} + {stored[k]}"
-            return f"({slot}) * {_buffer_size(layout, pad)} + {flat}" if slot else flat
-
-        element = ast.Subscript(ast.Name(source, ast.Load()), ast.Tuple(
-            [ast.BinOp(ast.Name(low, ast.Load()), ast.Add(), ast.Name(offset, ast.Load()))
-             for low, offset in zip(marker.lows, offsets)], ast.Load()), ast.Load())
-        translator = replace(self.translator, typing=replace(
-            self.translator.typing, integers=self.translator.typing.integers | set(offsets)))
-        read = translator.expr(element)
-        size = self.emitter.dtypes[source].itemsize
-        split = pad or marker.buffer.transposed  # rows off 16 bytes (a padded row's banks
-        # differ), or a column: stored element by element
-        if vector and slot is not None:
-            for lane in ([0] if not split else range(lanes)):
-                self.line(depth + 1, f"loclab_copy_async<{size * (1 if split else lanes)}>("
-                                     f"&{name}[{local(lane)}], &{read} + {lane});")
-        elif vector:
-            self.line(depth + 1, f"const {vector[0]} {name}_v = "
-                                 f"*reinterpret_cast<const {vector[0]}*>(&{read});")
-            if split:
-                for lane in range(lanes):
-                    self.line(depth + 1, f"{name}[{local(lane)}] = {name}_v.{'xyzw'[lane]};")
-            else:  # a 16-byte store: a quarter of a warp's 512 bytes a pass, no conflict
-                self.line(depth + 1, f"*reinterpret_cast<{vector[0]}*>(&{name}[{local()}]) = "
-                                     f"{name}_v;")
-        else:
-            inside = " && ".join(f"{offset} < {width}"
-                                 for offset, width in zip(offsets, widths))
-            store = f"loclab_copy_async<{size}>(&{name}[{local()}], &{read})" \
-                if slot is not None else f"{name}[{local()}] = {read}"
-            self.line(depth + 1, f"if ({inside}) {store};")
-        self.line(depth, "}")
 
     def atomic(self, unit: Unit, loops: list[For]) -> Reduction | None:
         """The generalized reduction a mapped loop around the unit makes this update."""
@@ -1067,18 +921,8 @@ def _maps(item: Code) -> bool:
     return False
 
 
-def _walk(code: list[Code]) -> Iterator[Code]:
-    """Every piece of a code tree, outermost first."""
-    for item in code:
-        yield item
-        if isinstance(item, For):
-            yield from _walk(item.body)
-        elif isinstance(item, If):
-            yield from _walk(item.then + item.orelse)
-
-
 def _marks(code: list[Code]) -> Iterator[Mark]:
-    return (item for item in _walk(code) if isinstance(item, Mark))
+    return (item for item in walk(code) if isinstance(item, Mark))
 
 
 def _one_each(node: LoopNode) -> bool:
@@ -1111,43 +955,12 @@ def _whole_trip(item: For) -> tuple[int, Poly, list[Poly]] | None:
     return None
 
 
-def _reads_of(buffer: str, statements: Iterable[ast.stmt]) -> list[list[ast.expr]]:
-    """The subscripts of every read of a staged buffer in the statements."""
-    return [list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
-            for statement in statements for node in ast.walk(statement)
-            if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load)
-            and isinstance(node.value, ast.Name) and node.value.id == buffer]
-
-
-def _leading_marks(item: For) -> list[Mark]:
-    """The slices a loop stages first thing in each iteration, where nothing else inside it
-    stages one (its iterations then double-buffer them, ``pipelined``): none for a mapped
-    loop, a single iteration, or a loop counting down."""
-    if item.node.gpu or item.single or item.step <= 0:
-        return []
-    count = next((k for k, x in enumerate(item.body) if not isinstance(x, Mark)),
-                 len(item.body))
-    marks = [x for x in item.body[:count] if isinstance(x, Mark)]
-    if any(isinstance(x, Mark) for x in _walk(item.body[count:])):
-        return []
-    return marks
-
-
-def _buffer_size(extents: list[int], pad: int) -> int:
-    """Elements of a staged buffer with rows padded by ``pad``."""
-    return math.prod(extents[:-1]) * (extents[-1] + pad)
-
-
 def _threads_inside(code: list[Code]) -> bool:
-    return any(item.node.gpu.startswith("threadIdx") for item in _fors(code))
+    return any(item.node.gpu.startswith("threadIdx") for item in fors(code))
 
 
 def _calls(code: list[Code]) -> Iterator[Call]:
-    return (item for item in _walk(code) if isinstance(item, Call))
-
-
-def _fors(code: list[Code]) -> Iterator[For]:
-    return (item for item in _walk(code) if isinstance(item, For))
+    return (item for item in walk(code) if isinstance(item, Call))
 
 
 def _first_line(code: list[Code]) -> int:
@@ -1157,33 +970,11 @@ def _first_line(code: list[Code]) -> int:
 
 def _loop_names(code: list[Code], statements: dict[int, ast.stmt]) -> set[str]:
     """The loop variables a kernel declares: the tree's loops and loops kept as written."""
-    names = {item.var for item in _fors(code)}
+    names = {item.var for item in fors(code)}
     for statement in statements.values():
         names |= {n.target.id for n in ast.walk(statement)
                   if isinstance(n, ast.For) and isinstance(n.target, ast.Name)}
     return names
-
-
-def _largest_slice(marker: BufferMarker) -> list[int | None]:
-    """Per dimension, the widest slice at any point of the marker and any sizes (isl's
-    maximum with the sizes projected out): a constant for a tile, None if it grows."""
-    import islpy as isl
-
-    out: list[int | None] = []
-    functions = marker.marker.functions
-    for k in range(marker.rank):
-        width = isl.PwAff(functions[f"hi{k}"]).sub(isl.PwAff(functions[f"lo{k}"]))
-        values = width.as_map().range()
-        values = values.project_out(isl.dim_type.param, 0, values.dim(isl.dim_type.param))
-        if not values.dim_has_upper_bound(isl.dim_type.set, 0):
-            out.append(None)  # it grows with the sizes
-            continue
-        largest = values.dim_max(0)
-        pieces = largest.get_pieces()
-        constants = [aff.get_constant_val().to_python() for _, aff in pieces
-                     if aff.is_cst()]
-        out.append(max(constants) + 1 if pieces and len(constants) == len(pieces) else None)
-    return out
 
 
 def _corners(ranges: list[tuple[str, tuple[Value, Value]]]) -> Iterator[dict[str, Value]]:
