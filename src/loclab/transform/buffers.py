@@ -11,7 +11,8 @@ places it at the right spot of the loops it generates (:mod:`loclab.transform.co
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import functools
+from dataclasses import dataclass
 
 from loclab.transform.codegen import Marker, Value, parameter_value
 from loclab.transform.schedule import POSITION_STRIDE, Schedule
@@ -26,7 +27,16 @@ class BufferMarker:
     marker: Marker
     path: list[LoopNode]  # the loops around the marker (codegen names them from this)
     rank: int
-    extents: list[Value] = field(default_factory=list)  # the largest slice, per dimension
+    schedule: Schedule
+
+    @functools.cached_property
+    def extents(self) -> list[Value]:
+        """The largest slice per dimension, functions of the sizes (C declares the buffer
+        with them): computed only for an emitter that asks, isl's maxima over every point
+        of the marker being a good part of a register tile's emission."""
+        functions = self.marker.functions
+        return [_largest(self.schedule, functions[f"lo{k}"], functions[f"hi{k}"])
+                for k in range(self.rank)]
 
     @property
     def lows(self) -> list[str]:
@@ -107,8 +117,7 @@ def _marker(program: Program, schedule: Schedule, buffer: Buffer,
     bounds = _bounds(model.header, functions)
     marker = Marker(name, domain, f"{model.header}{{ {head} -> [{', '.join(times)}] }}",
                     bounds)
-    extents = [_largest(schedule, bounds[f"lo{k}"], bounds[f"hi{k}"]) for k in range(rank)]
-    result = BufferMarker(buffer, marker, path, rank, extents)
+    result = BufferMarker(buffer, marker, path, rank, schedule)
     marker.payload = result
     return result
 
