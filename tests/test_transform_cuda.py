@@ -280,6 +280,15 @@ def test_a_whole_tile_runs_its_innermost_loop_unrolled_and_without_guards():
     assert "for (I k = kk; k < loclab_min(K, kk + 16); ++k) {" in slow and "if (" in slow
 
 
+def test_only_innermost_loops_are_emitted_twice():
+    """A loop over a tile that holds another is emitted once (two versions per level of a
+    nest would grow the code with its depth, and unroll whole tiles of loops)."""
+    kernel = kernels_of(emitted(TRANSPOSE, "tile(i=32, j=32); grid(ii)").source)
+    assert kernel.count("// a whole tile") == 1
+    assert "for (I i = ii; i < loclab_min(N, ii + 32); ++i) {" in kernel
+    assert "for (I j = jj; j < jj + 32; ++j) {" in kernel
+
+
 def test_block_loops_over_a_tile_take_a_constant_number_of_iterations_a_thread():
     kernel = kernels_of(emitted(TRANSPOSE, STAGED_TRANSPOSITION).source)
     assert "for (int j_r = 0; j_r < 4; ++j_r) {" in kernel

@@ -579,12 +579,13 @@ class _KernelWriter:
             self.block(item.body, depth + 1, loops + [item])
             self.line(depth, "}")
             return
+        marks = [] if item.single or node.gpu else leading_marks(item)
         if item.single:
             stop = f"({start}) + {item.step}"
-        elif not node.gpu and leading_marks(item):
-            self.pipelined(item, leading_marks(item), depth, loops)
+        elif marks:
+            self.pipelined(item, marks, depth, loops)
             return
-        elif not node.gpu:
+        elif not node.gpu and _innermost(item):
             invariant = self._invariant_guards(item)
             whole = _whole_trip(item)
             if whole and whole[0] > MAX_UNROLLED:
@@ -627,11 +628,8 @@ class _KernelWriter:
         """The guards inside an innermost loop that hold or fail for all its iterations
         (on the sizes and the loops around it: a register tile's copies past the last
         tile's edge, a thread past the edge of the block's tile), with the guard on the
-        thread's iteration; none where a slice is staged inside (every thread must reach
-        its barriers)."""
+        thread's iteration."""
         body = list(walk(item.body))
-        if any(isinstance(x, (For, Mark)) for x in body):
-            return []
         assigned = {item.var}.union(*(_assigned(self.statements[id(x)]) for x in body
                                       if isinstance(x, Call)))
         conditions = [c_condition(x.condition) for x in body if isinstance(x, If)
@@ -935,6 +933,13 @@ def _one_each(node: LoopNode) -> bool:
         return False
     iterations = -(-values // node.tile) if node.tile else values
     return iterations <= node.threads
+
+
+def _innermost(item: For) -> bool:
+    """Whether a loop holds no loop and stages no slice: the only loops emitted twice
+    (``unswitched``), so that the code grows by one copy of a loop body, not by a copy per
+    level of a nest (and no barrier is duplicated)."""
+    return not any(isinstance(x, (For, Mark)) for x in walk(item.body))
 
 
 def _whole_trip(item: For) -> tuple[int, Poly, list[Poly]] | None:
