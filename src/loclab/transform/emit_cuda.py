@@ -372,9 +372,10 @@ class _Emitter:
             if name in typing.integers or name in host_loops:
                 params.append(f"I {name}")
                 passed.append(f"I({name})")
-            elif name in self.parameters or name in self.host_scalars:
-                params.append(f"{c_type(self.compute)} {name}")
-                passed.append(f"np.{self.compute.name}({name})")
+            elif name in typing.scalars:  # an argument or a host scalar (kernel: given)
+                kind = typing.scalars[name]
+                params.append(f"{c_type(kind)} {name}")
+                passed.append(f"np.{kind.name}({name})")
             else:
                 raise UsageError(f"{self.where}: {name} is read in a kernel but is neither an "
                                  "argument nor a value the host computes")
