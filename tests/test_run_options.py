@@ -168,7 +168,7 @@ def test_a_directory_of_ones_own_files_is_not_a_report_directory(tmp_path, capsy
 
 def test_a_report_replaces_an_earlier_report(tmp_path):
     report = tmp_path / "report"
-    argv = [*SMALL, "--case", "transpose", "--quiet", "--report", str(report)]
+    argv = [*SMALL, "--case", "copy", "--quiet", "--report", str(report)]
     assert main(argv) == 0
     assert main(argv) == 0
     assert (report / "README.md").exists()

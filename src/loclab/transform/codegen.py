@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Union
 
 from loclab.nest.expr import BoolOp, Compare, Condition, Poly
+from loclab.transform.copy_groups import Follower, copy_groups
 from loclab.transform.schedule import Placed, Schedule
 from loclab.transform.tree import LoopNode
 
@@ -93,11 +94,13 @@ class Codegen:
         self.values: dict[str, dict[str, "isl.AstExpr"]] = {}
         self.params = {name: original for original, name in
                        zip(self.model.symbolic, self.model.isl_parameters)}
+        self.followers = copy_groups(schedule)
 
     def run(self) -> list[Code]:
         import islpy as isl
 
-        schedule = self.schedule.codegen_schedule
+        schedule = self.schedule.codegen_schedule(
+            {f.placed.number for group in self.followers.values() for f in group})
         for marker in self.markers.values():
             schedule = schedule.union(isl.UnionMap(marker.schedule).intersect_domain(
                 isl.UnionSet(marker.domain)))
@@ -148,7 +151,7 @@ class Codegen:
                 return then if known else orelse
             return [If(condition, then, orelse)]
         if kind == isl.ast_node_type.user:
-            return [self.call(node.user_get_expr(), names)]
+            return self.call(node.user_get_expr(), names)
         if kind == isl.ast_node_type.mark:
             return self.block(node.mark_get_node(), names)
         raise AssertionError(f"unexpected isl AST node {kind}")
@@ -199,15 +202,59 @@ class Codegen:
         assert op == isl.ast_expr_op_type.le
         return plus(bound, 1)
 
-    def call(self, expr: "isl.AstExpr", names: dict[str, str]) -> Code:
+    def call(self, expr: "isl.AstExpr", names: dict[str, str]) -> list[Code]:
+        """The unit's call (or the marker's code), and its followers' (``copy_groups``)."""
         name = expr.op_get_arg(0).id_get_id().name
         args = [self.value(expr.op_get_arg(k), names) for k in range(1, expr.op_get_n_arg())]
         if name in self.markers:
             marker = self.markers[name]
             values = {key: self.value(e, names)
                       for key, e in self.values.get(name, {}).items()}
-            return Mark(marker, values)
-        return Call(self.schedule.placed[int(name[1:])], args)
+            return [Mark(marker, values)]
+        number = int(name[1:])
+        return _merged([Call(self.schedule.placed[number], args),
+                        *(self._follower(f, args) for f in self.followers.get(number, []))])
+
+    def _follower(self, follower: Follower, args: list[Value]) -> Code:
+        """A copy's call at its leader's coordinates shifted, under its guard (one ``If`` a
+        condition, as isl writes them)."""
+        code: Code = Call(follower.placed, [plus(value, offset) if offset else value
+                                            for value, offset in zip(args, follower.offsets)])
+        if follower.guard is None:
+            return code
+        pieces = [self._conditions_of(basic, args) for basic in follower.guard.get_basic_sets()]
+        if len(pieces) > 1:
+            return If(joined("or", [joined("and", piece) for piece in pieces]), [code], [])
+        for condition in reversed(pieces[0]):
+            if truth(condition) is not True:
+                code = If(condition, [code], []) if truth(condition) is None \
+                    else If(condition, [], [])
+        return code
+
+    def _conditions_of(self, basic: "isl.BasicSet", args: list[Value]) -> list[Condition]:
+        """The constraints of an isl set without divisions over a unit's coordinates
+        (``args``, and the sizes), each as a comparison of their values: the terms with a
+        positive coefficient on the left (``M >= i + 2``)."""
+        import islpy as isl
+
+        t = isl.ast_expr_op_type
+        names = [basic.get_dim_name(isl.dim_type.param, k)
+                 for k in range(basic.dim(isl.dim_type.param))]
+        out = []
+        for constraint in basic.get_constraints():
+            terms = [(_integer(constraint.get_coefficient_val(isl.dim_type.param, k)),
+                      Poly.symbol(self.params.get(name, name))) for k, name in enumerate(names)]
+            terms += [(_integer(constraint.get_coefficient_val(isl.dim_type.set, k)), arg)
+                      for k, arg in enumerate(args)]
+            terms.append((_integer(constraint.get_constant_val()), Poly.const(1)))
+            sides: list[Value] = [Poly.const(0), Poly.const(0)]
+            for coefficient, value in terms:
+                if coefficient:
+                    side = 0 if coefficient > 0 else 1
+                    sides[side] = self._apply(t.add, [sides[side], self._apply(
+                        t.mul, [Poly.const(abs(coefficient)), value])])
+            out.append(comparison("==" if constraint.is_equality() else ">=", *sides))
+        return out
 
     # -- expressions ------------------------------------------------------------------------
     def value(self, expr: "isl.AstExpr", names: dict[str, str]) -> Value:
@@ -277,6 +324,23 @@ class Codegen:
         compare = {t.lt: "<", t.le: "<=", t.gt: ">", t.ge: ">=", t.eq: "=="}[op]
         left, right = (self.value(a, names) for a in args)
         return comparison(compare, left, right)
+
+
+def _merged(codes: list[Code]) -> list[Code]:
+    """Adjacent ``If``s of one condition (and no ``else``) as one."""
+    out: list[Code] = []
+    for code in codes:
+        last = out[-1] if out else None
+        if isinstance(code, If) and isinstance(last, If) and not code.orelse \
+                and not last.orelse and code.condition == last.condition:
+            out[-1] = If(code.condition, _merged(last.then + code.then), [])
+        else:
+            out.append(code)
+    return out
+
+
+def _integer(value: "isl.Val") -> int:
+    return int(value.to_python())
 
 
 def plus(value: Value, constant: int) -> Value:

@@ -139,15 +139,15 @@ class Schedule:
         return (f"{self.model.header}{{ {placed.name}[{coords}] -> "
                 f"[{', '.join(times)}] }}")
 
-    @cached_property
-    def codegen_schedule(self) -> "isl.UnionMap":
+    def codegen_schedule(self, left_out: set[int]) -> "isl.UnionMap":
         """Every unit's instances -> their time, for isl's AST generator (the domain is the
-        map's)."""
+        map's); units ``left_out`` (by number) are not in it (codegen writes them itself)."""
         import islpy as isl
 
         out = isl.UnionMap(f"{self.model.header}{{ }}")
         for placed in self.placed:
-            out = _simplified(out, self.unit_domain(placed), self.unit_schedule(placed))
+            if placed.number not in left_out:
+                out = _simplified(out, self.unit_domain(placed), self.unit_schedule(placed))
         return out
 
     def instance(self, statement: Statement, placed: Placed, role: str = "x") -> str:
