@@ -218,6 +218,30 @@ def _small(function: str) -> dict[str, int]:
 
 # --- choices by measurement -----------------------------------------------------------------
 
+def test_candidates_are_checked_against_one_run_of_the_original():
+    """The original's outputs at the tuning sizes are computed once (``measure.reference``)
+    and every candidate compared with them: a wrong candidate still fails, a right one
+    passes, and the original is not run again."""
+    from loclab.optimize import measure
+
+    found = planned(RECIPES, "transpose", rows=9, cols=7)
+    program = found.as_written.program
+    inputs = measure.make_inputs(program, found.sizes)
+    calls = []
+
+    def original(A, B, rows, cols):
+        calls.append(1)
+        B[:, :] = A.T
+
+    def wrong(A, B, rows, cols):
+        B[:, :] = A.T + 1.0
+
+    reference = measure.reference(original, program, inputs, found.sizes)
+    assert measure.check(reference, original, program, inputs, found.sizes).valid
+    assert not measure.check(reference, wrong, program, inputs, found.sizes).valid
+    assert len(calls) == 2  # the reference's run and the candidate's, none for the checks
+
+
 def test_the_fastest_valid_recipe_is_kept(monkeypatch):
     from loclab.measure.attempt import Attempt
     from loclab.measure.stats import summarize

@@ -196,8 +196,11 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
     else:
         code = replace(code, scalar_types=measure.scalar_types(original,
                                                                planned.as_written.program))
+    # the original's outputs at the tuning sizes, computed once: every candidate's check
+    reference = (measure.reference(original, planned.as_written.program, arguments, sizes,
+                                   inputs) if original is not None else None)
     if target == "gpu":
-        return optimize_gpu(planned, arguments, original, original_error, tune=tune,
+        return optimize_gpu(planned, arguments, reference, original_error, tune=tune,
                             timing=timing, notes=notes, say=say, supplier=inputs)
     candidates: list[Any] = []
     kept = tuned = None
@@ -208,7 +211,8 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
         from loclab.optimize.search import fastest_recipe
 
         say("measuring the acceptable recipes")
-        kept, candidates = fastest_recipe(searching, planned.plans, original, arguments, sizes)
+        kept, candidates = fastest_recipe(searching, planned.plans, reference, arguments,
+                                          sizes)
         chosen = candidates[kept].chosen
     else:
         chosen, _ = choose(code, planned.plans)
@@ -219,14 +223,14 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
         from loclab.optimize.search import tune_tiles
 
         say("tuning the tiles by measurement")
-        tuned = tune_tiles(searching, [c.plan for c in chosen], original, arguments, sizes,
+        tuned = tune_tiles(searching, [c.plan for c in chosen], reference, arguments, sizes,
                            device_name("cpu", detect_machine(with_gpu=False), used_threads),
                            tuning_cache)
     tiles = {plan.band.key: plan.band.choice.tile for plan in bands}
     tiles.update(tuned.tiles if tuned else {})
     say("verifying against the original")
     chosen, result, verification, verdict, optimized = _proved(
-        code, planned.plans, chosen, tiles, original, arguments, sizes, notes, inputs)
+        code, planned.plans, chosen, tiles, reference, arguments, sizes, notes, inputs)
     say("timing the original and the optimized function")
     times = measure.compare_times(
         measure.compile_original(planned.as_written) if original else None, optimized,
@@ -249,7 +253,7 @@ def _only_function(source: str, filename: str) -> str:
 
 
 def _proved(code: Any, plans: list[list[Any]], chosen: list[Any], tiles: Mapping[str, int],
-            original: Callable[..., Any] | None, inputs: Mapping[str, Any],
+            original: Any, inputs: Mapping[str, Any],
             sizes: Mapping[str, int], notes: list[str],
             supplier: Callable[..., Any] | None = None) -> tuple[Any, ...]:
     """The kept recipe, verified (against the original as Python, past the largest tile)

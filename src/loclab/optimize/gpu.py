@@ -49,12 +49,14 @@ class GpuTuning:
         return {"trials": [t.to_json() for t in self.trials], "kept": self.kept}
 
 
-def optimize_gpu(planned: Any, inputs: Mapping[str, Any], original: Callable[..., Any] | None,
+def optimize_gpu(planned: Any, inputs: Mapping[str, Any], original: Any,
                  original_error: str | None, *, tune: bool, timing: Any,
                  notes: list[str], say: Callable[[str], None],
                  supplier: Callable[..., Any] | None = None) -> Any:
-    """The ``Optimized`` result for the GPU (see the module); ``supplier``: the user's
-    inputs function, where the inputs are theirs."""
+    """The ``Optimized`` result for the GPU (see the module); ``original``: the original's
+    ``measure.reference`` on ``inputs`` (None where it does not run under Numba: nothing
+    measured to choose), ``supplier``: the user's inputs function, where the inputs are
+    theirs."""
     from loclab.gpu import gpu_unavailable_reason
     from loclab.optimize import Optimized
 
@@ -115,7 +117,7 @@ def _recipe(plan: GpuPlan) -> str:
 
 
 def _attempt(plan: GpuPlan, arrays: Any, scalars: Any, configs: tuple[Config, ...],
-             original: Callable[..., Any], inputs: Mapping[str, Any],
+             original: Any, inputs: Mapping[str, Any],
              sizes: Mapping[str, int]) -> Trial:
     from loclab.measure.timing import BUDGETS
     from loclab.optimize import measure
@@ -136,7 +138,7 @@ def _attempt(plan: GpuPlan, arrays: Any, scalars: Any, configs: tuple[Config, ..
     return Trial(configs, summary.median)
 
 
-def _search(plan: GpuPlan, arrays: Any, scalars: Any, original: Callable[..., Any],
+def _search(plan: GpuPlan, arrays: Any, scalars: Any, original: Any,
             inputs: Mapping[str, Any], sizes: Mapping[str, int], tuning: GpuTuning,
             notes: list[str]) -> tuple[Config, ...]:
     """Local search from the model's configs: one nest's knobs moved at a time to a
@@ -167,7 +169,7 @@ def _search(plan: GpuPlan, arrays: Any, scalars: Any, original: Callable[..., An
 
 
 def _proved(plan: GpuPlan, arrays: Any, scalars: Any, configs: tuple[Config, ...],
-            original: Callable[..., Any] | None, inputs: Mapping[str, Any],
+            original: Any, inputs: Mapping[str, Any],
             sizes: Mapping[str, int], supplier: Callable[..., Any] | None = None
             ) -> tuple[Any, Any, Any, Any]:
     """The kept configs' function verified against the original run as Python past a

@@ -141,11 +141,22 @@ def named_arguments(program: Any, inputs: Mapping[str, Any]) -> dict[str, Any]:
     return dict(zip(argument_names(program), arguments(program, inputs)))
 
 
-def check(original: Callable[..., Any], optimized: Callable[..., Any], program: Any,
+def reference(original: Callable[..., Any], program: Any, inputs: Mapping[str, Any],
+              sizes: Mapping[str, int], supplier: Supplier | None = None) -> Any:
+    """The original's outputs on ``inputs`` (a ``loclab.transform.verify.Reference``), for
+    ``check`` to compare every candidate with: the original runs once, not once a
+    candidate (seconds a run at the sizes a GPU is timed at)."""
+    from loclab.transform.verify import reference_run
+
+    return reference_run(original, program, inputs, sizes, supplier)
+
+
+def check(original: Any, optimized: Callable[..., Any], program: Any,
           inputs: Mapping[str, Any], sizes: Mapping[str, int],
           length: int | None = None) -> Check:
-    """Both functions on copies of ``inputs``: every output equal, or within the tolerance of
-    a reordered reduction (of ``length``, where given: see ``compare_runs``)."""
+    """Both functions on copies of ``inputs`` (the original: or its ``reference`` on these
+    inputs): every output equal, or within the tolerance of a reordered reduction (of
+    ``length``, where given: see ``compare_runs``)."""
     from loclab.transform.verify import compare_runs
 
     verification = compare_runs(original, optimized, program, dict(inputs), dict(sizes),

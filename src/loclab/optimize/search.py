@@ -63,7 +63,7 @@ class Candidate:
                 "error": self.attempt.error or (check.problem if check else None)}
 
 
-def measured(build: Callable[[], Any], original: Callable[..., Any],
+def measured(build: Callable[[], Any], original: Any,
              inputs: Mapping[str, Any], sizes: Mapping[str, int], params: dict[str, Any],
              timing: Budget = TUNE_TIMING) -> Attempt:
     """Build a transformed function, compile it, check it against the original on the same
@@ -81,7 +81,7 @@ def measured(build: Callable[[], Any], original: Callable[..., Any],
 
 
 def fastest_recipe(source: Source, plans: Sequence[Sequence[NestPlan]],
-                   original: Callable[..., Any], inputs: Mapping[str, Any],
+                   original: Any, inputs: Mapping[str, Any],
                    sizes: Mapping[str, int]) -> tuple[int, list[Candidate]]:
     """Every acceptable recipe, from each nest's most ambitious plan (tier 0) to its last
     (sequential), each measured: the index of the fastest valid one, and all of them."""
@@ -106,7 +106,7 @@ def space(bands: Sequence[TiledBand]) -> Space:
                  default={band.key: band.choice.tile for band in bands})
 
 
-def tune_tiles(source: Source, plans: Sequence[NestPlan], original: Callable[..., Any],
+def tune_tiles(source: Source, plans: Sequence[NestPlan], original: Any,
                inputs: Mapping[str, Any], sizes: Mapping[str, int], device: str,
                cache_path: Path | None, timing: Budget = TUNE_TIMING,
                on_trial: Callable[[Trial], None] | None = None) -> Tuned:

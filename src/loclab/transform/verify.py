@@ -164,22 +164,43 @@ def bounds_checked(function: Callable[..., Any]) -> Callable[..., Any]:
     return numba.njit(boundscheck=True, **kept)(function.py_func)
 
 
-def compare_runs(original: Callable[..., Any], transformed: Callable[..., Any], program: Any,
-                 inputs: dict[str, Any], sizes: dict[str, int],
+@dataclass(frozen=True)
+class Reference:
+    """The original's outputs on its own copies of some inputs: run once, then what every
+    candidate run on the same inputs is compared with (a tuner's trials, a verification
+    after them): the original at the sizes timed takes seconds where a candidate takes
+    milliseconds on a GPU."""
+
+    arguments: dict[str, Any]  # every argument after the original's call
+    returned: Any
+
+
+def reference_run(original: Callable[..., Any], program: Any, inputs: Mapping[str, Any],
+                  sizes: Mapping[str, int], supplier: Supplier | None = None) -> Reference:
+    """The original run on copies of ``inputs``; where it fails, the inputs do not suit it
+    (``original_failed``, blamed on ``supplier`` where given)."""
+    arguments = _copies(dict(inputs))
+    try:
+        returned = run(original, program, arguments)
+    except Exception as err:
+        raise original_failed(err, program, dict(sizes), supplier) from None
+    return Reference(arguments, returned)
+
+
+def compare_runs(original: Callable[..., Any] | Reference, transformed: Callable[..., Any],
+                 program: Any, inputs: dict[str, Any], sizes: dict[str, int],
                  length: int | None = None, supplier: Supplier | None = None
                  ) -> Verification:
-    """Run both functions on their own copies of ``inputs`` and compare every array argument
-    and the return value (a reordered reduction within its tolerance; ``length``: the
-    longest chain of float operations the transformed code may round differently, where
-    that is not only the program's reordered reductions). ``supplier``: where the inputs
-    came from (None: loclab), for the message where the original fails on them."""
+    """Run both functions on their own copies of ``inputs`` (the original: or its
+    ``Reference`` on these inputs, run before) and compare every array argument and the
+    return value (a reordered reduction within its tolerance; ``length``: the longest chain
+    of float operations the transformed code may round differently, where that is not only
+    the program's reordered reductions). ``supplier``: where the inputs came from (None:
+    loclab), for the message where the original fails on them."""
     chosen = dict(sizes)
-    expected_args = _copies(inputs)
+    reference = original if isinstance(original, Reference) else reference_run(
+        original, program, inputs, chosen, supplier)
     actual_args = _copies(inputs)
-    try:
-        expected = run(original, program, expected_args)
-    except Exception as err:
-        raise original_failed(err, program, chosen, supplier) from None
     try:
         actual = run(transformed, program, actual_args)
     except Exception as err:
@@ -187,6 +208,7 @@ def compare_runs(original: Callable[..., Any], transformed: Callable[..., Any], 
                                 f"not (a bug in loclab: please report it): "
                                 f"{describe(err)}") from None
     length = reordered_length(program, chosen) if length is None else length
+    expected_args, expected = reference.arguments, reference.returned
     compared = [compare_outputs(name, expected_args[name], actual_args[name], length)
                 for name in expected_args if isinstance(expected_args[name], np.ndarray)]
     if expected is not None or actual is not None:
