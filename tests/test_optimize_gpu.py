@@ -58,7 +58,9 @@ def check_grids(source: str, sizes: dict[str, int]) -> None:
     for mapping in mapped.mappings:
         if not mapping.grid:
             continue
-        grid_lines = [g.line for g in mapping.grid]
+        # a point: the host loops' iteration (kernels launched one after another: touching
+        # one location in two of them is no conflict) and the grid's
+        grid_lines = [h.line for h in mapping.host] + [g.line for g in mapping.grid]
         top = mapping.top.line
         by_location = defaultdict(list)
         last_write: dict[str, tuple] = {}
@@ -77,15 +79,26 @@ def check_grids(source: str, sizes: dict[str, int]) -> None:
                 continue
             if inside:
                 by_location[access.location].append((point, access))
+        hosts = len(mapping.host)
         for location, touched in by_location.items():
-            points = {p for p, _ in touched}
-            if len(points) < 2 or not any(a.write for _, a in touched):
-                continue
-            if location[0] in mapping.atomics and len({a.line for _, a in touched}) == 1:
-                continue
-            grid = ", ".join(g.var for g in mapping.grid)
-            raise AssertionError(f"{location} touched by grid points {sorted(points)[:3]} "
-                                 f"of ({grid})\n{source}")
+            launches = defaultdict(list)
+            for point, access in touched:
+                launches[point[:hosts]].append((point, access))
+            for launch in launches.values():
+                check_launch(mapping, location, launch, source)
+
+
+def check_launch(mapping, location, touched, source: str) -> None:
+    """One location's accesses in one launch of a mapped nest: from one grid point, all
+    reads, or all the atomic update."""
+    points = {p for p, _ in touched}
+    if len(points) < 2 or not any(a.write for _, a in touched):
+        return
+    if location[0] in mapping.atomics and len({a.line for _, a in touched}) == 1:
+        return
+    grid = ", ".join(g.var for g in (*mapping.host, *mapping.grid))
+    raise AssertionError(f"{location} touched by grid points {sorted(points)[:3]} "
+                         f"of ({grid})\n{source}")
 
 
 @settings(max_examples=30, deadline=None, derandomize=True, database=None,
@@ -215,6 +228,48 @@ def test_every_lecture_kernel_compiles_with_at_most_a_few_spilled_bytes(path, fu
     assert spilled and max(spilled) <= SPILL_ALLOWANCE, run.stderr
 
 
+STENCIL = """
+def jacobi(A, B, T, N):
+    for t in range(T):
+        for i in range(1, N - 1):
+            for j in range(1, N - 1):
+                B[i, j] = 0.25 * (A[i - 1, j] + A[i + 1, j] + A[i, j - 1] + A[i, j + 1])
+        for i in range(1, N - 1):
+            for j in range(1, N - 1):
+                A[i, j] = B[i, j]
+"""
+KERNELS = Path(__file__).parent / "data" / "kernels"
+
+
+def test_a_time_loop_stays_on_the_host_and_launches_the_nests_inside():
+    found, mapped = gpu_planned(STENCIL, "jacobi", T=50, N=300)
+    assert [(m.host[0].var, [g.var for g in m.grid]) for m in mapped.mappings] == [
+        ("t", ["i", "j"]), ("t", ["i", "j"])]
+    inputs = make_inputs(found.as_written.program, found.sizes)
+    cuda = mapped.emit(*argument_types(inputs, ["T", "N"]))
+    launcher = cuda.module[cuda.module.index("def jacobi("):]
+    assert "    for t in range(T):\n" in launcher and launcher.count("_kernel(") == 2
+    compile(cuda.module, "<launcher>", "exec")
+
+
+def test_verification_runs_few_time_steps_and_kernels_past_a_block():
+    from loclab.optimize.gpu import verification_sizes
+
+    _, mapped = gpu_planned(STENCIL, "jacobi", T=50, N=300)
+    assert verification_sizes(mapped, 37, 5) == {"T": 5, "N": 37}
+
+
+def test_nothing_parallel_at_sizes_one_thread_cannot_run_is_refused_in_one_line(capsys):
+    from loclab.cli import main
+
+    argv = ["optimize", f"{KERNELS / 'seidel_2d.py'}::seidel_2d", "--target", "gpu",
+            "--param", "TSTEPS=100", "--param", "N=1000"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no loop can run on GPU threads (t stays sequential" in err[0]
+    assert "--target cpu" in err[0]
+
+
 def test_without_a_gpu_the_code_is_written_and_said_to_be_unrun(monkeypatch):
     import loclab.gpu
 
@@ -242,6 +297,15 @@ def test_every_lecture_nest_runs_on_the_gpu_and_agrees(path, function):
     result = optimize_file(path, function, target="gpu", tune=False, timing=QUICK)
     assert result.verification.ok and result.check.valid, result.notes
     assert result.timing.optimized.median > 0
+
+
+@pytest.mark.gpu
+def test_time_steps_launched_from_the_host_agree_with_the_original():
+    result = optimize_file(KERNELS / "jacobi_2d.py", "jacobi_2d", target="gpu", timing=QUICK,
+                           params={"TSTEPS": 20, "N": 150})
+    assert result.verification.ok and result.check.valid, result.notes
+    assert all("(on the host)" in nest.level for nest in result.nests)
+    assert result.verification.sizes["TSTEPS"] == 5
 
 
 @pytest.mark.gpu

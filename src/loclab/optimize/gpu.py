@@ -20,6 +20,7 @@ from loclab.optimize.cuda import GpuPlan, argument_types, gpu_plan
 from loclab.optimize.cuda.mapping import Config, neighbours
 
 SEARCH_TRIALS = 12  # configs measured beyond the model's, at most
+ONE_THREAD_MOST = 2**24  # statement instances one GPU thread may run (about 0.1-1 s)
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,7 @@ def optimize_gpu(planned: Any, inputs: Mapping[str, Any], original: Any,
 
     plan = gpu_plan(planned)
     program = planned.as_written.program
+    refuse_one_thread(plan, planned.sizes)
     arrays, scalars = argument_types(inputs, list(program.nest.parameters))
     configs = tuple(plan.default_configs())
     missing = gpu_unavailable_reason()
@@ -89,6 +91,28 @@ def optimize_gpu(planned: Any, inputs: Mapping[str, Any], original: Any,
                      nest_results(plan, emitted, kept), _recipe(plan), emitted.module,
                      verification, check, times, tuning if tuning.trials else None, [], None,
                      notes, emitted)
+
+
+def refuse_one_thread(plan: GpuPlan, sizes: Mapping[str, int]) -> None:
+    """Refuse (UsageError, one line) a function none of whose loops runs on GPU threads
+    (dependences on every loop) at sizes where one thread would run more than
+    ONE_THREAD_MOST statement instances: slower than the host by far, and too slow to time."""
+    from loclab.errors import UsageError
+    from loclab.transform.inputs import instances, sizes_text
+
+    if any(mapping.grid for mapping in plan.mappings):
+        return
+    program = plan.planned.as_written.program
+    work = instances(program, sizes)
+    if work <= ONE_THREAD_MOST:
+        return
+    why = next((why for mapping in plan.mappings for step, why in mapping.reasons
+                if step == "one thread"), "every loop carries a dependence")
+    raise UsageError(f"{program.syntax.filename}::{plan.planned.code.function}: no loop can "
+                     f"run on GPU threads ({why}); at {sizes_text(sizes)} its {work:.3g} "
+                     "statement instances would run in one GPU thread, far slower than on "
+                     "the host: optimize it with --target cpu, or choose smaller sizes with "
+                     "--param")
 
 
 def check_device_memory(inputs: Mapping[str, Any], sizes: Mapping[str, int],
@@ -186,7 +210,7 @@ def _proved(plan: GpuPlan, arrays: Any, scalars: Any, configs: tuple[Config, ...
     function = on_host_arrays(compiled)
     span = max((c.block[i] * c.tile[i] for c in configs for i in range(len(c.block))),
                default=1)
-    small = {p: span + VERIFY_MARGIN for p in program.nest.parameters}
+    small = verification_sizes(plan, span + VERIFY_MARGIN, VERIFY_MARGIN)
     small_inputs = measure.make_inputs(program, small, supplier)
     small_inputs = {name: value.astype(arrays[name][0]) if name in arrays else value
                     for name, value in small_inputs.items()}
@@ -201,6 +225,23 @@ def _proved(plan: GpuPlan, arrays: Any, scalars: Any, configs: tuple[Config, ...
     if not check.valid:
         raise _bug(check.problem)
     return emitted, compiled, verification, check
+
+
+def verification_sizes(plan: GpuPlan, past_a_block: int, few: int) -> dict[str, int]:
+    """Sizes the original runs at as Python to verify the kernels: ``past_a_block`` (a
+    block's tile and a partial one more) for every size that bounds a loop of a kernel;
+    ``few`` for a size that only bounds host loops (a stencil's time steps): their count
+    changes no kernel's edges, and a Python original runs them all."""
+    host = {id(loop) for mapping in plan.mappings for loop in mapping.host}
+    program = plan.planned.as_written.program
+    in_kernels = {symbol for loop in plan.planned.context.analysis.nest.loops
+                  if id(loop) not in host
+                  for bound in (loop.start, loop.stop) if bound is not None
+                  for symbol in bound.symbols()}
+    host_only = {symbol for mapping in plan.mappings for loop in mapping.host
+                 for bound in (loop.start, loop.stop) if bound is not None
+                 for symbol in bound.symbols()} - in_kernels
+    return {p: few if p in host_only else past_a_block for p in program.nest.parameters}
 
 
 def rounding_length(program: Any, sizes: Mapping[str, int]) -> int:
@@ -255,6 +296,9 @@ def nest_results(plan: GpuPlan, emitted: Any, configs: tuple[Config, ...]) -> li
             if mapping.top.statements() else (mapping.top.var,)
         level = "threads over " + ", ".join(label(g) for g in mapping.grid) \
             if mapping.grid else "one thread"
+        if mapping.host:
+            level += " in each iteration of " + ", ".join(label(h) for h in mapping.host) \
+                + " (on the host)"
         out.append(NestResult(mapping.top.line, loops, level,
                               tuple(s for s in steps if s[0] != "one thread"),
                               tuple(why for step, why in steps if step == "one thread"),

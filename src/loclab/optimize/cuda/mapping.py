@@ -49,6 +49,9 @@ class NestMapping:
     # shuffles after the loop: a warp per grid iteration (then ``x`` is None).
     split: Loop | None = None
     reductions: tuple[tuple[str, str], ...] = ()
+    # loops around ``top`` that run on the host, each iteration launching this kernel (a
+    # stencil's time steps): their variables are the kernel's integer arguments
+    host: tuple[Loop, ...] = ()
 
     def axis(self, loop: Loop) -> int:
         """0 (x), 1 (y) or 2 (z): x is ``self.x`` (or a warp's lanes, where the loop inside

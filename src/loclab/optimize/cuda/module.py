@@ -69,25 +69,37 @@ def emit_function(function: ast.FunctionDef, filename: str, line_offset: int,
     body = function.body
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]
+    def kernel_of(node: ast.For, host: Sequence[str]) -> str:
+        """The kernel of the nest at ``node`` written, and the Python that launches it
+        (``host``: the variables of the host loops around it, integer arguments)."""
+        mapping, config = by_line[node.lineno]
+        reads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        early = assigned_in_nests & reads - assigned([node])
+        if early:
+            raise UsageError(f"{where(node)}: {sorted(early)[0]} is assigned by an earlier "
+                             "loop and read here: on the GPU each thread keeps its own")
+        typing = Typing(element_types, ndims, _compute_type(element_types),
+                        {n: t for n, t in scalars.items() if n not in sizes}, set())
+        writer = KernelWriter(f"nest_{node.lineno + line_offset}", mapping, config,
+                              typing, {s: _c_name(s) for s in [*sizes, *host]},
+                              set(scalars) - set(sizes), dict(loops), where)
+        kernel = writer.write()
+        kernels.append(kernel)
+        assigned_in_nests.update(assigned([node]))
+        return _launch(kernel)
+
     for node in body:
-        if isinstance(node, ast.For):
-            mapping, config = by_line[node.lineno]
-            reads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-            early = assigned_in_nests & reads - assigned([node])
-            if early:
-                raise UsageError(f"{where(node)}: {sorted(early)[0]} is assigned by an earlier "
-                                 "loop and read here: on the GPU each thread keeps its own")
-            typing = Typing(element_types, ndims, _compute_type(element_types),
-                            {n: t for n, t in scalars.items() if n not in sizes}, set())
-            writer = KernelWriter(f"nest_{node.lineno + line_offset}", mapping, config,
-                                  typing, {s: _c_name(s) for s in sizes},
-                                  set(scalars) - set(sizes), dict(loops), where)
-            kernel = writer.write()
-            kernels.append(kernel)
-            calls.append(_launch(kernel))
-            assigned_in_nests |= assigned([node])
-            continue
-        calls.append(_host_statement(node, element_types, ndims, where, assigned_in_nests))
+        if isinstance(node, ast.For) and node.lineno in by_line:
+            calls.append(kernel_of(node, ()))
+        elif isinstance(node, ast.For) and isinstance(node.target, ast.Name) \
+                and all(isinstance(child, ast.For) and child.lineno in by_line
+                        for child in node.body):  # a host loop (plan.host_nests)
+            launches = [kernel_of(child, (node.target.id,)) for child in node.body]
+            calls.append(f"for {node.target.id} in {ast.unparse(node.iter)}:\n" + "\n".join(
+                "    " + line for launch in launches for line in launch.splitlines()))
+        else:
+            calls.append(_host_statement(node, element_types, ndims, where,
+                                         assigned_in_nests))
     source = HELPERS + "\n\n".join(k.text for k in kernels) + "\n"
     module = _module_text(function, filename, kernels, source, calls, dtypes, scalars,
                           overlaps, as_written)

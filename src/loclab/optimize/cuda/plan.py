@@ -35,42 +35,83 @@ def gpu_mappings(source: Source, context: Context, loops: dict[int, Any]
                  ) -> tuple[list[NestMapping], list[list[tuple[str, str]]]]:
     """The first grid the transformer accepts for every top-level nest, nest after nest
     (each proof includes the steps kept for the nests before it), and per nest the grids
-    refused on the way with the transformer's reason."""
+    refused on the way with the transformer's reason. A top loop no grid holds whose body is
+    loops alone (a stencil's time steps) stays on the host: each of its iterations launches
+    the kernels of the nests inside it, mapped the same way (``host_nests``)."""
     done: list[Step] = []
     kept: list[NestMapping] = []
     refused_all: list[list[tuple[str, str]]] = []
-    analysis = context.analysis
-    for top in top_loops(analysis):
-        refused: list[tuple[str, str]] = []
-        with_atomics = None
-        for order, grid in _candidates(analysis, top):
-            steps = _steps(analysis, top, order, grid)
-            try:
-                result = source.transform([*done, *steps])
-            except _refusals() as err:
-                refused.append((_grid_text(grid), refusal(err)))
+    for top in top_loops(context.analysis):
+        mapping, refused, steps = _map_nest(source, context, loops, top, done)
+        if not mapping.grid:
+            inside = host_nests(source, context, loops, top, done)
+            if inside is not None:
+                for inner, inner_refused, inner_steps in inside:
+                    done += inner_steps
+                    kept.append(inner)
+                    refused_all.append(refused + inner_refused)
                 continue
-            atomics, problem = _atomics(result.program, grid)
-            if problem:
-                refused.append((_grid_text(grid), problem))
-                continue
-            if atomics:  # kept only where no grid without atomic updates holds
-                with_atomics = with_atomics or (order, grid, atomics, steps)
-                continue
-            mapping = _mapping(context, top, order, grid, atomics, tuple(steps), loops)
-            mapping, steps = _with_split(source, context, mapping, [*done, *steps], steps)
-            done += steps
-            kept.append(mapping)
-            break
-        else:
-            if with_atomics is not None:
-                order, grid, atomics, steps = with_atomics
-                done += steps
-                kept.append(_mapping(context, top, order, grid, atomics, tuple(steps), loops))
-            else:
-                kept.append(_sequential(context, top, loops))
+        done += steps
+        kept.append(mapping)
         refused_all.append(refused)
     return kept, refused_all
+
+
+def _map_nest(source: Source, context: Context, loops: dict[int, Any], top: Loop,
+              done: list[Step]) -> tuple[NestMapping, list[tuple[str, str]], list[Step]]:
+    """The first grid the transformer accepts for the nest at ``top`` after the steps
+    ``done`` (one without atomic updates first), the grids refused on the way, and the
+    steps that prove it (none: one thread runs the nest)."""
+    refused: list[tuple[str, str]] = []
+    with_atomics = None
+    for order, grid in _candidates(context.analysis, top):
+        steps = _steps(context.analysis, top, order, grid)
+        try:
+            result = source.transform([*done, *steps])
+        except _refusals() as err:
+            refused.append((_grid_text(grid), refusal(err)))
+            continue
+        atomics, problem = _atomics(result.program, grid)
+        if problem:
+            refused.append((_grid_text(grid), problem))
+            continue
+        if atomics:  # kept only where no grid without atomic updates holds
+            with_atomics = with_atomics or (order, grid, atomics, steps)
+            continue
+        mapping = _mapping(context, top, order, grid, atomics, tuple(steps), loops)
+        mapping, steps = _with_split(source, context, mapping, [*done, *steps], steps)
+        return mapping, refused, steps
+    if with_atomics is not None:
+        order, grid, atomics, steps = with_atomics
+        return _mapping(context, top, order, grid, atomics, tuple(steps), loops), refused, \
+            steps
+    return _sequential(context, top, loops), refused, []
+
+
+def host_nests(source: Source, context: Context, loops: dict[int, Any], top: Loop,
+               done: list[Step]) -> list[tuple[NestMapping, list[tuple[str, str]],
+                                                list[Step]]] | None:
+    """The nests inside ``top``, each mapped with ``top`` run on the host around their
+    kernels (kernels launched one after another keep every order between them: each
+    iteration of ``top`` runs them in turn, as written), where ``top``'s body is loops alone,
+    its bounds are sizes alone, and at least one of them gets a grid; else None."""
+    parameters = set(context.analysis.nest.parameters)
+    children = top.body
+    if not children or not all(isinstance(child, Loop) for child in children) or any(
+            bound is not None and not bound.symbols() <= parameters
+            for bound in (top.start, top.stop)):
+        return None
+    found = []
+    steps: list[Step] = []
+    for child in children:
+        mapping, refused, inner = _map_nest(source, context, loops, child, [*done, *steps])
+        steps += inner
+        host_reason = (f"host loop {label(top)}", f"{top.var} carries dependences: each "
+                       "of its iterations launches the kernels of the nests inside it, one "
+                       "after another, on arrays that stay on the GPU")
+        found.append((replace(mapping, host=(top,),
+                              reasons=(host_reason, *mapping.reasons)), refused, inner))
+    return found if any(mapping.grid for mapping, _, _ in found) else None
 
 
 def _candidates(analysis: Analysis, top: Loop) -> list[tuple[tuple[Loop, ...],
