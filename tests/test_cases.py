@@ -14,12 +14,12 @@ CPU_VARIANTS = [(name, variant.name) for name in case_names()
 
 
 def sizes_for(case, variant) -> list:
-    """Every test size; for an auto row, which plans and compiles anew at each size (two or
-    three seconds each), every other one, the first (degenerate) and the last included."""
+    """Every test size; for an auto row, which plans and compiles anew at each size (two to
+    ten seconds each), the first (degenerate), the middle and the last."""
+    dims = list(case.test_dims)
     if variant.name not in AUTO_VARIANTS:
-        return list(case.test_dims)
-    picked = list(case.test_dims[::2])
-    return picked if case.test_dims[-1] in picked else [*picked, case.test_dims[-1]]
+        return dims
+    return [dims[k] for k in sorted({0, len(dims) // 2, len(dims) - 1})]
 
 
 @pytest.mark.parametrize("case_name, variant_name", CPU_VARIANTS)

@@ -219,10 +219,11 @@ def _small(function: str) -> dict[str, int]:
 # --- choices by measurement -----------------------------------------------------------------
 
 def test_candidates_are_checked_against_one_run_of_the_original():
-    """The original's outputs at the tuning sizes are computed once (``measure.reference``)
-    and every candidate compared with them: a wrong candidate still fails, a right one
-    passes, and the original is not run again."""
+    """The original's outputs at the tuning sizes are computed once (a ``Reference``: what
+    ``measure.runnable_original`` returns) and every candidate compared with them: a wrong
+    candidate still fails, a right one passes, and the original is not run again."""
     from loclab.optimize import measure
+    from loclab.transform.verify import reference_run
 
     found = planned(RECIPES, "transpose", rows=9, cols=7)
     program = found.as_written.program
@@ -236,7 +237,7 @@ def test_candidates_are_checked_against_one_run_of_the_original():
     def wrong(A, B, rows, cols):
         B[:, :] = A.T + 1.0
 
-    reference = measure.reference(original, program, inputs, found.sizes)
+    reference = reference_run(original, program, inputs, found.sizes)
     assert measure.check(reference, original, program, inputs, found.sizes).valid
     assert not measure.check(reference, wrong, program, inputs, found.sizes).valid
     assert len(calls) == 2  # the reference's run and the candidate's, none for the checks

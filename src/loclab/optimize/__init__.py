@@ -175,7 +175,8 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
     from loclab.cpu.threads import configure_threads
     from loclab.optimize import measure
     from loclab.optimize.build import choose
-    from loclab.optimize.gpu import optimize_gpu
+    from loclab.optimize.cuda import gpu_plan
+    from loclab.optimize.gpu import optimize_gpu, refuse_one_thread
 
     say = progress or (lambda message: None)
     if target not in TARGETS:
@@ -186,9 +187,12 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
                    assume_distinct=assume_distinct)
     code, sizes = planned.code, planned.sizes
     measure.check_timed_work(planned.as_written.program, sizes)
+    if target == "gpu":  # mapped first: what cannot run on a GPU is said before any run
+        mapped = gpu_plan(planned)
+        refuse_one_thread(mapped, sizes)
     arguments = measure.make_inputs(planned.as_written.program, sizes, inputs)
-    original, original_error = measure.runnable_original(planned.as_written, arguments, sizes,
-                                                         inputs)
+    original, original_error, reference = measure.runnable_original(
+        planned.as_written, arguments, sizes, inputs)
     notes: list[str] = []
     if original is None:
         notes.append(f"the original does not run under Numba as written ({original_error}): "
@@ -196,11 +200,8 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
     else:
         code = replace(code, scalar_types=measure.scalar_types(original,
                                                                planned.as_written.program))
-    # the original's outputs at the tuning sizes, computed once: every candidate's check
-    reference = (measure.reference(original, planned.as_written.program, arguments, sizes,
-                                   inputs) if original is not None else None)
     if target == "gpu":
-        return optimize_gpu(planned, arguments, reference, original_error, tune=tune,
+        return optimize_gpu(mapped, arguments, reference, original_error, tune=tune,
                             timing=timing, notes=notes, say=say, supplier=inputs)
     candidates: list[Any] = []
     kept = tuned = None

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from loclab.optimize.cuda import GpuPlan, argument_types, gpu_plan
+from loclab.optimize.cuda import GpuPlan, argument_types
 from loclab.optimize.cuda.mapping import Config, neighbours
 
 SEARCH_TRIALS = 12  # configs measured beyond the model's, at most
@@ -50,20 +50,20 @@ class GpuTuning:
         return {"trials": [t.to_json() for t in self.trials], "kept": self.kept}
 
 
-def optimize_gpu(planned: Any, inputs: Mapping[str, Any], original: Any,
+def optimize_gpu(plan: GpuPlan, inputs: Mapping[str, Any], original: Any,
                  original_error: str | None, *, tune: bool, timing: Any,
                  notes: list[str], say: Callable[[str], None],
                  supplier: Callable[..., Any] | None = None) -> Any:
-    """The ``Optimized`` result for the GPU (see the module); ``original``: the original's
-    ``measure.reference`` on ``inputs`` (None where it does not run under Numba: nothing
+    """The ``Optimized`` result for the GPU (see the module) of the function mapped as
+    ``plan``; ``original``: the original's outputs on ``inputs`` (a ``Reference`` from
+    ``measure.runnable_original``; None where it does not run under Numba: nothing
     measured to choose), ``supplier``: the user's inputs function, where the inputs are
     theirs."""
     from loclab.gpu import gpu_unavailable_reason
     from loclab.optimize import Optimized
 
-    plan = gpu_plan(planned)
+    planned = plan.planned
     program = planned.as_written.program
-    refuse_one_thread(plan, planned.sizes)
     arrays, scalars = argument_types(inputs, list(program.nest.parameters))
     configs = tuple(plan.default_configs())
     missing = gpu_unavailable_reason()

@@ -59,27 +59,32 @@ def check_timed_work(program: Any, sizes: Mapping[str, int]) -> None:
 
 def runnable_original(result: Any, inputs: Mapping[str, Any], sizes: Mapping[str, int],
                       supplier: Supplier | None = None
-                      ) -> tuple[Callable[..., Any] | None, str | None]:
-    """The original compiled with Numba as written (with bounds checks) and run once on
-    ``inputs`` (compiling it); or None and why, where Numba refuses it. Where it compiles,
-    runs and fails, the inputs do not suit it: OriginalFailed (exit 2), blaming loclab's
-    sizing or inputs the function cannot take, or ``supplier``'s inputs (the user's)."""
+                      ) -> tuple[Callable[..., Any] | None, str | None, Any]:
+    """The original compiled with Numba as written (with bounds checks), run once on copies
+    of ``inputs`` (compiling it), and its outputs there (a
+    ``loclab.transform.verify.Reference``: what every candidate is checked against, the
+    original not run again); or None, why (Numba refuses the code) and None. Where it
+    compiles, runs and fails, the inputs do not suit it: OriginalFailed (exit 2), blaming
+    loclab's sizing or inputs the function cannot take, or ``supplier``'s inputs (the
+    user's)."""
     from numba.core.errors import NumbaError
 
-    from loclab.transform.verify import bounds_checked, describe, original_failed, run
+    from loclab.transform.verify import (Reference, bounds_checked, describe,
+                                         original_failed, run)
 
     program = result.program
     function = None
+    arguments = named_arguments(program, inputs)
     try:
         function = bounds_checked(compile_original(result))
-        run(function, program, named_arguments(program, inputs))
+        returned = run(function, program, arguments)
     except UsageError:
         raise
     except Exception as err:  # Numba refusing the code, or the code raising
         if isinstance(err, NumbaError) or not getattr(function, "signatures", None):
-            return None, describe(err)
+            return None, describe(err), None
         raise original_failed(err, program, sizes, supplier) from None
-    return function, None
+    return function, None, Reference(arguments, returned)
 
 
 def scalar_types(original: Any, program: Any) -> tuple[tuple[str, str], ...]:
@@ -141,21 +146,11 @@ def named_arguments(program: Any, inputs: Mapping[str, Any]) -> dict[str, Any]:
     return dict(zip(argument_names(program), arguments(program, inputs)))
 
 
-def reference(original: Callable[..., Any], program: Any, inputs: Mapping[str, Any],
-              sizes: Mapping[str, int], supplier: Supplier | None = None) -> Any:
-    """The original's outputs on ``inputs`` (a ``loclab.transform.verify.Reference``), for
-    ``check`` to compare every candidate with: the original runs once, not once a
-    candidate (seconds a run at the sizes a GPU is timed at)."""
-    from loclab.transform.verify import reference_run
-
-    return reference_run(original, program, inputs, sizes, supplier)
-
-
 def check(original: Any, optimized: Callable[..., Any], program: Any,
           inputs: Mapping[str, Any], sizes: Mapping[str, int],
           length: int | None = None) -> Check:
-    """Both functions on copies of ``inputs`` (the original: or its ``reference`` on these
-    inputs): every output equal, or within the tolerance of a reordered reduction (of
+    """Both functions on copies of ``inputs`` (the original: or its ``Reference`` on these
+    inputs, from ``runnable_original``): every output equal, or within the tolerance of a reordered reduction (of
     ``length``, where given: see ``compare_runs``)."""
     from loclab.transform.verify import compare_runs
 
