@@ -252,6 +252,19 @@ def test_a_time_loop_stays_on_the_host_and_launches_the_nests_inside():
     compile(cuda.module, "<launcher>", "exec")
 
 
+def test_an_imperfect_band_is_distributed_into_kernels_over_two_loops():
+    found, mapped = gpu_planned((KERNELS / "gemm.py").read_text(), "gemm", NI=90, NJ=80,
+                                NK=70)
+    assert [[g.var for g in m.grid] for m in mapped.mappings] == [["i", "j"], ["i", "j"]]
+    assert [str(s) for s in mapped.mappings[0].steps][0] == "distribute(i@3)"
+    assert [m.host for m in mapped.mappings] == [(), ()]
+    inputs = make_inputs(found.as_written.program, found.sizes)
+    cuda = mapped.emit(*argument_types(inputs, ["NI", "NJ", "NK"]))
+    launcher = cuda.module[cuda.module.index("def gemm("):]
+    assert launcher.count("_kernel(") == 2 and "for i in" not in launcher
+    assert cuda.kernels[1].promoted == ("C[i, j] in a register across the k loop",)
+
+
 def test_verification_runs_few_time_steps_and_kernels_past_a_block():
     from loclab.optimize.gpu import verification_sizes
 
@@ -306,6 +319,15 @@ def test_time_steps_launched_from_the_host_agree_with_the_original():
     assert result.verification.ok and result.check.valid, result.notes
     assert all("(on the host)" in nest.level for nest in result.nests)
     assert result.verification.sizes["TSTEPS"] == 5
+
+
+@pytest.mark.gpu
+def test_a_distributed_imperfect_band_agrees_with_the_original():
+    result = optimize_file(KERNELS / "gemm.py", "gemm", target="gpu", timing=QUICK,
+                           params={"NI": 150, "NJ": 130, "NK": 70})
+    assert result.verification.ok and result.check.valid, result.notes
+    assert [nest.level for nest in result.nests] == ["threads over i@3, j@4",
+                                                     "threads over i@3, j@7"]
 
 
 @pytest.mark.gpu

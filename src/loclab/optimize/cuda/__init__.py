@@ -105,7 +105,8 @@ def _reuse(context: Any, mapping: NestMapping) -> bool:
     if len(mapping.grid) < 2:
         return False
     inner = [loop for loop in context.analysis.nest.loops
-             if mapping.top in loop.enclosing and loop not in mapping.grid]
+             if (loop is mapping.top or mapping.top in loop.enclosing)
+             and loop not in mapping.grid]  # (a distributed nest's top is not in its grid)
     for access in array_accesses(context.model, mapping.top.statements()):
         if access.access.write:
             continue

@@ -93,7 +93,10 @@ def emit_function(function: ast.FunctionDef, filename: str, line_offset: int,
             calls.append(kernel_of(node, ()))
         elif isinstance(node, ast.For) and isinstance(node.target, ast.Name) \
                 and all(isinstance(child, ast.For) and child.lineno in by_line
-                        for child in node.body):  # a host loop (plan.host_nests)
+                        for child in node.body):  # a host loop, or one distributed
+            if not by_line[node.body[0].lineno][0].host:  # distributed (plan.distributed_nests)
+                calls += [kernel_of(child, ()) for child in node.body]
+                continue
             launches = [kernel_of(child, (node.target.id,)) for child in node.body]
             calls.append(f"for {node.target.id} in {ast.unparse(node.iter)}:\n" + "\n".join(
                 "    " + line for launch in launches for line in launch.splitlines()))

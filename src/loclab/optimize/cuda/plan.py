@@ -27,6 +27,7 @@ from loclab.optimize.locality import array_accesses, stride
 from loclab.optimize.planner import (Context, _band_at, _options, label, sequential_reason,
                                      top_loops)
 from loclab.transform.recipe import Step, make_step
+from loclab.transform.tree import LoopNode
 
 MAX_GRID = 3
 
@@ -43,6 +44,14 @@ def gpu_mappings(source: Source, context: Context, loops: dict[int, Any]
     refused_all: list[list[tuple[str, str]]] = []
     for top in top_loops(context.analysis):
         mapping, refused, steps = _map_nest(source, context, loops, top, done)
+        if len(mapping.grid) == 1:
+            apart = distributed_nests(source, context, loops, top, done)
+            if apart is not None:
+                for inner, inner_steps in apart:
+                    done += inner_steps
+                    kept.append(inner)
+                    refused_all.append(refused)
+                continue
         if not mapping.grid:
             inside = host_nests(source, context, loops, top, done)
             if inside is not None:
@@ -86,6 +95,79 @@ def _map_nest(source: Source, context: Context, loops: dict[int, Any], top: Loop
         return _mapping(context, top, order, grid, atomics, tuple(steps), loops), refused, \
             steps
     return _sequential(context, top, loops), refused, []
+
+
+def distributed_nests(source: Source, context: Context, loops: dict[int, Any], top: Loop,
+                      done: list[Step]) -> list[tuple[NestMapping, list[Step]]] | None:
+    """The nests inside ``top`` each as a kernel of its own, ``top`` distributed over them
+    and leading each one's grid (gemm's ``C[i, j] *= beta`` before its ``k, j`` loops: a
+    grid over ``i`` alone becomes grids over ``i, j`` in two kernels launched one after the
+    other), where ``top``'s body is loops alone, the transformer proves ``distribute`` of
+    ``top`` keeping them in program order, and every nest gets a grid of two loops or more;
+    else None. A distributed loop is named by a line of its nest (``i@5``)."""
+    children = top.body
+    if len(children) < 2 or not all(isinstance(child, Loop) for child in children):
+        return None
+    distribute = make_step("distribute", label(top))
+    try:
+        result = source.transform([*done, distribute])
+    except _refusals():
+        return None
+    lines = [child.statements()[0].line for child in children if child.statements()]
+    firsts = [min(u.line for u in node.units()) for node in result.program.body
+              if isinstance(node, LoopNode) and node.origin.line == top.line]
+    if len(lines) != len(children) or firsts != lines:
+        return None  # distribution reordered the nests: kept fused
+    found: list[tuple[NestMapping, list[Step]]] = []
+    proved = [*done, distribute]
+    for child, line in zip(children, lines):
+        mapped = _distributed_nest(source, context, loops, top, child, line, proved)
+        if mapped is None:
+            return None
+        mapping, steps = mapped
+        proved += steps
+        if not found:  # the first nest's proof holds the distribution
+            mapping, steps = replace(mapping, steps=(distribute, *mapping.steps)), \
+                [distribute, *steps]
+        found.append((mapping, steps))
+    return found
+
+
+def _distributed_nest(source: Source, context: Context, loops: dict[int, Any], top: Loop,
+                      child: Loop, line: int, done: list[Step]
+                      ) -> tuple[NestMapping, list[Step]] | None:
+    """The first grid of two or more loops, ``top`` first, that the transformer accepts for
+    ``child`` after ``done`` (``top`` distributed, the nests before mapped), and the steps
+    that prove it."""
+    def at(loop: Loop) -> str:
+        return f"{loop.var}@{line}"
+
+    band = _band_at(context.analysis, child)
+    scalars = sorted({a.variable.name for s in child.statements() for a in s.accesses
+                      if a.write and not a.variable.is_array})
+    for order, grid in _candidates(context.analysis, child):
+        grid = (top, *grid[:MAX_GRID - 1])
+        steps = [make_step("privatize", name) for name in scalars]
+        if order != band[:len(order)]:
+            steps.append(make_step("permute", *(at(loop) for loop in (top, *order))))
+        steps += [make_step("parallel", at(loop)) for loop in grid]
+        try:
+            result = source.transform([*done, *steps])
+        except _refusals():
+            continue
+        atomics, problem = _atomics(result.program, grid, line)
+        if problem or atomics:
+            continue
+        mapping = _mapping(context, child, (top, *order), grid, atomics, tuple(steps), loops)
+        why = (f"distribute({label(top)})", f"{top.var}'s body is nests of their own: each "
+               f"a kernel, {top.var} leading its grid (the transformer proved "
+               f"distribute({label(top)}), the nests in program order)")
+        reasons = [r for r in mapping.reasons if not r[0].startswith("permute(")]
+        if order != band[:len(order)]:
+            reasons.insert(1, (str(steps[len(scalars)]), "the grid loops first, in a legal "
+                                                         "order"))
+        return replace(mapping, reasons=(why, *reasons)), steps
+    return None
 
 
 def host_nests(source: Source, context: Context, loops: dict[int, Any], top: Loop,
@@ -148,12 +230,16 @@ def _steps(analysis: Analysis, top: Loop, order: tuple[Loop, ...],
     return steps
 
 
-def _atomics(program: Any, grid: tuple[Loop, ...]) -> tuple[frozenset[str], str | None]:
-    """Arrays updated atomically by the grid loops, or why the grid cannot run."""
+def _atomics(program: Any, grid: tuple[Loop, ...], line: int | None = None
+             ) -> tuple[frozenset[str], str | None]:
+    """Arrays updated atomically by the grid loops (only their copies around the statement
+    at ``line``, where given: a distributed loop), or why the grid cannot run."""
     names: set[str] = set()
     labels = {label(loop) for loop in grid}  # the transformer's loops are its own objects
     for node in program.loops():
         if label(node.origin) not in labels or not node.parallel:
+            continue
+        if line is not None and all(unit.line != line for unit in node.units()):
             continue
         for reduction in node.reductions:
             if reduction.scalar:
