@@ -90,6 +90,18 @@ def test_a_band_imperfect_through_a_scalar_is_distributed_to_reorder_the_product
     assert result.verify(heightA=19, widthB=21, widthA=23).ok
 
 
+def test_a_band_whose_body_is_nests_is_distributed_to_tile_the_deepest():
+    """gemm's i loop holds C[i, j] *= beta and then the k, j loops: distributed, the product
+    nest (i, k, j) becomes a band to tile and register-tile, i parallel."""
+    kernels = Path(__file__).parent / "data" / "kernels"
+    chosen, result = kept(kernels / "gemm.py", "gemm", NI=64, NJ=64, NK=64)
+    (nest,) = chosen
+    assert nest.plan.level == "distributed"
+    assert texts(nest)[0] == "distribute(i@3)"
+    assert any(t.startswith("tile(i@8=") for t in texts(nest)) and "parallel(ii@3)" in texts(nest)
+    assert result.verify(NI=19, NJ=21, NK=23).ok
+
+
 def test_a_sum_already_unit_stride_is_not_distributed():
     path = RECIPES.parent.parent / "src" / "loclab" / "cases" / "matvec" / "nest.py"
     chosen, _ = kept(path, "matvec", rows=256, cols=256)

@@ -376,27 +376,28 @@ def innermost_loops(top: Loop, band: tuple[Loop, ...] = (),
 
 def distributed_plans(context: Context, top: Loop) -> list[NestPlan]:
     """Where the band at the top is perfect but for statements on scalars around one loop
-    chain (mmm's ``s = 0.0``, ``for k: s += ...``, ``C[i, j] = s``): the scalars expanded
-    over the band, the band distributed (a nest for the statements before the chain, one for
-    the chain, one for those after), and the middle nest, the band and the chain together,
-    in its best orders by locality, tiled or not, its outermost loop parallel; only where
-    some order of the middle nest has better locality than the one as written. The
+    chain (mmm's ``s = 0.0``, ``for k: s += ...``, ``C[i, j] = s``), or its body is loop
+    chains alone (gemm's ``for j: C[i, j] *= beta`` before ``for k: for j: ...``): the
+    scalars expanded over the band, the band distributed (a nest for each statement or chain
+    beside the one with the most work, one for that chain), and that nest, the band and the
+    chain together, in its best orders by locality, tiled or not, its outermost loop
+    parallel; only where some order of it has better locality than the one as written. The
     transformer judges every step; the copies of a distributed loop are named by the line of
     the chain's first statement."""
     band = _band_at(context.analysis, top)
     below = [c for c in band[-1].body if isinstance(c, Loop)]
     around = [c for c in band[-1].body if not isinstance(c, Loop)]
-    if len(below) != 1 or not around:
+    if not below or len(below) + len(around) < 2 or around and len(below) != 1:
         return []
-    chain = [below[0]]
-    while len(chain[-1].body) == 1 and isinstance(chain[-1].body[0], Loop):
-        chain.append(chain[-1].body[0])
+    chains = [_chain(loop) for loop in below]
+    if any(not chain[-1].body or any(isinstance(c, Loop) for c in chain[-1].body)
+           for chain in chains):
+        return []
+    chain = max(chains, key=len)  # the deepest: the one with the most work
     inside = chain[-1].body
-    if not inside or any(isinstance(c, Loop) for c in inside):
-        return []
     scalars = sorted({a.variable.name for s in around for a in s.accesses
                       if a.write and not a.variable.is_array})
-    if not scalars:
+    if around and not scalars:
         return []
     loops = (*band, *chain)
     line = min(s.line for s in inside)
@@ -406,14 +407,17 @@ def distributed_plans(context: Context, top: Loop) -> list[NestPlan]:
     before = [Decision(make_step("expand", v, *over), f"{v} carries a value around the {chain[0].var} "
                        "loop: an element per band iteration lets the band be distributed")
               for v in scalars]
-    before += [Decision(make_step("distribute", label(loop)), f"the statements around the "
-                        f"{chain[0].var} loop become nests of their own, the {chain[0].var} "
-                        "loop joins the band") for loop in reversed(band)]
+    before += [Decision(make_step("distribute", label(loop)), f"the "
+                        f"{'statements' if around else 'loops'} beside the {chain[0].var} "
+                        f"loop become nests of their own, the {chain[0].var} loop joins the "
+                        "band") for loop in reversed(band)]
     accesses = array_accesses(context.model, inside)
     orders = sorted((o for o in itertools.permutations(loops) if o[0] in band),
                     key=lambda o: (-order_score(accesses, loops, o), o != loops))
-    if order_score(accesses, loops, orders[0]) <= order_score(accesses, loops, loops):
+    if around and order_score(accesses, loops, orders[0]) <= order_score(accesses, loops,
+                                                                         loops):
         return []  # no order is better than the one as written: nothing to distribute for
+    # (beside other nests, the chain joins the band: a deeper band to tile, whatever order)
     plans = []
     for order in orders[:2]:
         steps = list(before)
@@ -427,11 +431,20 @@ def distributed_plans(context: Context, top: Loop) -> list[NestPlan]:
         choice = choose_tile(accesses, order, context.extents, context.element_bytes,
                              context.l1_bytes, context.l2_bytes, context.threads)
         tiled = TiledBand(order, choice, band_reuse(accesses, loops, order), names)
-        summed = {loop: f"{', '.join(scalars)} (expanded)" for loop in chain}
+        summed = {loop: f"{', '.join(scalars)} (expanded)" for loop in chain} if scalars \
+            else {}
         plans.append(NestPlan(top, "distributed", tuple(steps), tiled, (), why, (), names,
                               register_tiles(accesses, order, renamed, summed)))
         plans.append(NestPlan(top, "distributed", tuple(steps), None, (), why, (), names))
     return plans
+
+
+def _chain(loop: Loop) -> list[Loop]:
+    """``loop`` and the loops each alone in the body of the one before."""
+    chain = [loop]
+    while len(chain[-1].body) == 1 and isinstance(chain[-1].body[0], Loop):
+        chain.append(chain[-1].body[0])
+    return chain
 
 
 def plan_nest(context: Context, top: Loop) -> list[NestPlan]:
