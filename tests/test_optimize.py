@@ -209,9 +209,11 @@ def test_kept_recipes_run_under_numba_and_agree_with_the_original(data: st.DataO
 
 
 # (``mmm``'s plan, distributed and register-tiled, is the auto-cpu row of the mmm case:
-# tests/test_cases.py compiles and checks it; its steps: test_a_band_imperfect_...)
-@pytest.mark.parametrize("function", ["transpose", "mmm_accumulate", "histogram",
-                                      "eliminating_war", "putting_everything_together"])
+# tests/test_cases.py compiles and checks it; its steps: test_a_band_imperfect_...;
+# ``mmm_accumulate``'s, tiled and register-tiled, is gemm's product nest once distributed:
+# tests/test_optimize_hardening.py optimizes, verifies and times it)
+@pytest.mark.parametrize("function", ["transpose", "histogram", "eliminating_war",
+                                      "putting_everything_together"])
 def test_every_recipe_nest_is_optimized_and_verified(function, tmp_path):
     result = optimize_file(RECIPES, function, params=_small(function), tune=False,
                            timing=QUICK, tuning_cache=tmp_path / "tuning.json")
@@ -222,7 +224,6 @@ def test_every_recipe_nest_is_optimized_and_verified(function, tmp_path):
 
 def _small(function: str) -> dict[str, int]:
     sizes = {"transpose": {"rows": 70, "cols": 90},
-             "mmm_accumulate": {"heightA": 40, "widthB": 30, "widthA": 20},
              "histogram": {"N": 1000, "H": 50}, "eliminating_war": {"N": 500},
              "putting_everything_together": {"M": 6, "N": 7, "T": 5}}
     return sizes[function]
