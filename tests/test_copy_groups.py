@@ -12,17 +12,8 @@ from loclab.transform import transform
 from loclab.transform.copy_groups import copy_groups
 from loclab.transform.schedule import Schedule
 from tests.nestgen import nests
+from tests.test_transform_cuda import PRODUCT
 from tests.test_transform_oracle import check
-
-PRODUCT = '''
-def product(A, B, C, M, N, K):
-    for i in range(M):
-        for j in range(N):
-            acc = 0.0
-            for k in range(K):
-                acc += A[i, k] * B[k, j]
-            C[i, j] = acc
-'''
 
 
 @st.composite
