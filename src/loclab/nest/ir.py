@@ -139,6 +139,11 @@ class Loop:
             node = node.parent
         return tuple(reversed(chain))
 
+    def bound_symbols(self) -> set[str]:
+        """The names its known bounds read (sizes, outer loops' variables)."""
+        return {name for bound in (self.start, self.stop) if bound is not None
+                for name in bound.symbols()}
+
     def statements(self) -> list[Statement]:
         """Every statement inside, in program order."""
         out: list[Statement] = []

@@ -234,13 +234,10 @@ def verification_sizes(plan: GpuPlan, past_a_block: int, few: int) -> dict[str, 
     changes no kernel's edges, and a Python original runs them all."""
     host = {id(loop) for mapping in plan.mappings for loop in mapping.host}
     program = plan.planned.as_written.program
-    in_kernels = {symbol for loop in plan.planned.context.analysis.nest.loops
-                  if id(loop) not in host
-                  for bound in (loop.start, loop.stop) if bound is not None
-                  for symbol in bound.symbols()}
-    host_only = {symbol for mapping in plan.mappings for loop in mapping.host
-                 for bound in (loop.start, loop.stop) if bound is not None
-                 for symbol in bound.symbols()} - in_kernels
+    loops = plan.planned.context.analysis.nest.loops
+    in_kernels = set().union(*(loop.bound_symbols() for loop in loops if id(loop) not in host))
+    host_only = set().union(*(loop.bound_symbols() for loop in loops
+                              if id(loop) in host)) - in_kernels
     return {p: few if p in host_only else past_a_block for p in program.nest.parameters}
 
 

@@ -150,8 +150,8 @@ def check(original: Any, optimized: Callable[..., Any], program: Any,
           inputs: Mapping[str, Any], sizes: Mapping[str, int],
           length: int | None = None) -> Check:
     """Both functions on copies of ``inputs`` (the original: or its ``Reference`` on these
-    inputs, from ``runnable_original``): every output equal, or within the tolerance of a reordered reduction (of
-    ``length``, where given: see ``compare_runs``)."""
+    inputs, from ``runnable_original``): every output equal, or within the tolerance of a
+    reordered reduction (of ``length``, where given: see ``compare_runs``)."""
     from loclab.transform.verify import compare_runs
 
     verification = compare_runs(original, optimized, program, dict(inputs), dict(sizes),

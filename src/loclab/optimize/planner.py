@@ -387,7 +387,9 @@ def distributed_plans(context: Context, top: Loop) -> list[NestPlan]:
     band = _band_at(context.analysis, top)
     below = [c for c in band[-1].body if isinstance(c, Loop)]
     around = [c for c in band[-1].body if not isinstance(c, Loop)]
-    if not below or len(below) + len(around) < 2 or around and len(below) != 1:
+    around_one_chain = len(below) == 1 and bool(around)
+    nests_alone = len(below) >= 2 and not around
+    if not (around_one_chain or nests_alone):
         return []
     chains = [_chain(loop) for loop in below]
     if any(not chain[-1].body or any(isinstance(c, Loop) for c in chain[-1].body)

@@ -226,9 +226,11 @@ class Codegen:
         if len(pieces) > 1:
             return If(joined("or", [joined("and", piece) for piece in pieces]), [code], [])
         for condition in reversed(pieces[0]):
-            if truth(condition) is not True:
-                code = If(condition, [code], []) if truth(condition) is None \
-                    else If(condition, [], [])
+            known = truth(condition)
+            if known is None:
+                code = If(condition, [code], [])
+            elif not known:
+                code = If(condition, [], [])
         return code
 
     def _conditions_of(self, basic: "isl.BasicSet", args: list[Value]) -> list[Condition]:

@@ -147,9 +147,10 @@ def _distributed_nest(source: Source, context: Context, loops: dict[int, Any], t
                       if a.write and not a.variable.is_array})
     for order, grid in _candidates(context.analysis, child):
         grid = (top, *grid[:MAX_GRID - 1])
+        permute = make_step("permute", *(at(loop) for loop in (top, *order))) \
+            if order != band[:len(order)] else None
         steps = [make_step("privatize", name) for name in scalars]
-        if order != band[:len(order)]:
-            steps.append(make_step("permute", *(at(loop) for loop in (top, *order))))
+        steps += [permute] if permute else []
         steps += [make_step("parallel", at(loop)) for loop in grid]
         try:
             result = source.transform([*done, *steps])
@@ -163,9 +164,8 @@ def _distributed_nest(source: Source, context: Context, loops: dict[int, Any], t
                f"a kernel, {top.var} leading its grid (the transformer proved "
                f"distribute({label(top)}), the nests in program order)")
         reasons = [r for r in mapping.reasons if not r[0].startswith("permute(")]
-        if order != band[:len(order)]:
-            reasons.insert(1, (str(steps[len(scalars)]), "the grid loops first, in a legal "
-                                                         "order"))
+        if permute:
+            reasons.insert(1, (str(permute), "the grid loops first, in a legal order"))
         return replace(mapping, reasons=(why, *reasons)), steps
     return None
 
@@ -179,9 +179,8 @@ def host_nests(source: Source, context: Context, loops: dict[int, Any], top: Loo
     its bounds are sizes alone, and at least one of them gets a grid; else None."""
     parameters = set(context.analysis.nest.parameters)
     children = top.body
-    if not children or not all(isinstance(child, Loop) for child in children) or any(
-            bound is not None and not bound.symbols() <= parameters
-            for bound in (top.start, top.stop)):
+    if not children or not all(isinstance(child, Loop) for child in children) \
+            or not top.bound_symbols() <= parameters:
         return None
     found = []
     steps: list[Step] = []
@@ -214,8 +213,7 @@ def _candidates(analysis: Analysis, top: Loop) -> list[tuple[tuple[Loop, ...],
 def _rectangular(band: tuple[Loop, ...]) -> bool:
     """Whether no bound of the band's loops names another of its loops."""
     names = {loop.var for loop in band}
-    return not any(bound is not None and bound.symbols() & names
-                   for loop in band for bound in (loop.start, loop.stop))
+    return not any(loop.bound_symbols() & names for loop in band)
 
 
 def _steps(analysis: Analysis, top: Loop, order: tuple[Loop, ...],
