@@ -265,6 +265,42 @@ def test_an_imperfect_band_is_distributed_into_kernels_over_two_loops():
     assert cuda.kernels[1].promoted == ("C[i, j] in a register across the k loop",)
 
 
+# a row sum into an array element (kept in a register), a read-modify-write after it, and a
+# column sum: what the split loops must combine and write once per grid iteration
+SPLIT_SUMS = """
+def f(A, x, y, z, N, M):
+    for i in range(N):
+        y[i] = 0.0
+        for j in range(M):
+            y[i] = y[i] + A[i, j] * x[j]
+        y[i] = y[i] + 2.0 * y[i]
+    for j in range(M):
+        for i in range(N):
+            z[j] = z[j] + A[i, j] * x[i]
+"""
+
+
+def test_row_and_column_sums_into_array_elements_split_their_inner_loop():
+    from loclab.optimize.cuda.mapping import FILL_THREADS
+
+    found, mapped = gpu_planned(SPLIT_SUMS, N=300, M=400)
+    rows, columns = mapped.mappings
+    assert (rows.grid[0].var, rows.split.var, rows.reductions, rows.x) == (
+        "i", "j", (("y", "+"),), None)
+    assert (columns.grid[0].var, columns.split.var, columns.split_rows) == ("j", "i", True)
+    assert columns.x is columns.grid[0]
+    row_config, column_config = mapped.default_configs()
+    assert column_config.rows > 1 and column_config.threads <= 1024
+    cuda = mapped.emit(*_types(mapped))
+    assert "r_y_0 = loclab_block_add(r_y_0);" in cuda.source  # (300 rows: a block each)
+    assert "if (threadIdx.x == 0) {\n" in cuda.source  # the update after it: one thread
+    assert "r_z_0 = loclab_rows_add(r_z_0);" in cuda.source
+    assert f"(32, {column_config.rows}, 1)" in cuda.module
+    _, wide = gpu_planned(SPLIT_SUMS, N=64, M=FILL_THREADS)
+    assert wide.default_configs()[1].rows == 1  # columns enough to fill the GPU alone
+    assert "loclab_rows_add(r_z_0)" not in wide.emit(*_types(wide)).source
+
+
 def test_verification_runs_few_time_steps_and_kernels_past_a_block():
     from loclab.optimize.gpu import verification_sizes
 
@@ -328,6 +364,17 @@ def test_a_distributed_imperfect_band_agrees_with_the_original():
     assert result.verification.ok and result.check.valid, result.notes
     assert [nest.level for nest in result.nests] == ["threads over i@3, j@4",
                                                      "threads over i@3, j@7"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("sizes", [{"N": 300, "M": 400}, {"N": 2000, "M": 50},
+                                   {"N": 37, "M": 5000}])
+def test_split_row_and_column_sums_agree_with_the_original(sizes):
+    gpu_agrees(SPLIT_SUMS, sizes)
+    for name in ("gesummv", "mvt"):
+        result = optimize_file(KERNELS / f"{name}.py", name, target="gpu", timing=QUICK,
+                               params={"N": sizes["N"]})
+        assert result.verification.ok and result.check.valid, result.notes
 
 
 @pytest.mark.gpu

@@ -35,6 +35,26 @@ LANE_COMBINE = {"+": "add", "-": "add", "*": "mul", "min": "min", "max": "max", 
 SHARED_LIMIT = 48 * 1024  # bytes of static shared memory a block may declare
 PREFETCH_LIMIT = 16  # elements of a tile a thread holds in registers for the next strip
 PAD = 1  # elements added to a staged tile's rows: columns then span all 32 banks
+# A row split's parts combined across the block's rows (threadIdx.y): each thread leaves its
+# part in shared memory, every thread combines its column's parts in row order. The first
+# barrier keeps the parts of a previous call safe until every thread has read them. Called
+# by every thread of the block alike.
+ROW_HELPERS = "".join(
+    f"""template <typename T> __device__ __forceinline__ T loclab_rows_{name}(T v) {{
+  __shared__ T part[1024];
+  __syncthreads();
+  part[threadIdx.y * blockDim.x + threadIdx.x] = v;
+  __syncthreads();
+  v = part[threadIdx.x];
+  for (int r = 1; r < (int)blockDim.y; ++r) v = {combine};
+  return v; }}
+""" for name, combine in (("add", "v + part[r * blockDim.x + threadIdx.x]"),
+                          ("mul", "v * part[r * blockDim.x + threadIdx.x]"),
+                          ("min", "loclab_min(v, part[r * blockDim.x + threadIdx.x])"),
+                          ("max", "loclab_max(v, part[r * blockDim.x + threadIdx.x])"),
+                          ("and", "v & part[r * blockDim.x + threadIdx.x]"),
+                          ("or", "v | part[r * blockDim.x + threadIdx.x]"),
+                          ("xor", "v ^ part[r * blockDim.x + threadIdx.x]")))
 
 
 @dataclass(frozen=True)
@@ -67,6 +87,7 @@ class Kernel:
     staged: tuple[str, ...] = ()  # what was staged, for the explanation
     promoted: tuple[str, ...] = ()  # array elements kept in registers across a loop
     lanes: int = 1  # threads along x per grid iteration
+    rows: int = 1  # threads along y per grid iteration (a row split)
 
 
 @dataclass(frozen=True)
@@ -155,7 +176,7 @@ class KernelWriter:
                                for n in _names([self.loops[id(g)]])}
         sizes = sorted(p for p in self.sizes if p in used)
         scalars = sorted(n for n in self.scalar_args if n in used and n not in locals_)
-        read_only = {a for a in arrays if a not in _written(body)}
+        read_only = {a for a in arrays if a not in written_arrays(body)}
         axes = self._axes()
         self.lines = []
         out = self.lines
@@ -202,19 +223,20 @@ class KernelWriter:
                 self._load(stage, depth)
             out.append(f"{'  ' * depth}__syncthreads();")
             self.inside.add("")
-        guard_each = len(copies) > 1 or bool(self.staged)
+        barriers = bool(self.staged) or self._sharing()[1] == "rows"
+        guard_each = len(copies) > 1 or barriers
         if guard_each:  # blocks whose every iteration is valid run without the guards
             every = " && ".join(c.ok for c in copies)
             # with barriers inside, the fast path must be the same for the whole block
-            test = f"__syncthreads_and({every})" if self.staged else every
+            test = f"__syncthreads_and({every})" if barriers else every
             out.append(f"{'  ' * depth}if ({test}) {{")
-            self.block(body, copies, depth + 1, guarded=False)
+            self._grid_body(body, copies, depth + 1, guarded=False)
             out.append(f"{'  ' * depth}}} else {{")
-            self.block(body, copies, depth + 1, guarded=True)
+            self._grid_body(body, copies, depth + 1, guarded=True)
             out.append(f"{'  ' * depth}}}")
         else:
             out.append(f"{'  ' * depth}if ({copies[0].ok}) {{")
-            self.block(body, copies, depth + 1, guarded=False)
+            self._grid_body(body, copies, depth + 1, guarded=False)
             out.append(f"{'  ' * depth}}}")
         for level in range(depth - 1, 0, -1):
             out.append(f"{'  ' * level}}}")
@@ -222,7 +244,54 @@ class KernelWriter:
         return Kernel(self.name, "\n".join(out), tuple(arrays), tuple(sizes),
                       tuple(scalars), tuple(axes),
                       threads, tuple(self._stage_text(s) for s in self.staged.values()),
-                      tuple(self.promoted), self.config.lanes if self.mapping.grid else 1)
+                      tuple(self.promoted), self.config.lanes if self.mapping.grid else 1,
+                      self.config.rows if self.mapping.grid else 1)
+
+    def _sharing(self) -> tuple[int, str, str]:
+        """How many threads share the split loop, the scope of their combine (``lanes`` of a
+        warp, ``block``: a block's lanes, ``rows``: a block's rows) and the one of them
+        that writes what the grid iteration writes outside the loop; (1, "", ""): none."""
+        if self.mapping.split is None:
+            return 1, "", ""
+        if self.mapping.split_rows:
+            return (self.config.rows, "rows", "threadIdx.y == 0") if self.config.rows > 1 \
+                else (1, "", "")
+        if self.config.lanes <= 1:
+            return 1, "", ""
+        return self.config.lanes, "lanes" if self.config.lanes == WARP else "block", \
+            "threadIdx.x == 0"
+
+    def _is_split(self, node: ast.stmt) -> bool:
+        """Whether ``node`` is the split loop (or the copy of it ``body`` nests)."""
+        split = self.mapping.split
+        if split is None or not isinstance(node, ast.For):
+            return False
+        original = self.loops[id(split)]
+        return (node.lineno, node.col_offset) == (original.lineno, original.col_offset)
+
+    def _grid_body(self, body: Sequence[ast.stmt], copies: list[_Copy], depth: int,
+                   guarded: bool) -> None:
+        """One grid iteration's code. Where threads share it (a split loop), a statement
+        outside the split loop that writes an array is run by one of them alone (all running
+        ``y[i] = y[i] + s`` would add ``s`` once per thread that reads after another wrote),
+        and before the split loop a barrier follows it (the others read what it wrote)."""
+        threads, scope, lead = self._sharing()
+        if threads == 1:
+            self.block(body, copies, depth, guarded)
+            return
+        pad = "  " * depth
+        barrier = "__syncwarp();" if scope == "lanes" else "__syncthreads();"
+        before = True
+        for node in body:
+            if self._is_split(node) or not written_arrays([node]):
+                self.statement(node, copies, depth, guarded)
+                before = before and not self._is_split(node)
+                continue
+            self.lines.append(f"{pad}if ({lead}) {{")
+            self.statement(node, copies, depth + 1, guarded)
+            self.lines.append(f"{pad}}}")
+            if before:
+                self.lines.append(f"{pad}{barrier}")
 
     # -- grid ---------------------------------------------------------------------------------
     def _axes(self) -> list[GridAxis]:
@@ -392,13 +461,13 @@ class KernelWriter:
         translator = self.translator(copies[0])
         low = translator.expr(start) if start is not None else "0"
         high = translator.expr(stop)
-        split = self.mapping.split
-        if split is not None and node is self.loops[id(split)]:
-            self._split(node, copies, depth, low, high)
-            return
         before = copies
         runs = f"({low}) {'<' if step > 0 else '>'} ({high})"
         promoted, copies = self._promote(node, copies, depth, guarded, runs)
+        if self._is_split(node):
+            self._split(node, copies, depth, guarded, low, high)
+            self._store(promoted, before, copies, depth, guarded, runs, self._sharing()[2])
+            return
         compare = "<" if step > 0 else ">"
         stages = [s for s in self.staged.values() if s.along == var]
         if stages and any(self._prefetched(s) is not None for s in stages):
@@ -458,33 +527,38 @@ class KernelWriter:
         self.inside.discard(var)
         self.lines.append(f"{pad}}}")
 
-    def _split(self, node: ast.For, copies: list[_Copy], depth: int, low: str,
-               high: str) -> None:
-        """The loop shared by a warp's lanes (or a block's, for few long iterations): lane
-        l runs iterations l, l + lanes, ...; each reduction scalar starts at its value on
-        lane 0 and at the operator's identity on the others (min, max, and, or keep theirs:
-        they are idempotent), and shuffles (and shared memory, across a block's warps)
-        combine the lanes' results, every lane left holding the whole."""
+    def _split(self, node: ast.For, copies: list[_Copy], depth: int, guarded: bool,
+               low: str, high: str) -> None:
+        """The loop shared by a warp's lanes (or a block's, for few long iterations; or the
+        block's rows): thread l runs iterations l, l + threads, ...; each reduction (a scalar,
+        or an element in a register) starts at its value on the first thread and at the
+        operator's identity on the others (min, max, and, or keep theirs: they are
+        idempotent), and shuffles (and shared memory, across warps) combine the threads'
+        results, every thread left holding the whole."""
         pad = "  " * depth
         var = node.target.id  # type: ignore[attr-defined]
-        lanes = self.config.lanes
-        for copy_ in copies:
-            for name, op in self.mapping.reductions:
-                identity = LANE_IDENTITY.get(op)
-                if identity is not None:
-                    kind = c_type(self.typing.scalars.get(name, self.typing.compute))
-                    self.lines.append(f"{pad}if (threadIdx.x != 0) "
-                                      f"{copy_.rename.get(name, name)} = ({kind}){identity};")
-        self.lines.append(f"{pad}for ({var} = ({low}) + threadIdx.x; {var} < ({high}); "
-                          f"{var} += {lanes}) {{")
-        self.block(node.body, copies, depth + 1, guarded=len(copies) > 1 or bool(
-            self.staged))
+        threads, scope, _ = self._sharing()
+        if threads == 1:  # a row split of one row: the loop as written
+            self.lines.append(f"{pad}for ({var} = {low}; {var} < ({high}); {var}++) {{")
+            self.block(node.body, copies, depth + 1, guarded)
+            self.lines.append(f"{pad}}}")
+            return
+        place = "threadIdx.y" if scope == "rows" else "threadIdx.x"
+        targets = [(copy_.registers.get(name) or copy_.rename.get(name, name), name, op)
+                   for copy_ in copies for name, op in self.mapping.reductions]
+        for target, name, op in targets:
+            identity = LANE_IDENTITY.get(op)
+            if identity is not None:
+                kind = c_type(self.typing.arrays[name] if name in self.typing.arrays
+                              else self.typing.scalars.get(name, self.typing.compute))
+                self.lines.append(f"{pad}if ({place} != 0) {target} = ({kind}){identity};")
+        self.lines.append(f"{pad}#pragma unroll 4")
+        self.lines.append(f"{pad}for ({var} = ({low}) + {place}; {var} < ({high}); "
+                          f"{var} += {threads}) {{")
+        self.block(node.body, copies, depth + 1, guarded)
         self.lines.append(f"{pad}}}")
-        for copy_ in copies:
-            for name, op in self.mapping.reductions:
-                target = copy_.rename.get(name, name)
-                scope = "lanes" if lanes == WARP else "block"  # a warp's lanes or a block's
-                self.lines.append(f"{pad}{target} = loclab_{scope}_{LANE_COMBINE[op]}({target});")
+        for target, _, op in targets:
+            self.lines.append(f"{pad}{target} = loclab_{scope}_{LANE_COMBINE[op]}({target});")
 
     def _hoisted_block(self, body: Sequence[ast.stmt], copies: list[_Copy], depth: int,
                        guarded: bool) -> None:
@@ -802,24 +876,13 @@ class KernelWriter:
     # -- scalar replacement ----------------------------------------------------------------
     def _promote(self, node: ast.For, copies: list[_Copy], depth: int, guarded: bool,
                  runs: str) -> tuple[list[tuple[str, ast.Subscript]], list[_Copy]]:
-        """Array elements the loop updates at one subscript that does not change in it (every
-        access of the array in the loop that one, none under an ``if``): loaded into a
-        register before the loop, stored after it (``_store``), both only where the loop
-        runs at all (``runs``). Returns them and the copies that read the registers."""
-        inside = assigned(node.body) | _loop_vars(node.body) | {
-            node.target.id}  # type: ignore[attr-defined]
-        groups: dict[str, list[ast.Subscript]] = {}
-        for sub in _subscripts(node.body):
-            groups.setdefault(subscript_parts(sub)[0], []).append(sub)
-        found = []
-        for name, subs in groups.items():
-            if len({ast.dump(s) for s in subs}) != 1 or name not in _written(node.body) \
-                    or name in self.mapping.atomics or name in self.staged \
-                    or any(c.registers.get(name) for c in copies):
-                continue
-            if _names(subs[:1]) & inside or name in _conditional(node.body):
-                continue
-            found.append((name, subs[0]))
+        """The loop's ``promotable`` elements (but arrays updated atomically, staged, or
+        already in a register): loaded into a register before the loop, stored after it
+        (``_store``), both only where the loop runs at all (``runs``). Returns them and the
+        copies that read the registers."""
+        found = [(name, sub) for name, sub in promotable(node).items()
+                 if name not in self.mapping.atomics and name not in self.staged
+                 and not any(c.registers.get(name) for c in copies)]
         if not found:
             return [], copies
         pad = "  " * depth
@@ -842,16 +905,35 @@ class KernelWriter:
         return found, promoted
 
     def _store(self, found: list[tuple[str, ast.Subscript]], before: list[_Copy],
-               after: list[_Copy], depth: int, guarded: bool, runs: str) -> None:
-        """The promoted elements written back once, after their loop."""
+               after: list[_Copy], depth: int, guarded: bool, runs: str,
+               lead: str = "") -> None:
+        """The promoted elements written back once, after their loop (by the ``lead``
+        thread alone, where threads share the loop and each holds the whole)."""
         if not found:
             return
         pad = "  " * depth
         for old, new in zip(before, after):
             for name, sub in found:
                 text = self.translator(old).expr(sub)
-                test = f"{old.ok} && {runs}" if guarded else runs
+                test = " && ".join(t for t in (old.ok if guarded else "", runs, lead) if t)
                 self.lines.append(f"{pad}if ({test}) {text} = {new.registers[name]};")
+
+
+def promotable(node: ast.For) -> dict[str, ast.Subscript]:
+    """Array elements the loop updates at one subscript that does not change in it: every
+    access of the array in the loop is that one, its indices are neither assigned nor loop
+    variables inside, and none is under an ``if`` (Python may never touch the element).
+    Kept in a register across the loop (scalar replacement), they are what a loop split
+    across threads may reduce besides scalars (``plan``'s split)."""
+    inside = assigned(node.body) | _loop_vars(node.body) | {
+        node.target.id}  # type: ignore[attr-defined]
+    groups: dict[str, list[ast.Subscript]] = {}
+    for sub in _subscripts(node.body):
+        groups.setdefault(subscript_parts(sub)[0], []).append(sub)
+    written, conditional = written_arrays(node.body), _conditional(node.body)
+    return {name: subs[0] for name, subs in groups.items()
+            if len({ast.unparse(s) for s in subs}) == 1 and name in written
+            and not _names(subs[:1]) & inside and name not in conditional}
 
 
 def _range_args(node: ast.For) -> tuple[ast.expr | None, ast.expr, int]:
@@ -962,7 +1044,7 @@ def _shape_arrays(body: Sequence[ast.stmt], mapping: NestMapping) -> set[str]:
     return out
 
 
-def _written(body: Sequence[ast.stmt]) -> set[str]:
+def written_arrays(body: Sequence[ast.stmt]) -> set[str]:
     out = set()
     for node in _walk(body):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if \
@@ -971,8 +1053,6 @@ def _written(body: Sequence[ast.stmt]) -> set[str]:
             if isinstance(target, ast.Subscript):
                 out.add(subscript_parts(target)[0])
     return out
-
-
 
 
 def _conditional(body: Sequence[ast.stmt]) -> set[str]:

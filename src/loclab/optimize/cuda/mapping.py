@@ -30,6 +30,11 @@ ACCUMULATOR_REGISTERS = 64  # of a thread's 255: the rest hold operands and addr
 FEW_ITERATIONS = 1024
 BLOCK_LANES = 1024
 BLOCK_LIMITS = (1024, 1024, 64)  # CUDA's most threads of a block along x, y and z
+# A row split (a loop shared by the block's rows) adds rows until the grid has this many
+# threads (an H100's 132 SMs of 2,048 threads: about half resident), each row running at
+# least ROW_ITERATIONS iterations of the loop
+FILL_THREADS = 1 << 17
+ROW_ITERATIONS = 8
 
 
 @dataclass(frozen=True)
@@ -44,11 +49,14 @@ class NestMapping:
     atomics: frozenset[str]  # arrays a grid loop updates with + from many threads
     steps: tuple[Step, ...]  # the transformer's steps that prove the mapping legal
     reasons: tuple[tuple[str, str], ...]  # (decision, why), in the slides' words
-    # A loop inside the grid whose iterations a warp shares (threadIdx.x), each lane
-    # summing its part of the scalar reductions ``reductions`` ((name, op)), combined by
-    # shuffles after the loop: a warp per grid iteration (then ``x`` is None).
+    # A loop inside the grid whose iterations threads share, each summing its part of the
+    # reductions ``reductions`` ((name, op): scalars, or array elements kept in registers
+    # across the loop), combined after it: a warp's lanes (threadIdx.x; a warp per grid
+    # iteration, ``x`` None), or with ``split_rows`` the block's rows (threadIdx.y), the
+    # grid loop staying on threadIdx.x.
     split: Loop | None = None
     reductions: tuple[tuple[str, str], ...] = ()
+    split_rows: bool = False
     # loops around ``top`` that run on the host, each iteration launching this kernel (a
     # stencil's time steps): their variables are the kernel's integer arguments
     host: tuple[Loop, ...] = ()
@@ -73,19 +81,22 @@ class Config:
     strip: int = 32
 
     lanes: int = 1  # threads along x per grid iteration (a warp where a loop is split)
+    rows: int = 1  # threads along y per grid iteration (the block's rows split a loop)
 
     @property
     def threads(self) -> int:
-        product = self.lanes
+        product = self.lanes * self.rows
         for b in self.block:
             product *= b
         return product
 
     def to_json(self) -> dict[str, object]:
         return {"block": list(self.block), "tile": list(self.tile), "stage": self.stage,
-                "strip": self.strip, "lanes": self.lanes}
+                "strip": self.strip, "lanes": self.lanes, "rows": self.rows}
 
     def text(self) -> str:
+        if self.rows > 1:
+            return f"block {self.block[0]} x {self.rows} rows sharing the loop inside"
         if self.lanes > WARP:
             return f"a block of {self.lanes} threads per iteration"
         if self.lanes > 1:
@@ -111,6 +122,8 @@ def default_config(mapping: NestMapping, reuse: bool, accumulators: int = 1,
     ``words`` registers each) take at most 64 registers, tiles staged in strips of 8."""
     if not mapping.grid:
         return Config((), (), False)
+    if mapping.split_rows:  # 32 grid iterations a block; how many rows: fit_to_extents
+        return Config((WARP,), (1,), False)
     if mapping.split is not None:  # a warp per grid iteration, 8 warps a block
         return Config((THREADS // WARP,) + (1,) * (len(mapping.grid) - 1),
                       (1,) * len(mapping.grid), False, lanes=WARP)
@@ -145,6 +158,8 @@ def fit_to_extents(mapping: NestMapping, config: Config,
     block extend along its axis (64 threads along z), then to the next."""
     if not mapping.grid:
         return config
+    if mapping.split_rows:
+        return _rows_to_fill(mapping, config, extents)
     if config.lanes > 1:  # a split loop: a block's lanes where a warp's would leave it idle
         extent = extents.get(mapping.grid[0].var)
         return _per_block(config) if extent is not None and extent < FEW_ITERATIONS \
@@ -170,6 +185,22 @@ def fit_to_extents(mapping: NestMapping, config: Config,
     return replace(config, block=tuple(block), tile=tuple(tile))
 
 
+def _rows_to_fill(mapping: NestMapping, config: Config,
+                  extents: Mapping[str, int]) -> Config:
+    """A row split's rows: as many as give the GPU ``FILL_THREADS`` threads, where the grid
+    loop alone gives fewer (a column sum over 2,000 columns: 2,000 threads would leave most
+    SMs idle), at most a block's 1,024 threads and no fewer than ``ROW_ITERATIONS``
+    iterations of the split loop a row (the rows' parts are combined in shared memory)."""
+    extent = extents.get(mapping.grid[0].var)
+    split = extents.get(mapping.split.var) if mapping.split is not None else None
+    rows = 1
+    while extent is not None and extent * rows < FILL_THREADS \
+            and config.block[0] * rows * 2 <= BLOCK_LANES \
+            and (split is None or split >= ROW_ITERATIONS * rows * 2):
+        rows *= 2
+    return replace(config, rows=rows)
+
+
 def _per_block(config: Config) -> Config:
     """A split loop's config with a block of ``BLOCK_LANES`` threads per grid iteration."""
     return replace(config, block=(1,) * len(config.block), lanes=BLOCK_LANES)
@@ -181,6 +212,13 @@ def neighbours(mapping: NestMapping, config: Config) -> list[Config]:
     (the same threads, x doubled or halved). What measurement walks (``search``)."""
     if not mapping.grid:
         return []
+    if mapping.split_rows:  # rows doubled or halved, the rows' width doubled or halved
+        return [replace(config, block=(x,), rows=rows)
+                for x, rows in ((config.block[0], config.rows * 2),
+                                (config.block[0], config.rows // 2),
+                                (config.block[0] * 2, config.rows),
+                                (config.block[0] // 2, config.rows))
+                if 16 <= x and rows >= 1 and x * rows <= BLOCK_LANES]
     if mapping.split is not None:
         if config.lanes > WARP:  # a block per iteration: back to warps, or fewer lanes
             return [default_config(mapping, reuse=False),

@@ -19,7 +19,7 @@ import numpy as np
 
 from loclab.errors import UsageError
 from loclab.nest.ir import Loop
-from loclab.optimize.cuda.kernel import Kernel, KernelWriter, assigned
+from loclab.optimize.cuda.kernel import ROW_HELPERS, Kernel, KernelWriter, assigned
 from loclab.optimize.cuda.mapping import Config, NestMapping
 from loclab.transform.cuda_syntax import HELPERS, Typing, c_type, shape_of
 from loclab.transform.output import header
@@ -103,7 +103,7 @@ def emit_function(function: ast.FunctionDef, filename: str, line_offset: int,
         else:
             calls.append(_host_statement(node, element_types, ndims, where,
                                          assigned_in_nests))
-    source = HELPERS + "\n\n".join(k.text for k in kernels) + "\n"
+    source = HELPERS + ROW_HELPERS + "\n\n".join(k.text for k in kernels) + "\n"
     module = _module_text(function, filename, kernels, source, calls, dtypes, scalars,
                           overlaps, as_written)
     return CudaFunction(function.name, tuple(kernels), source, module)
@@ -156,7 +156,7 @@ def _launch(kernel: Kernel) -> str:
     """Python lines that size the grid from the sizes and launch ``kernel``."""
     lines = []
     grid = ["1", "1", "1"]
-    block = [str(kernel.lanes), "1", "1"]
+    block = [str(kernel.lanes), str(kernel.rows), "1"]
     for axis in kernel.axes:
         lines.append(f"first_{axis.var} = {axis.first}")
         lines.append(f"count_{axis.var} = {axis.count}")

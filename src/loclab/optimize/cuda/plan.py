@@ -88,7 +88,7 @@ def _map_nest(source: Source, context: Context, loops: dict[int, Any], top: Loop
             with_atomics = with_atomics or (order, grid, atomics, steps)
             continue
         mapping = _mapping(context, top, order, grid, atomics, tuple(steps), loops)
-        mapping, steps = _with_split(source, context, mapping, [*done, *steps], steps)
+        mapping, steps = _with_split(source, context, mapping, [*done, *steps], steps, loops)
         return mapping, refused, steps
     if with_atomics is not None:
         order, grid, atomics, steps = with_atomics
@@ -293,10 +293,16 @@ SPLIT_OPS = {"+", "-", "*", "min", "max", "&", "|", "^"}
 
 
 def _with_split(source: Source, context: Context, mapping: NestMapping, done: list[Step],
-                steps: list[Step]) -> tuple[NestMapping, list[Step]]:
-    """A one-loop grid whose one inner loop is a scalar reduction along which the accesses
-    are unit-stride (and not along the grid loop): that loop split across a warp's lanes
-    (coalesced), the lanes' partial results combined by shuffles. Else as it was."""
+                steps: list[Step], loops: dict[int, Any]) -> tuple[NestMapping, list[Step]]:
+    """A one-loop grid whose one inner loop is a reduction (of scalars, or of array elements
+    it updates at one place, kept in registers across it: ``kernel.promotable``): that loop
+    split across threads, each summing its part, the parts combined after it. Where more
+    of its reads are unit-stride along it than along the grid loop, a warp's lanes split it
+    (coalesced: a warp per row of a matrix-vector product); else the grid loop stays on
+    threadIdx.x and the block's rows split it (a column sum: the grid alone may give too
+    few threads to keep the GPU busy; how many rows is the config's). Else as it was."""
+    from loclab.optimize.cuda.kernel import assigned, promotable, written_arrays
+
     if len(mapping.grid) != 1 or mapping.atomics:
         return mapping, steps
     (grid,) = mapping.grid
@@ -304,14 +310,18 @@ def _with_split(source: Source, context: Context, mapping: NestMapping, done: li
     if len(inner) != 1 or inner[0].step != 1:
         return mapping, steps
     (split,) = inner
+    in_registers = promotable(loops[id(split)])
     statements = split.statements()
-    if any(a.write and a.variable.is_array for st in statements for a in st.accesses):
+    if any(a.write and a.variable.is_array and a.variable.name not in in_registers
+           for st in statements for a in st.accesses):
         return mapping, steps
-    accesses = [a for a in array_accesses(context.model, statements) if not a.access.write]
+    outside = [node for node in loops[id(grid)].body if node is not loops[id(split)]]
+    if any(written_arrays([node]) and assigned([node]) for node in outside):
+        return mapping, steps  # one thread writes the array, every thread needs the scalar
+    accesses = [a for a in array_accesses(context.model, statements)
+                if not a.access.write and a.access.variable.name not in in_registers]
     along_split = sum(stride(a.subscripts, split.var) == "unit" for a in accesses)
     along_grid = sum(stride(a.subscripts, grid.var) == "unit" for a in accesses)
-    if along_split <= along_grid:
-        return mapping, steps
     step = make_step("parallel", label(split))
     try:
         result = source.transform([*done, step])
@@ -319,19 +329,29 @@ def _with_split(source: Source, context: Context, mapping: NestMapping, done: li
         return mapping, steps
     node = next(n for n in result.program.loops() if label(n.origin) == label(split))
     if not node.parallel or not node.reductions or any(
-            not r.scalar or r.op not in SPLIT_OPS for r in node.reductions):
+            not (r.scalar or r.name in in_registers) or r.op not in SPLIT_OPS
+            for r in node.reductions):
         return mapping, steps
     reductions = tuple((r.name, r.op) for r in node.reductions)
     names = ", ".join(f"{name} ({op})" for name, op in reductions)
     steps_text = "; ".join(map(str, (*mapping.steps, step)))
+    rows = along_split <= along_grid
     reasons = tuple((r[0], r[1].replace("; ".join(map(str, mapping.steps)), steps_text))
-                    for r in mapping.reasons if not r[0].startswith("threadIdx.x")) + (
-        (f"a warp per iteration of {label(grid)}, its lanes splitting {label(split)}",
-         f"{along_split} of the reads in {split.var} are unit-stride along it and "
-         f"{along_grid} along {grid.var}: lanes on consecutive {split.var} coalesce; each "
-         f"lane sums its part of {names}, shuffles combine the parts"),)
-    return replace(mapping, x=None, split=split, reductions=reductions,
-                   steps=(*mapping.steps, step), reasons=reasons), [*steps, step]
+                    for r in mapping.reasons if rows or not r[0].startswith("threadIdx.x"))
+    if rows:
+        reasons += ((f"the block's rows splitting {label(split)}",
+                     f"each row sums its part of {names} (combined in shared memory): "
+                     f"{grid.var} alone may give too few threads to fill the GPU"),)
+    else:
+        reasons += ((f"a warp per iteration of {label(grid)}, its lanes splitting "
+                     f"{label(split)}",
+                     f"{along_split} of the reads in {split.var} are unit-stride along it "
+                     f"and {along_grid} along {grid.var}: lanes on consecutive {split.var} "
+                     f"coalesce; each lane sums its part of {names}, shuffles combine "
+                     "the parts"),)
+    return replace(mapping, x=grid if rows else None, split=split, reductions=reductions,
+                   split_rows=rows, steps=(*mapping.steps, step), reasons=reasons), \
+        [*steps, step]
 
 
 def _sequential(context: Context, top: Loop, loops: dict[int, Any]) -> NestMapping:
