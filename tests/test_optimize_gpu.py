@@ -62,10 +62,13 @@ def check_grids(source: str, sizes: dict[str, int]) -> None:
         # one location in two of them is no conflict) and the grid's
         grid_lines = [h.line for h in mapping.host] + [g.line for g in mapping.grid]
         top = mapping.top.line
+        part = None  # a statement of a distributed loop: its kernel runs that one alone
+        if mapping.part is not None:
+            part = mapping.part.lineno + top - mapped.loops[id(mapping.top)].lineno
         by_location = defaultdict(list)
         last_write: dict[str, tuple] = {}
         for access in accesses:
-            inside = top in access.loops
+            inside = top in access.loops and part in (None, access.line)
             point = tuple(access.iteration[access.loops.index(line)]
                           for line in grid_lines) if inside else None
             name, subscripts = access.location
@@ -301,6 +304,42 @@ def test_row_and_column_sums_into_array_elements_split_their_inner_loop():
     assert "loclab_rows_add(r_z_0)" not in wide.emit(*_types(wide)).source
 
 
+# a row sum then a column sum of the same rows in one loop (atax): fused, threads over i
+# would update y atomically; and look-alikes whose distribution the dependences forbid
+PIECES = ["""
+def f(A, x, y, tmp, N, M):
+    for i in range(N):
+        tmp[i] = 0.0
+        for j in range(M):
+            tmp[i] = tmp[i] + A[i, j] * x[j]
+        for j in range(M):
+            y[j] = y[j] + A[i, j] * tmp[i]
+""", """
+def f(A, x, y, tmp, N, M):
+    for i in range(N):
+        tmp[i] = y[i]
+        for j in range(M):
+            y[j] = y[j] + A[i, j] * tmp[i]
+""", """
+def f(A, x, y, tmp, N, M):
+    for i in range(N):
+        for j in range(M):
+            y[j] = y[j] + A[i, j] * x[i]
+        tmp[i] = y[i + 1] * 2.0
+"""]
+
+
+def test_a_loop_whose_nests_would_update_atomically_is_distributed_into_pieces():
+    _, mapped = gpu_planned(PIECES[0], N=40, M=30)
+    assert [([g.var for g in m.grid], m.split and m.split.var, m.split_rows, m.atomics)
+            for m in mapped.mappings] == [(["i"], None, False, frozenset()),
+                                          (["i"], "j", False, frozenset()),
+                                          (["j"], "i", True, frozenset())]
+    assert str(mapped.mappings[0].steps[0]) == "distribute(i@3)"
+    for source in PIECES:
+        check_grids(source, {"N": 6, "M": 5})
+
+
 def test_verification_runs_few_time_steps_and_kernels_past_a_block():
     from loclab.optimize.gpu import verification_sizes
 
@@ -371,10 +410,15 @@ def test_a_distributed_imperfect_band_agrees_with_the_original():
                                    {"N": 37, "M": 5000}])
 def test_split_row_and_column_sums_agree_with_the_original(sizes):
     gpu_agrees(SPLIT_SUMS, sizes)
+    for source in PIECES:
+        gpu_agrees(source, sizes)
     for name in ("gesummv", "mvt"):
         result = optimize_file(KERNELS / f"{name}.py", name, target="gpu", timing=QUICK,
                                params={"N": sizes["N"]})
         assert result.verification.ok and result.check.valid, result.notes
+    result = optimize_file(KERNELS / "atax.py", "atax", target="gpu", timing=QUICK,
+                           params={"M": sizes["N"], "N": sizes["M"]})
+    assert result.verification.ok and result.check.valid, result.notes
 
 
 @pytest.mark.gpu

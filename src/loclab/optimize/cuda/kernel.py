@@ -153,6 +153,8 @@ class KernelWriter:
         mapping = self.mapping
         if not mapping.grid:
             return [mapping.node]
+        if mapping.part is not None:  # a statement of a distributed loop, a thread each
+            return [mapping.part]
         innermost = max(mapping.order, key=lambda loop: loop.depth)  # as written: the band
         # may be reordered (grid j over i: the thread runs i in the body of j)
         inner = self.loops[id(innermost)].body

@@ -60,6 +60,8 @@ class NestMapping:
     # loops around ``top`` that run on the host, each iteration launching this kernel (a
     # stencil's time steps): their variables are the kernel's integer arguments
     host: tuple[Loop, ...] = ()
+    # the one statement of a distributed ``top``'s body this kernel runs (``node`` too)
+    part: ast.stmt | None = None
 
     def axis(self, loop: Loop) -> int:
         """0 (x), 1 (y) or 2 (z): x is ``self.x`` (or a warp's lanes, where the loop inside

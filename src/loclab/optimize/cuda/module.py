@@ -69,7 +69,7 @@ def emit_function(function: ast.FunctionDef, filename: str, line_offset: int,
     body = function.body
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]
-    def kernel_of(node: ast.For, host: Sequence[str]) -> str:
+    def kernel_of(node: ast.stmt, host: Sequence[str]) -> str:
         """The kernel of the nest at ``node`` written, and the Python that launches it
         (``host``: the variables of the host loops around it, integer arguments)."""
         mapping, config = by_line[node.lineno]
@@ -92,7 +92,8 @@ def emit_function(function: ast.FunctionDef, filename: str, line_offset: int,
         if isinstance(node, ast.For) and node.lineno in by_line:
             calls.append(kernel_of(node, ()))
         elif isinstance(node, ast.For) and isinstance(node.target, ast.Name) \
-                and all(isinstance(child, ast.For) and child.lineno in by_line
+                and all(child.lineno in by_line and (isinstance(child, ast.For) or by_line[
+                    child.lineno][0].part is child)
                         for child in node.body):  # a host loop, or one distributed
             if not by_line[node.body[0].lineno][0].host:  # distributed (plan.distributed_nests)
                 calls += [kernel_of(child, ()) for child in node.body]

@@ -15,6 +15,7 @@ written, with the dependences that keep each loop sequential as the reason.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -45,7 +46,8 @@ def gpu_mappings(source: Source, context: Context, loops: dict[int, Any]
     for top in top_loops(context.analysis):
         mapping, refused, steps = _map_nest(source, context, loops, top, done)
         if len(mapping.grid) == 1:
-            apart = distributed_nests(source, context, loops, top, done)
+            apart = distributed_nests(source, context, loops, top, done,
+                                      pieces=bool(mapping.atomics))
             if apart is not None:
                 for inner, inner_steps in apart:
                     done += inner_steps
@@ -98,22 +100,31 @@ def _map_nest(source: Source, context: Context, loops: dict[int, Any], top: Loop
 
 
 def distributed_nests(source: Source, context: Context, loops: dict[int, Any], top: Loop,
-                      done: list[Step]) -> list[tuple[NestMapping, list[Step]]] | None:
+                      done: list[Step], pieces: bool = False
+                      ) -> list[tuple[NestMapping, list[Step]]] | None:
     """The nests inside ``top`` each as a kernel of its own, ``top`` distributed over them
     and leading each one's grid (gemm's ``C[i, j] *= beta`` before its ``k, j`` loops: a
     grid over ``i`` alone becomes grids over ``i, j`` in two kernels launched one after the
     other), where ``top``'s body is loops alone, the transformer proves ``distribute`` of
     ``top`` keeping them in program order, and every nest gets a grid of two loops or more;
-    else None. A distributed loop is named by a line of its nest (``i@5``)."""
+    else None. A distributed loop is named by a line of its nest (``i@5``).
+
+    With ``pieces`` (the fused nest would update arrays atomically from many threads), the
+    body may hold statements too, each a kernel over ``top``, and a nest that gets no such
+    grid may get ``top`` or its own loop as a one-loop grid with the other loop split
+    across threads (``_split_piece``: atax's ``tmp[i] = 0``, row sum into ``tmp[i]`` and
+    column sum into ``y[j]``, three kernels without atomics)."""
     children = top.body
-    if len(children) < 2 or not all(isinstance(child, Loop) for child in children):
+    if len(children) < 2 or not all(isinstance(child, Loop) or pieces
+                                    for child in children):
         return None
     distribute = make_step("distribute", label(top))
     try:
         result = source.transform([*done, distribute])
     except _refusals():
         return None
-    lines = [child.statements()[0].line for child in children if child.statements()]
+    lines = [child.statements()[0].line if isinstance(child, Loop) else child.line
+             for child in children if not isinstance(child, Loop) or child.statements()]
     firsts = [min(u.line for u in node.units()) for node in result.program.body
               if isinstance(node, LoopNode) and node.origin.line == top.line]
     if len(lines) != len(children) or firsts != lines:
@@ -121,7 +132,12 @@ def distributed_nests(source: Source, context: Context, loops: dict[int, Any], t
     found: list[tuple[NestMapping, list[Step]]] = []
     proved = [*done, distribute]
     for child, line in zip(children, lines):
-        mapped = _distributed_nest(source, context, loops, top, child, line, proved)
+        if not isinstance(child, Loop):
+            mapped = _statement_piece(source, context, loops, top, child, proved)
+        else:
+            mapped = _distributed_nest(source, context, loops, top, child, line, proved)
+            if mapped is None and pieces:
+                mapped = _split_piece(source, context, loops, top, child, line, proved)
         if mapped is None:
             return None
         mapping, steps = mapped
@@ -167,6 +183,71 @@ def _distributed_nest(source: Source, context: Context, loops: dict[int, Any], t
         if permute:
             reasons.insert(1, (str(permute), "the grid loops first, in a legal order"))
         return replace(mapping, reasons=(why, *reasons)), steps
+    return None
+
+
+def _statement_piece(source: Source, context: Context, loops: dict[int, Any], top: Loop,
+                     statement: Any, done: list[Step]
+                     ) -> tuple[NestMapping, list[Step]] | None:
+    """A statement of ``top``'s body (``top`` distributed) as a kernel of its own, a thread
+    per iteration of ``top``, where the transformer proves that loop parallel around it
+    without atomic updates and it assigns no scalar (a later kernel could not read it)."""
+    if any(a.write and not a.variable.is_array for a in statement.accesses):
+        return None
+    name = f"{top.var}@{statement.line}"
+    step = make_step("parallel", name)
+    try:
+        result = source.transform([*done, step])
+    except _refusals():
+        return None
+    atomics, problem = _atomics(result.program, (top,), statement.line)
+    if problem or atomics:
+        return None
+    shift = top.line - loops[id(top)].lineno  # the syntax's lines from the function's
+    (syntax,) = [node for node in loops[id(top)].body if node.lineno == statement.line - shift]
+    reasons = ((f"distribute({label(top)})", f"{top.var}'s body holds nests that would "
+                "update arrays atomically: each statement and nest a kernel"),
+               (f"threads over {name}", f"{statement.source}: the transformer proved "
+                f"parallel({name})"),
+               (f"threadIdx.x on {name}", "the only grid loop"))
+    return NestMapping(top, syntax, (top,), (top,), top, frozenset(), (step,), reasons,
+                       part=syntax), [step]
+
+
+def _split_piece(source: Source, context: Context, loops: dict[int, Any], top: Loop,
+                 child: Loop, line: int, done: list[Step]
+                 ) -> tuple[NestMapping, list[Step]] | None:
+    """A nest ``child`` of one loop inside ``top`` (distributed) as a kernel whose grid is
+    one of the two loops and whose threads split the other (``_with_split``): ``top`` on the
+    grid and a row sum split across a warp, or ``child``'s loop on the grid (moved out:
+    ``permute``) and a column sum split across the block's rows."""
+    band = _band_at(context.analysis, child)
+    if len(band) != 1 or child.body != [*band[0].body] or any(
+            isinstance(node, Loop) for node in child.body):
+        return None
+
+    def at(loop: Loop) -> str:
+        return f"{loop.var}@{line}"
+
+    for order in ((top, child), (child, top)):
+        steps = [make_step("permute", *(at(loop) for loop in order))] \
+            if order[0] is child else []
+        steps.append(make_step("parallel", at(order[0])))
+        try:
+            result = source.transform([*done, *steps])
+        except _refusals():
+            continue
+        atomics, problem = _atomics(result.program, order[:1], line)
+        if problem or atomics:
+            continue
+        mapping = _mapping(context, child, order, order[:1], atomics, tuple(steps), loops)
+        split, split_steps = _with_split(source, context, mapping, [*done, *steps], steps,
+                                         loops, at, line)
+        if split.split is None:
+            continue
+        why = (f"distribute({label(top)})", f"{top.var}'s body holds nests that would "
+               "update arrays atomically: each statement and nest a kernel")
+        return replace(split, reasons=(why, *split.reasons)), split_steps
     return None
 
 
@@ -293,7 +374,8 @@ SPLIT_OPS = {"+", "-", "*", "min", "max", "&", "|", "^"}
 
 
 def _with_split(source: Source, context: Context, mapping: NestMapping, done: list[Step],
-                steps: list[Step], loops: dict[int, Any]) -> tuple[NestMapping, list[Step]]:
+                steps: list[Step], loops: dict[int, Any], name: Any = label,
+                line: int | None = None) -> tuple[NestMapping, list[Step]]:
     """A one-loop grid whose one inner loop is a reduction (of scalars, or of array elements
     it updates at one place, kept in registers across it: ``kernel.promotable``): that loop
     split across threads, each summing its part, the parts combined after it. Where more
@@ -303,31 +385,42 @@ def _with_split(source: Source, context: Context, mapping: NestMapping, done: li
     few threads to keep the GPU busy; how many rows is the config's). Else as it was."""
     from loclab.optimize.cuda.kernel import assigned, promotable, written_arrays
 
-    if len(mapping.grid) != 1 or mapping.atomics:
+    if len(mapping.grid) != 1 or mapping.atomics or len(mapping.order) > 2:
         return mapping, steps
     (grid,) = mapping.grid
-    inner = [node for node in grid.body if isinstance(node, Loop)]
-    if len(inner) != 1 or inner[0].step != 1:
+    if len(mapping.order) == 2:  # a band of two, maybe interchanged: the thread runs the other
+        split = mapping.order[1]
+        innermost = max(mapping.order, key=lambda loop: loop.depth)
+        thread_loop = ast.copy_location(ast.For(
+            target=loops[id(split)].target, iter=loops[id(split)].iter,
+            body=loops[id(innermost)].body, orelse=[]), loops[id(split)])
+        statements, outside = innermost.statements(), []
+    else:
+        inner = [node for node in grid.body if isinstance(node, Loop)]
+        if len(inner) != 1:
+            return mapping, steps
+        (split,) = inner
+        thread_loop, statements = loops[id(split)], split.statements()
+        outside = [node for node in loops[id(grid)].body if node is not thread_loop]
+    if split.step != 1:
         return mapping, steps
-    (split,) = inner
-    in_registers = promotable(loops[id(split)])
-    statements = split.statements()
+    in_registers = promotable(thread_loop)
     if any(a.write and a.variable.is_array and a.variable.name not in in_registers
            for st in statements for a in st.accesses):
         return mapping, steps
-    outside = [node for node in loops[id(grid)].body if node is not loops[id(split)]]
     if any(written_arrays([node]) and assigned([node]) for node in outside):
         return mapping, steps  # one thread writes the array, every thread needs the scalar
     accesses = [a for a in array_accesses(context.model, statements)
                 if not a.access.write and a.access.variable.name not in in_registers]
     along_split = sum(stride(a.subscripts, split.var) == "unit" for a in accesses)
     along_grid = sum(stride(a.subscripts, grid.var) == "unit" for a in accesses)
-    step = make_step("parallel", label(split))
+    step = make_step("parallel", name(split))
     try:
         result = source.transform([*done, step])
     except _refusals():
         return mapping, steps
-    node = next(n for n in result.program.loops() if label(n.origin) == label(split))
+    node = next(n for n in result.program.loops() if label(n.origin) == label(split) and (
+        line is None or any(unit.line == line for unit in n.units())))
     if not node.parallel or not node.reductions or any(
             not (r.scalar or r.name in in_registers) or r.op not in SPLIT_OPS
             for r in node.reductions):
@@ -339,12 +432,12 @@ def _with_split(source: Source, context: Context, mapping: NestMapping, done: li
     reasons = tuple((r[0], r[1].replace("; ".join(map(str, mapping.steps)), steps_text))
                     for r in mapping.reasons if rows or not r[0].startswith("threadIdx.x"))
     if rows:
-        reasons += ((f"the block's rows splitting {label(split)}",
+        reasons += ((f"the block's rows splitting {name(split)}",
                      f"each row sums its part of {names} (combined in shared memory): "
                      f"{grid.var} alone may give too few threads to fill the GPU"),)
     else:
-        reasons += ((f"a warp per iteration of {label(grid)}, its lanes splitting "
-                     f"{label(split)}",
+        reasons += ((f"a warp per iteration of {name(grid)}, its lanes splitting "
+                     f"{name(split)}",
                      f"{along_split} of the reads in {split.var} are unit-stride along it "
                      f"and {along_grid} along {grid.var}: lanes on consecutive {split.var} "
                      f"coalesce; each lane sums its part of {names}, shuffles combine "
