@@ -317,6 +317,13 @@ def f(A, x, y, tmp, N, M):
 """, """
 def f(A, x, y, tmp, N, M):
     for i in range(N):
+        tmp[i] = 0.0
+        for j in range(M):
+            y[j] = y[j] + x[i] * A[i, j]
+            tmp[i] = tmp[i] + A[i, j] * x[j]
+""", """
+def f(A, x, y, tmp, N, M):
+    for i in range(N):
         tmp[i] = y[i]
         for j in range(M):
             y[j] = y[j] + A[i, j] * tmp[i]
@@ -336,6 +343,15 @@ def test_a_loop_whose_nests_would_update_atomically_is_distributed_into_pieces()
                                           (["i"], "j", False, frozenset()),
                                           (["j"], "i", True, frozenset())]
     assert str(mapped.mappings[0].steps[0]) == "distribute(i@3)"
+    _, both = gpu_planned(PIECES[1], N=40, M=30)  # (bicg) the j loop distributed too
+    assert [([g.var for g in m.grid], m.split.var if m.split else None, m.part is not None)
+            for m in both.mappings] == [(["i"], None, True), (["j"], "i", True),
+                                        (["i"], "j", True)]
+    assert [str(s) for s in both.mappings[1].steps][:2] == ["distribute(j@6)",
+                                                            "distribute(i@6)"]
+    cuda = both.emit(*_types(both))
+    launcher = cuda.module[cuda.module.index("def f("):]
+    assert launcher.count("_kernel(") == 3 and "for i in" not in launcher
     for source in PIECES:
         check_grids(source, {"N": 6, "M": 5})
 
@@ -416,9 +432,10 @@ def test_split_row_and_column_sums_agree_with_the_original(sizes):
         result = optimize_file(KERNELS / f"{name}.py", name, target="gpu", timing=QUICK,
                                params={"N": sizes["N"]})
         assert result.verification.ok and result.check.valid, result.notes
-    result = optimize_file(KERNELS / "atax.py", "atax", target="gpu", timing=QUICK,
-                           params={"M": sizes["N"], "N": sizes["M"]})
-    assert result.verification.ok and result.check.valid, result.notes
+    for name in ("atax", "bicg"):
+        result = optimize_file(KERNELS / f"{name}.py", name, target="gpu", timing=QUICK,
+                               params={"M": sizes["N"], "N": sizes["M"]})
+        assert result.verification.ok and result.check.valid, result.notes
 
 
 @pytest.mark.gpu

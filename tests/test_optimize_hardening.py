@@ -415,31 +415,45 @@ def test_every_kernel_of_the_corpus_is_optimized_or_refused_in_one_line(
     assert document["timing"]["optimized_s"] > 0
 
 
+# two loops one after the other in a thread, both reading A (staged in shared memory through
+# registers a strip ahead: each loop declares its own)
+SIBLING_STAGES = """
+def f(A, x, tmp, z, M, N):
+    for i in range(M):
+        tmp[i] = 0.0
+        for j in range(N):
+            tmp[i] = tmp[i] + A[i, j] * x[j]
+        for j in range(N):
+            z[i, j] = A[i, j] * tmp[i]
+"""
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
-@pytest.mark.parametrize("target, sizes, written", [
-    # atax's second nest reads A in two loops one after the other, each staged in shared
-    # memory through registers a strip ahead: each loop declares its own; threads over i
-    # update y[j] (written y[j] = y[j] + ...) together: atomically
-    ("atax.py::atax", {"M": 200, "N": 240}, ("double p_A_0 =", "loclab_atomic_add(&y[j], ")),
+@pytest.mark.parametrize("source, function, sizes, written", [
+    (SIBLING_STAGES, "f", {"M": 200, "N": 240}, ("double p_A_0 =",)),
+    # atax's second nest: threads over i would update y[j] together (atomically); it is
+    # distributed instead, the row sum split across a block (200 rows), the column sum
+    # across rows
+    (KERNELS / "atax.py", "atax", {"M": 200, "N": 240},
+     ("r_tmp_0 = loclab_block_add(r_tmp_0);", "r_y_0 = loclab_rows_add(r_y_0);")),
     # trmm's grid loop j is inside i as written: the thread runs i, and no loop over j
-    ("trmm.py::trmm", {"M": 50, "N": 60},
+    (KERNELS / "trmm.py", "trmm", {"M": 50, "N": 60},
      ("for (i = 0; i < M; i += 1) {\n        for (k =",))])
-def test_kernels_of_reordered_and_staged_nests_compile_for_the_gpu(target, sizes, written,
-                                                                    tmp_path):
+def test_kernels_of_reordered_and_staged_nests_compile_for_the_gpu(source, function, sizes,
+                                                                    written, tmp_path):
     from loclab.optimize import plan
     from loclab.optimize.cuda import argument_types, gpu_plan
 
-    file, _, function = target.partition("::")
-    path = KERNELS / file
-    found = plan(path.read_text(), function, filename=str(path), params=sizes)
+    text = source.read_text() if isinstance(source, Path) else source
+    found = plan(text, function, filename=str(source)[:40], params=sizes)
     inputs = make_inputs(found.as_written.program, found.sizes)
     cuda = gpu_plan(found).emit(*argument_types(inputs, list(sizes)))
     assert all(fragment in cuda.source for fragment in written)
-    source = tmp_path / "kernels.cu"
+    compiled = tmp_path / "kernels.cu"
     keep = "".join(f"void* keep_{k.name} = (void*)&{k.name}<int>;\n" for k in cuda.kernels)
-    source.write_text(cuda.source + keep)
+    compiled.write_text(cuda.source + keep)
     run = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-c", "-o", "/dev/null",
-                          str(source)], capture_output=True, text=True)
+                          str(compiled)], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
 
 

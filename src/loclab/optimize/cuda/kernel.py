@@ -153,11 +153,10 @@ class KernelWriter:
         mapping = self.mapping
         if not mapping.grid:
             return [mapping.node]
-        if mapping.part is not None:  # a statement of a distributed loop, a thread each
-            return [mapping.part]
         innermost = max(mapping.order, key=lambda loop: loop.depth)  # as written: the band
-        # may be reordered (grid j over i: the thread runs i in the body of j)
-        inner = self.loops[id(innermost)].body
+        # may be reordered (grid j over i: the thread runs i in the body of j); a kernel of
+        # a distributed loop may run one statement of the innermost body alone
+        inner = [mapping.part] if mapping.part is not None else self.loops[id(innermost)].body
         for loop in reversed(mapping.order[len(mapping.grid):]):
             node = self.loops[id(loop)]
             inner = [ast.copy_location(ast.For(target=node.target, iter=node.iter, body=inner,

@@ -60,7 +60,8 @@ class NestMapping:
     # loops around ``top`` that run on the host, each iteration launching this kernel (a
     # stencil's time steps): their variables are the kernel's integer arguments
     host: tuple[Loop, ...] = ()
-    # the one statement of a distributed ``top``'s body this kernel runs (``node`` too)
+    # the one statement of the innermost body this kernel runs, where a distributed loop's
+    # body holds several (``node`` is then that statement too)
     part: ast.stmt | None = None
 
     def axis(self, loop: Loop) -> int:

@@ -89,16 +89,17 @@ def emit_function(function: ast.FunctionDef, filename: str, line_offset: int,
         return _launch(kernel)
 
     for node in body:
-        if isinstance(node, ast.For) and node.lineno in by_line:
+        inside = [m for m in mappings if m.node is not node
+                  and node.lineno <= m.node.lineno <= (node.end_lineno or node.lineno)]
+        if isinstance(node, ast.For) and node.lineno in by_line and not inside:
             calls.append(kernel_of(node, ()))
-        elif isinstance(node, ast.For) and isinstance(node.target, ast.Name) \
-                and all(child.lineno in by_line and (isinstance(child, ast.For) or by_line[
-                    child.lineno][0].part is child)
-                        for child in node.body):  # a host loop, or one distributed
-            if not by_line[node.body[0].lineno][0].host:  # distributed (plan.distributed_nests)
-                calls += [kernel_of(child, ()) for child in node.body]
+        elif isinstance(node, ast.For) and isinstance(node.target, ast.Name) and inside:
+            # a loop distributed into kernels (plan.distributed_nests), or one on the host
+            # around its nests' kernels (plan.host_nests)
+            if not inside[0].host:
+                calls += [kernel_of(m.node, ()) for m in inside]
                 continue
-            launches = [kernel_of(child, (node.target.id,)) for child in node.body]
+            launches = [kernel_of(m.node, (node.target.id,)) for m in inside]
             calls.append(f"for {node.target.id} in {ast.unparse(node.iter)}:\n" + "\n".join(
                 "    " + line for launch in launches for line in launch.splitlines()))
         else:

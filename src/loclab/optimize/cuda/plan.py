@@ -133,19 +133,19 @@ def distributed_nests(source: Source, context: Context, loops: dict[int, Any], t
     proved = [*done, distribute]
     for child, line in zip(children, lines):
         if not isinstance(child, Loop):
-            mapped = _statement_piece(source, context, loops, top, child, proved)
+            mapped = [_statement_piece(source, context, loops, top, child, proved)]
         else:
-            mapped = _distributed_nest(source, context, loops, top, child, line, proved)
-            if mapped is None and pieces:
-                mapped = _split_piece(source, context, loops, top, child, line, proved)
-        if mapped is None:
+            mapped = [_distributed_nest(source, context, loops, top, child, line, proved)]
+            if mapped[0] is None and pieces:
+                mapped = _split_pieces(source, context, loops, top, child, line, proved)
+        if not mapped or None in mapped:
             return None
-        mapping, steps = mapped
-        proved += steps
-        if not found:  # the first nest's proof holds the distribution
-            mapping, steps = replace(mapping, steps=(distribute, *mapping.steps)), \
-                [distribute, *steps]
-        found.append((mapping, steps))
+        for mapping, steps in mapped:
+            proved += steps
+            if not found:  # the first nest's proof holds the distribution
+                mapping, steps = replace(mapping, steps=(distribute, *mapping.steps)), \
+                    [distribute, *steps]
+            found.append((mapping, steps))
     return found
 
 
@@ -214,18 +214,51 @@ def _statement_piece(source: Source, context: Context, loops: dict[int, Any], to
                        part=syntax), [step]
 
 
-def _split_piece(source: Source, context: Context, loops: dict[int, Any], top: Loop,
-                 child: Loop, line: int, done: list[Step]
-                 ) -> tuple[NestMapping, list[Step]] | None:
-    """A nest ``child`` of one loop inside ``top`` (distributed) as a kernel whose grid is
+def _split_pieces(source: Source, context: Context, loops: dict[int, Any], top: Loop,
+                  child: Loop, line: int, done: list[Step]
+                  ) -> list[tuple[NestMapping, list[Step]] | None]:
+    """A nest ``child`` of one loop inside ``top`` (distributed) as kernels whose grid is
     one of the two loops and whose threads split the other (``_with_split``): ``top`` on the
     grid and a row sum split across a warp, or ``child``'s loop on the grid (moved out:
-    ``permute``) and a column sum split across the block's rows."""
-    band = _band_at(context.analysis, child)
-    if len(band) != 1 or child.body != [*band[0].body] or any(
+    ``permute``) and a column sum split across the block's rows. Where ``child`` holds
+    several statements (bicg's column sum into ``s[j]`` beside its row sum into ``q[i]``),
+    it is distributed too, and ``top`` again over the loops that gives: a kernel each."""
+    if len(_band_at(context.analysis, child)) != 1 or any(
             isinstance(node, Loop) for node in child.body):
-        return None
+        return []
+    statements = child.statements()
+    steps: list[Step] = []
+    if len(statements) > 1:
+        steps = [make_step("distribute", f"{child.var}@{line}"),
+                 make_step("distribute", f"{top.var}@{line}")]
+        try:
+            source.transform([*done, *steps])
+        except _refusals():
+            return []
+    shift = top.line - loops[id(top)].lineno  # the syntax's lines from the function's
+    found: list[tuple[NestMapping, list[Step]] | None] = []
+    proved = [*done, *steps]
+    for statement in statements:
+        (part,) = [node for node in loops[id(child)].body
+                   if node.lineno == statement.line - shift]
+        mapped = _split_piece(source, context, loops, top, child, statement.line, proved,
+                              part if len(statements) > 1 else None)
+        if mapped is not None:
+            mapping, piece_steps = mapped
+            proved += piece_steps
+            if not found and steps:  # the first kernel's proof holds the distribution
+                mapped = replace(mapping, steps=(*steps, *mapping.steps)), \
+                    [*steps, *piece_steps]
+        found.append(mapped)
+    return found
 
+
+def _split_piece(source: Source, context: Context, loops: dict[int, Any], top: Loop,
+                 child: Loop, line: int, done: list[Step], part: Any = None
+                 ) -> tuple[NestMapping, list[Step]] | None:
+    """One kernel of ``_split_pieces``: the loops named by ``line`` (the first statement of
+    the nest they run; ``part``: the one statement of ``child``'s body it runs, where there
+    are several)."""
     def at(loop: Loop) -> str:
         return f"{loop.var}@{line}"
 
@@ -241,6 +274,8 @@ def _split_piece(source: Source, context: Context, loops: dict[int, Any], top: L
         if problem or atomics:
             continue
         mapping = _mapping(context, child, order, order[:1], atomics, tuple(steps), loops)
+        if part is not None:
+            mapping = replace(mapping, node=part, part=part)
         split, split_steps = _with_split(source, context, mapping, [*done, *steps], steps,
                                          loops, at, line)
         if split.split is None:
@@ -391,10 +426,13 @@ def _with_split(source: Source, context: Context, mapping: NestMapping, done: li
     if len(mapping.order) == 2:  # a band of two, maybe interchanged: the thread runs the other
         split = mapping.order[1]
         innermost = max(mapping.order, key=lambda loop: loop.depth)
+        body = [mapping.part] if mapping.part is not None else loops[id(innermost)].body
         thread_loop = ast.copy_location(ast.For(
-            target=loops[id(split)].target, iter=loops[id(split)].iter,
-            body=loops[id(innermost)].body, orelse=[]), loops[id(split)])
-        statements, outside = innermost.statements(), []
+            target=loops[id(split)].target, iter=loops[id(split)].iter, body=body,
+            orelse=[]), loops[id(split)])
+        statements = [s for s in innermost.statements()
+                      if mapping.part is None or s.line == line]
+        outside = []
     else:
         inner = [node for node in grid.body if isinstance(node, Loop)]
         if len(inner) != 1:
