@@ -393,6 +393,36 @@ def test_an_untranslatable_construct_is_one_line_with_its_line():
         mapped.emit(*argument_types(inputs, ["N"]))
 
 
+# a statement beside a triangular nest (correlation's diagonal), then an element set after
+# the loops; and an element read after them, which the host cannot run
+TRIANGLE = """
+def f(A, C, N, M):
+    for i in range(M - 1):
+        C[i, i] = 1.0
+        for j in range(i + 1, M):
+            C[i, j] = 0.0
+            for k in range(N):
+                C[i, j] += A[k, i] * A[k, j]
+            C[j, i] = C[i, j]
+    C[M - 1, M - 1] = 1.0
+"""
+
+
+def test_a_statement_beside_a_nest_is_a_kernel_and_element_stores_run_on_the_host():
+    _, mapped = gpu_planned(TRIANGLE, N=7, M=6)
+    assert [[g.var for g in m.grid] for m in mapped.mappings] == [["i"], ["i", "j"]]
+    assert mapped.mappings[0].part is not None
+    module = mapped.emit(*_types(mapped)).module
+    launcher = module[module.index("def f("):]
+    assert launcher.index("_kernel('nest_5'") < launcher.index("    C[M - 1, M - 1] = 1.0\n")
+    check_grids(TRIANGLE, {"N": 5, "M": 6})
+    read_after = TRIANGLE.replace("C[M - 1, M - 1] = 1.0", "C[0, 1] = C[1, 0] * 2.0")
+    with pytest.raises(UsageError, match=r"<nest>:10: the CUDA emitter runs code outside the "
+                                         "loops on the host: it may not read"):
+        mapped = gpu_planned(read_after, N=7, M=6)[1]
+        mapped.emit(*_types(mapped))
+
+
 # --- on a GPU: every result against the original --------------------------------------------
 
 @pytest.mark.gpu
@@ -426,6 +456,7 @@ def test_a_distributed_imperfect_band_agrees_with_the_original():
                                    {"N": 37, "M": 5000}])
 def test_split_row_and_column_sums_agree_with_the_original(sizes):
     gpu_agrees(SPLIT_SUMS, sizes)
+    gpu_agrees(TRIANGLE, sizes)
     for source in PIECES:
         gpu_agrees(source, sizes)
     for name in ("gesummv", "mvt"):

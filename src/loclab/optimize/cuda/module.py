@@ -126,6 +126,8 @@ def _host_statement(node: ast.stmt, arrays: dict[str, np.dtype], ndims: dict[str
     """A statement outside the loops, as the host runs it (NumPy allocations on the GPU)."""
     if isinstance(node, ast.Return):
         return ast.unparse(node)
+    if _element_store(node, arrays):  # CuPy sets the element on the GPU, in stream order
+        return ast.unparse(node)
     if any(isinstance(n, ast.Subscript) and shape_of(n) is None for n in ast.walk(node)):
         raise UsageError(f"{where(node)}: the CUDA emitter runs code outside the loops on the "
                          "host: it may not read or write array elements")
@@ -152,6 +154,21 @@ def _host_statement(node: ast.stmt, arrays: dict[str, np.dtype], ndims: dict[str
         return ast.unparse(node)
     raise UsageError(f"{where(node)}: the CUDA emitter does not run "
                      f"{type(node).__name__} outside the loops")
+
+
+def _element_store(node: ast.stmt, arrays: Mapping[str, np.dtype]) -> bool:
+    """Whether ``node`` sets array elements from constants, sizes and scalars alone
+    (correlation's ``corr[M - 1, M - 1] = 1.0`` after its loops): every target an element of
+    an array argument, no element read anywhere in it."""
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
+        if isinstance(node, ast.AugAssign) else []
+    if not targets or not all(isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+                              and t.value.id in arrays for t in targets):
+        return False
+    subscripts = [n for n in ast.walk(node) if isinstance(n, ast.Subscript)
+                  and shape_of(n) is None]
+    return len(subscripts) == len(targets) and not any(
+        isinstance(n, ast.Subscript) for t in targets for n in ast.walk(t.slice))
 
 
 def _launch(kernel: Kernel) -> str:

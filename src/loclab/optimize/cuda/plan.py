@@ -105,18 +105,18 @@ def distributed_nests(source: Source, context: Context, loops: dict[int, Any], t
     """The nests inside ``top`` each as a kernel of its own, ``top`` distributed over them
     and leading each one's grid (gemm's ``C[i, j] *= beta`` before its ``k, j`` loops: a
     grid over ``i`` alone becomes grids over ``i, j`` in two kernels launched one after the
-    other), where ``top``'s body is loops alone, the transformer proves ``distribute`` of
-    ``top`` keeping them in program order, and every nest gets a grid of two loops or more;
-    else None. A distributed loop is named by a line of its nest (``i@5``).
+    other), where the transformer proves ``distribute`` of ``top`` keeping them in program
+    order and every nest gets a grid of two loops or more; else None. A distributed loop is
+    named by a line of its nest (``i@5``).
 
-    With ``pieces`` (the fused nest would update arrays atomically from many threads), the
-    body may hold statements too, each a kernel over ``top``, and a nest that gets no such
-    grid may get ``top`` or its own loop as a one-loop grid with the other loop split
-    across threads (``_split_piece``: atax's ``tmp[i] = 0``, row sum into ``tmp[i]`` and
-    column sum into ``y[j]``, three kernels without atomics)."""
+    Statements beside the nests are kernels over ``top`` (correlation's ``corr[i, i] =
+    1.0`` before its ``j, k`` loops). With ``pieces`` (the fused nest would
+    update arrays atomically from many threads), a nest that gets no grid of two loops may
+    get ``top`` or its own loop as a one-loop grid with the other loop split across threads
+    (``_split_pieces``: atax's ``tmp[i] = 0``, row sum into ``tmp[i]`` and column sum into
+    ``y[j]``, three kernels without atomics)."""
     children = top.body
-    if len(children) < 2 or not all(isinstance(child, Loop) or pieces
-                                    for child in children):
+    if len(children) < 2 or not any(isinstance(child, Loop) for child in children):
         return None
     distribute = make_step("distribute", label(top))
     try:
