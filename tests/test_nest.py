@@ -48,7 +48,8 @@ def test_lines_follow_the_file_for_a_live_function() -> None:
     ("    for i in range(N):\n        break\n", ":3:9: break is not supported"),
     ("    for i in range(N):\n        print(A[i])\n", ":3:9: call print(A[i]) as a statement"),
     ("    for i in range(N):\n        A[i] = foo(i)\n", ":3:16: call to foo may write"),
-    ("    for i in range(N):\n        a, b = A[i], A[i]\n", ":3:9: tuple assignment"),
+    ("    for i in range(N):\n        a, b = A[i], a\n", ":3:9: tuple assignment"),
+    ("    for i in range(N):\n        a, b = A[i]\n", ":3:9: tuple assignment"),
     ("    for i in range(N):\n        A[i, :] = 0\n", ":3:14: slice in A[i, :]"),
     ("    for i in range(0, N, A[0]):\n        A[i] = 0\n", ":2:26: the loop step must be"),
     ("    for i in range(0, N, 0):\n        A[i] = 0\n", ":2:26: the loop step must be"),
@@ -62,6 +63,16 @@ def test_python_unsupported_constructs_are_one_line_errors(body: str, message: s
         loclab.analyze(f"def f(A, N):\n{body}", filename="k.py")
     text = str(info.value)
     assert text.startswith("k.py:") and message in text and "\n" not in text
+
+
+def test_tuple_assignments_of_independent_values_are_one_statement_a_name() -> None:
+    source = ("def f(A, B):\n    n, m = A.shape\n    for i in range(n):\n"
+              "        for j in range(m):\n            a, b = A[i, j], B[i, j]\n"
+              "            A[i, j] = a + b\n")
+    analysis = loclab.analyze(source, filename="k.py")
+    assert [(s.line, s.source) for s in analysis.statements] == [
+        (2, "n = A.shape[0]"), (2, "m = A.shape[1]"), (5, "a = A[i, j]"), (5, "b = B[i, j]"),
+        (6, "A[i, j] = a + b")]
 
 
 def test_c_frontend_strips_comments_and_pragmas_keeping_lines() -> None:

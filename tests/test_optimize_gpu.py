@@ -423,6 +423,39 @@ def test_a_statement_beside_a_nest_is_a_kernel_and_element_stores_run_on_the_hos
         mapped.emit(*_types(mapped))
 
 
+# sizes from the arrays' shapes, a threshold and a half the function computes outside its
+# loops: each a kernel argument of its value's type (a float taken for an integer size
+# would compare B[i, j] <= 0)
+HOST_SCALARS = """
+def f(A, B):
+    n, m = A.shape
+    eps = 0.5
+    half = n // 2
+    for i in range(n):
+        for j in range(m):
+            if B[i, j] <= eps:
+                A[i, j] = B[i, j] + half
+"""
+
+
+def test_names_assigned_outside_the_loops_are_kernel_arguments_of_their_values_type(
+        tmp_path):
+    _, mapped = gpu_planned(HOST_SCALARS, **{"A.shape[0]": 40, "A.shape[1]": 30})
+    cuda = mapped.emit(*_types(mapped))
+    assert re.findall(r"const [a-z ]+ (?:eps|n|m|half),", cuda.source) == [
+        "const double eps,", "const long long half,", "const long long m,",
+        "const long long n,"]
+    assert "_eps_type = np.float64" in cuda.module and "_n_type = np.int64" in cuda.module
+    compile(cuda.module, "<launcher>", "exec")
+    if shutil.which("nvcc"):
+        source = tmp_path / "kernels.cu"
+        keep = "".join(f"void* keep_{k.name} = (void*)&{k.name}<int>;\n" for k in cuda.kernels)
+        source.write_text(cuda.source + keep)
+        run = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-c", "-o", "/dev/null",
+                              str(source)], capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+
+
 # --- on a GPU: every result against the original --------------------------------------------
 
 @pytest.mark.gpu
@@ -460,6 +493,11 @@ SPLIT_SIZES = [{"N": 300, "M": 400}, {"N": 2000, "M": 50}, {"N": 37, "M": 5000}]
                          ids=["sums", "triangle", "atax", "bicg", "reads-y-first", "reads-y-after"])
 def test_split_and_distributed_nests_agree_with_the_original(source, sizes):
     gpu_agrees(source, sizes)
+
+
+@pytest.mark.gpu
+def test_names_assigned_outside_the_loops_reach_the_kernels_as_the_host_has_them():
+    gpu_agrees(HOST_SCALARS, {"A.shape[0]": 300, "A.shape[1]": 200})
 
 
 @pytest.mark.gpu

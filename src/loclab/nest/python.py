@@ -5,9 +5,11 @@ Supported: ``for v in range(...)`` (and numba's ``prange``), assignments, chaine
 subscripted arrays (``A[i][j]``, ``A[i, j]``), ``if``/``elif``/``else``, pure math calls, NumPy
 allocations (``np.empty(...)``; inside a loop that is a fresh array per iteration). Functions
 are the module's and its classes' (``Class.method``; ``self`` is an argument like any other).
-Python scalars are function-wide: one location, whatever loop assigns them. Anything else
-(while, break, calls that may write, slices, tuple assignment, ``range(2.5)``) is a one-line
-error with file:line:column.
+Python scalars are function-wide: one location, whatever loop assigns them. Tuple
+assignments that are an assignment a name (``n, m = A.shape``; ``a, b = e, f`` whose values
+read neither name) are read as those assignments. Anything else (while, break, calls that may
+write, slices, other tuple assignments, ``range(2.5)``) is a one-line error with
+file:line:column.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ def python_functions(source: str, filename: str) -> list[tuple[str, ast.Function
         raise NestError(f"{filename}: nested too deeply for Python's parser (expressions "
                         "thousands of levels deep)") from None
     _check_nesting(tree, filename)
+    _UnpackTuples().visit(tree)
     found: list[tuple[str, ast.FunctionDef]] = []
 
     def visit(body: list[ast.stmt], prefix: str) -> None:
@@ -611,6 +614,45 @@ def callee(func: ast.expr) -> str:
     if isinstance(func, ast.Attribute):
         return func.attr
     return ""
+
+
+class _UnpackTuples(ast.NodeTransformer):
+    """Tuple assignments that are one assignment per name written together, rewritten as
+    those assignments (every reader of the function's syntax then sees them): ``n, m =
+    A.shape`` as ``n = A.shape[0]; m = A.shape[1]``, and ``a, b = e, f`` where ``e`` and
+    ``f`` read neither name (a swap, ``a, b = b, a``, is not). Each keeps the statement's
+    line, at its name's column. Any other tuple assignment stays, for the frontend's error."""
+
+    def visit_Assign(self, node: ast.Assign) -> ast.AST | list[ast.stmt]:
+        if len(node.targets) != 1 or not isinstance(node.targets[0], (ast.Tuple, ast.List)):
+            return node
+        names = node.targets[0].elts
+        if not names or not all(isinstance(n, ast.Name) for n in names):
+            return node
+        value = node.value
+        if isinstance(value, ast.Attribute) and value.attr == "shape" \
+                and isinstance(value.value, ast.Name):
+            values: list[ast.expr] = [
+                ast.Subscript(value=ast.Attribute(value=ast.Name(value.value.id, ast.Load()),
+                                                  attr="shape", ctx=ast.Load()),
+                              slice=ast.Constant(k), ctx=ast.Load())
+                for k in range(len(names))]
+        elif isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(names) \
+                and not any(isinstance(e, ast.Starred) for e in value.elts) \
+                and not {n.id for n in names} & {
+                    m.id for e in value.elts for m in ast.walk(e) if isinstance(m, ast.Name)}:
+            values = list(value.elts)
+        else:
+            return node
+        out = []
+        for name, item in zip(names, values):
+            single = ast.Assign(targets=[ast.Name(name.id, ast.Store())], value=item)
+            for sub in ast.walk(single):  # no end: its text is written from the syntax
+                if not hasattr(sub, "lineno") or sub is single:
+                    ast.copy_location(sub, name)
+                    sub.end_lineno = sub.end_col_offset = None
+            out.append(single)
+        return out
 
 
 def _is_allocation(value: ast.expr) -> bool:

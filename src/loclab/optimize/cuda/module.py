@@ -69,6 +69,15 @@ def emit_function(function: ast.FunctionDef, filename: str, line_offset: int,
     body = function.body
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]
+    # names the function assigns outside its loops alone (``n = A.shape[0]``, ``eps =
+    # 0.1``): kernel arguments of the type of their value, passed as the host has them
+    in_loops = assigned([node for node in body if isinstance(node, ast.For)])
+    scalars = dict(scalars)
+    for name, kind in _host_scalars(body, {*sizes, *(n for n, t in scalars.items()
+                                                     if t.kind in "iu")}).items():
+        if name not in in_loops and name not in arrays:
+            scalars[name] = kind
+    sizes = [size for size in sizes if size not in scalars]
     def kernel_of(node: ast.stmt, host: Sequence[str]) -> str:
         """The kernel of the nest at ``node`` written, and the Python that launches it
         (``host``: the variables of the host loops around it, integer arguments)."""
@@ -109,6 +118,49 @@ def emit_function(function: ast.FunctionDef, filename: str, line_offset: int,
     module = _module_text(function, filename, kernels, source, calls, dtypes, scalars,
                           overlaps, as_written)
     return CudaFunction(function.name, tuple(kernels), source, module)
+
+
+def _host_scalars(body: Sequence[ast.stmt], integers: set[str]) -> dict[str, np.dtype]:
+    """The names statements outside the loops assign (one name a statement, not an array
+    allocation), each an integer where its value surely is one (constants, sizes, shapes,
+    lengths and integer names under + - * // % and int, min, max, abs), else a float64 (a
+    float taken for an integer would be truncated; an integer taken for a float is exact)."""
+    found: dict[str, np.dtype] = {}
+    for node in body:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)):
+            continue
+        if isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Attribute) \
+                and node.value.func.attr in ALLOCATORS:
+            continue
+        name = node.targets[0].id
+        whole = _is_integer(node.value, integers | {n for n, t in found.items()
+                                                    if t.kind == "i"})
+        found[name] = np.dtype(np.int64) if whole and found.get(name, np.dtype(np.int64)) \
+            .kind == "i" else np.dtype(np.float64)
+    return found
+
+
+def _is_integer(node: ast.expr, integers: set[str]) -> bool:
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, int) and not isinstance(node.value, bool)
+    if isinstance(node, ast.Name):
+        return node.id in integers
+    if shape_of(node) is not None:
+        return True
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult,
+                                                            ast.FloorDiv, ast.Mod)):
+        return _is_integer(node.left, integers) and _is_integer(node.right, integers)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return _is_integer(node.operand, integers)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        if node.func.id == "len" and len(node.args) == 1:
+            return True
+        if node.func.id == "int":
+            return True
+        if node.func.id in ("min", "max", "abs"):
+            return bool(node.args) and all(_is_integer(a, integers) for a in node.args)
+    return False
 
 
 def _compute_type(arrays: Mapping[str, np.dtype]) -> np.dtype:
