@@ -484,3 +484,34 @@ def test_arrays_the_gpu_cannot_hold_are_refused_before_they_are_copied():
     with pytest.raises(UsageError, match=r"at N=1024 the function's arrays take 0.00781 GiB "
                                          r"and 0.00391 GiB of GPU memory is free"):
         check_device_memory(inputs, {"N": 1024}, free=2**22)
+
+
+ARG_MIN = '''
+def nearest(points, centers, labels, n, k):
+    for i in range(n):
+        best = 1e30
+        arg = 0
+        for c in range(k):
+            dist = (points[i] - centers[c]) * (points[i] - centers[c])
+            if dist < best:
+                best = dist
+                arg = c
+        labels[i] = arg
+'''
+
+
+def test_a_scalar_named_like_numbas_argument_prefix_has_its_own_type():
+    """Numba names the arguments ``arg.NAME`` in its typemap: a scalar called ``arg`` is
+    typed by its own versions, not by every argument (an internal error once)."""
+    import numba
+
+    from loclab.optimize import plan
+    from loclab.optimize.measure import scalar_types
+
+    found = plan(ARG_MIN, "nearest", params={"n": 5, "k": 3})
+    namespace: dict = {}
+    exec(ARG_MIN, namespace)
+    original = numba.njit(namespace["nearest"])
+    original(np.arange(5.0), np.arange(3.0), np.zeros(5, dtype=np.int64), 5, 3)
+    assert dict(scalar_types(original, found.as_written.program)) == {
+        "arg": "int64", "best": "float64", "dist": "float64"}

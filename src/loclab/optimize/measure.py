@@ -94,20 +94,23 @@ def scalar_types(original: Any, program: Any) -> tuple[tuple[str, str], ...]:
     products stays float32; summing float64 ones it becomes float64). What an expanded
     scalar's array holds; a scalar Numba types as no NumPy scalar is left out."""
     import numpy as np
+    from numba.core.errors import NumbaError
     from numba.np.numpy_support import as_dtype
 
     scalars = {v.name for v in program.nest.variables if not v.is_array}
     typemap = original.overloads[original.signatures[-1]].type_annotation.typemap
     found: dict[str, list[Any]] = {}
     for local, numba_type in typemap.items():
-        name = local.split(".")[0]
-        if name in scalars:
+        # a variable's versions are name, name.1, ...; arg.NAME is the argument NAME (a
+        # scalar called ``arg`` is not every argument)
+        name, _, version = local.partition(".")
+        if name in scalars and (not version or version.isdigit()):
             found.setdefault(name, []).append(numba_type)
     types = []
     for name, versions in sorted(found.items()):
         try:
             types.append((name, np.result_type(*(as_dtype(t) for t in versions)).name))
-        except (NotImplementedError, TypeError):
+        except (NotImplementedError, TypeError, NumbaError):
             continue
     return tuple(types)
 
