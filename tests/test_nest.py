@@ -75,6 +75,18 @@ def test_tuple_assignments_of_independent_values_are_one_statement_a_name() -> N
         (6, "A[i, j] = a + b")]
 
 
+def test_a_returned_array_is_read_whole_after_the_loops() -> None:
+    source = ("import numpy as np\n\n\ndef f(A, n):\n    C = np.zeros((n, n))\n"
+              "    for i in range(n):\n        for j in range(n):\n"
+              "            C[i, j] = A[j, i]\n    return C, A\n")
+    analysis = loclab.analyze(source, "f", filename="k.py")
+    returned = analysis.statements[-1].statement
+    assert (returned.line, returned.source) == (9, "return C, A")
+    assert [(a.variable.name, a.write, a.subscripts) for a in returned.accesses] == [
+        ("C", False, (None, None)), ("A", False, (None,))]
+    assert [(d.source, d.sink, d.kind) for d in analysis.dependences] == [("S1", "S2", "RAW")]
+
+
 def test_c_frontend_strips_comments_and_pragmas_keeping_lines() -> None:
     source = ("#include <math.h>\n/* a\n comment */\nvoid f(float* A, int N) {\n"
               "  #pragma omp parallel for\n  for (int i = 1; i <= N; i++) { // x\n"

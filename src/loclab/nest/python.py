@@ -162,7 +162,7 @@ class _PythonNest:
             return
         elif isinstance(node, ast.Return) and last_top:
             if node.value is not None:
-                reads = self.reads(node.value)
+                reads = self.returned_arrays(node.value) or self.reads(node.value)
                 if reads:
                     self.builder.add_statement(self.line(node), node.col_offset + 1,
                                                self.text(node), reads)
@@ -372,6 +372,19 @@ class _PythonNest:
         if isinstance(target, ast.Subscript):
             return self.array_access(target, write)
         raise self.error(target, f"cannot assign to {self.text(target)}")
+
+    def returned_arrays(self, value: ast.expr) -> list[Access]:
+        """``return C`` (or ``return C, D``) of arrays: a read of every element of each (its
+        final contents are what the caller gets: no step may treat them as dead after the
+        loops); else nothing (the value is read as any expression)."""
+        names = value.elts if isinstance(value, ast.Tuple) else [value]
+        found = [self.builder.lookup(n.id) if isinstance(n, ast.Name) else None
+                 for n in names]
+        if not found or not all(v is not None and v.is_array for v in found):
+            return []
+        return [self.builder.access(v, False, [None] * len(v.extents or (None,)),
+                                    self.text(n), self.line(n), n.col_offset + 1)
+                for n, v in zip(names, found) if v is not None]
 
     def array_access(self, node: ast.Subscript, write: bool) -> Access:
         base, indices = self.flatten(node)
