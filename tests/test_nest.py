@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+
+import numpy as np
 import pytest
 
 import loclab
@@ -46,6 +49,8 @@ def test_lines_follow_the_file_for_a_live_function() -> None:
 @pytest.mark.parametrize("body, message", [
     ("    i = 0\n    while i < N:\n        i += 1\n", ":3:5: a while loop is not supported"),
     ("    for i in range(N):\n        break\n", ":3:9: break is not supported"),
+    ("    for i in range(N):\n        if i > 2:\n            if i > 3:\n                continue\n"
+     "        A[i] = 0\n", ":5:17: continue is not supported"),
     ("    for i in range(N):\n        print(A[i])\n", ":3:9: call print(A[i]) as a statement"),
     ("    for i in range(N):\n        A[i] = foo(i)\n", ":3:16: call to foo may write"),
     ("    for i in range(N):\n        a, b = A[i], a\n", ":3:9: tuple assignment"),
@@ -73,6 +78,56 @@ def test_tuple_assignments_of_independent_values_are_one_statement_a_name() -> N
     assert [(s.line, s.source) for s in analysis.statements] == [
         (2, "n = A.shape[0]"), (2, "m = A.shape[1]"), (5, "a = A[i, j]"), (5, "b = B[i, j]"),
         (6, "A[i, j] = a + b")]
+
+
+CONTINUES = ["""
+def f(A, B, n):
+    for i in range(n):
+        for j in range(n):
+            if i == j:
+                continue
+            B[i, j] = A[i, j] * 2.0
+""", """
+def f(A, B, n):
+    for i in range(n):
+        if A[i, 0] > 0.5:
+            B[i, 0] = 1.0
+            continue
+        B[i, 1] = A[i, 1]
+        B[i, 2] = B[i, 1] + 1.0
+""", """
+def f(A, B, n):
+    for i in range(n):
+        if A[i, 0] > 0.5:
+            B[i, 0] = 1.0
+            continue
+        else:
+            B[i, 2] = 3.0
+        for j in range(n):
+            if j > i:
+                continue
+            B[i, j] += A[j, i]
+        continue
+"""]
+
+
+@pytest.mark.parametrize("source", CONTINUES)
+def test_an_if_ending_in_continue_is_read_as_an_if_around_the_rest(source: str) -> None:
+    from loclab.nest.python import python_function
+
+    rewritten = ast.unparse(python_function(source, "k.py", "f"))
+    assert "continue" not in rewritten
+    rng = np.random.default_rng(0)
+    A = rng.random((6, 6))
+    results = []
+    for text in (source, rewritten):
+        namespace: dict = {}
+        exec(text, namespace)
+        B = np.zeros((6, 6))
+        namespace["f"](A, B, 6)
+        results.append(B)
+    assert np.array_equal(*results)
+    loclab.analyze(source, "f", filename="k.py")  # no error
 
 
 def test_a_returned_array_is_read_whole_after_the_loops() -> None:

@@ -7,9 +7,10 @@ allocations (``np.empty(...)``; inside a loop that is a fresh array per iteratio
 are the module's and its classes' (``Class.method``; ``self`` is an argument like any other).
 Python scalars are function-wide: one location, whatever loop assigns them. Tuple
 assignments that are an assignment a name (``n, m = A.shape``; ``a, b = e, f`` whose values
-read neither name) are read as those assignments. Anything else (while, break, calls that may
-write, slices, other tuple assignments, ``range(2.5)``) is a one-line error with
-file:line:column.
+read neither name) are read as those assignments, and ``if c: ...; continue`` in a loop as an
+``if``/``else`` around the rest of the body. Anything else (while, break, other continues,
+calls that may write, slices, other tuple assignments, ``range(2.5)``) is a one-line error
+with file:line:column.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ def python_functions(source: str, filename: str) -> list[tuple[str, ast.Function
                         "thousands of levels deep)") from None
     _check_nesting(tree, filename)
     _UnpackTuples().visit(tree)
+    _FoldContinues().visit(tree)
     found: list[tuple[str, ast.FunctionDef]] = []
 
     def visit(body: list[ast.stmt], prefix: str) -> None:
@@ -666,6 +668,37 @@ class _UnpackTuples(ast.NodeTransformer):
                     sub.end_lineno = sub.end_col_offset = None
             out.append(single)
         return out
+
+
+class _FoldContinues(ast.NodeTransformer):
+    """``continue`` as the last statement of an ``if`` in a ``for`` loop's body, folded into
+    the ``if``: ``if c: A; continue`` followed by ``B`` is ``if c: A`` else ``B`` (what runs
+    is the same), so that the frontend, which reads no ``continue``, reads the loop; a
+    ``continue`` ending the body itself is dropped. Any other ``continue`` stays, for the
+    frontend's error."""
+
+    def visit_For(self, node: ast.For) -> ast.For:
+        self.generic_visit(node)
+        node.body = _folded(node.body)
+        return node
+
+
+def _folded(body: list[ast.stmt]) -> list[ast.stmt]:
+    """A loop body with its ``if ...: continue`` folded (see ``_FoldContinues``)."""
+    if body and isinstance(body[-1], ast.Continue) and len(body) > 1:
+        body = body[:-1]
+    for index, node in enumerate(body):
+        if isinstance(node, ast.If) and node.body and isinstance(node.body[-1], ast.Continue) \
+                and not any(isinstance(n, ast.Continue) for n in ast.walk(ast.Module(
+                    body=node.orelse, type_ignores=[]))):
+            rest = _folded(body[index + 1:])
+            kept = node.body[:-1] or [ast.copy_location(ast.Pass(), node.body[-1])]
+            folded = ast.If(test=node.test, body=kept, orelse=node.orelse + rest)
+            ast.copy_location(folded, node)
+            last = (folded.orelse or folded.body)[-1]  # the if now ends where the body did
+            folded.end_lineno, folded.end_col_offset = last.end_lineno, last.end_col_offset
+            return body[:index] + [folded]
+    return body
 
 
 def _is_allocation(value: ast.expr) -> bool:
