@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 
 import numpy as np
 import pytest
@@ -53,7 +54,6 @@ def test_lines_follow_the_file_for_a_live_function() -> None:
      "        A[i] = 0\n", ":5:17: continue is not supported"),
     ("    for i in range(N):\n        print(A[i])\n", ":3:9: call print(A[i]) as a statement"),
     ("    for i in range(N):\n        A[i] = foo(i)\n", ":3:16: call to foo may write"),
-    ("    for i in range(N):\n        a, b = A[i], a\n", ":3:9: tuple assignment"),
     ("    for i in range(N):\n        a, b = A[i]\n", ":3:9: tuple assignment"),
     ("    for i in range(N):\n        A[i, :] = 0\n", ":3:14: slice in A[i, :]"),
     ("    for i in range(0, N, A[0]):\n        A[i] = 0\n", ":2:26: the loop step must be"),
@@ -111,23 +111,55 @@ def f(A, B, n):
 """]
 
 
-@pytest.mark.parametrize("source", CONTINUES)
-def test_an_if_ending_in_continue_is_read_as_an_if_around_the_rest(source: str) -> None:
+# tuple assignments (a swap of elements, of names, a shape) and enumerate, as Python runs them
+TUPLES = ["""
+def f(A, B, n):
+    for i in range(n):
+        for j in range(n):
+            A[i, j], B[i, j] = B[i, j], A[i, j] + 1.0
+""", """
+def f(A, B, n):
+    a, b = 1.0, 2.0
+    for i in range(n):
+        a, b = b, a + A[i, 0]
+        B[i, 0] = a * b
+""", """
+def f(A, B, n):
+    rows, cols = A.shape
+    for i in range(rows):
+        for j in range(cols):
+            B[i, j] += A[i, j]
+"""]
+
+
+@pytest.mark.parametrize("source", CONTINUES + TUPLES)
+def test_rewritten_syntax_computes_what_the_original_does(source: str) -> None:
+    """Continues folded into ifs, tuple assignments and enumerate loops as assignments a
+    target: the function the frontend reads runs as the one written."""
     from loclab.nest.python import python_function
 
     rewritten = ast.unparse(python_function(source, "k.py", "f"))
-    assert "continue" not in rewritten
+    assert "continue" not in rewritten and "enumerate" not in rewritten
+    assert not re.search(r"^ *\w+(\[[^]]*\])?, ", rewritten, re.M)  # no tuple target
     rng = np.random.default_rng(0)
     A = rng.random((6, 6))
     results = []
     for text in (source, rewritten):
         namespace: dict = {}
         exec(text, namespace)
-        B = np.zeros((6, 6))
-        namespace["f"](A, B, 6)
-        results.append(B)
-    assert np.array_equal(*results)
-    loclab.analyze(source, "f", filename="k.py")  # no error
+        A_copy, B = A.copy(), np.zeros((6, 6))
+        namespace["f"](A_copy, B, 6)
+        results += [A_copy, B]
+    assert np.array_equal(results[0], results[2]) and np.array_equal(results[1], results[3])
+    loclab.analyze(source, "f", filename="k.py")
+
+
+def test_an_enumerate_loop_is_a_range_loop_reading_its_element_first() -> None:
+    source = "def f(x, y):\n    for i, v in enumerate(x):\n        y[i] = v * float(i)\n"
+    analysis = loclab.analyze(source, "f", filename="k.py")
+    assert [s.statement.source for s in analysis.statements] == ["v = x[i]",
+                                                                 "y[i] = v * float(i)"]
+    assert analysis.loops[0].loop.header == "for i in range(len(x))"
 
 
 def test_a_returned_array_is_read_whole_after_the_loops() -> None:

@@ -6,11 +6,11 @@ subscripted arrays (``A[i][j]``, ``A[i, j]``), ``if``/``elif``/``else``, pure ma
 allocations (``np.empty(...)``; inside a loop that is a fresh array per iteration). Functions
 are the module's and its classes' (``Class.method``; ``self`` is an argument like any other).
 Python scalars are function-wide: one location, whatever loop assigns them. Tuple
-assignments that are an assignment a name (``n, m = A.shape``; ``a, b = e, f`` whose values
-read neither name) are read as those assignments, and ``if c: ...; continue`` in a loop as an
+assignments (``n, m = A.shape``; ``a, b = e, f``; a swap) are read as one assignment a target,
+``for i, v in enumerate(x)`` as a range loop, and ``if c: ...; continue`` in a loop as an
 ``if``/``else`` around the rest of the body. Anything else (while, break, other continues,
-calls that may write, slices, other tuple assignments, ``range(2.5)``) is a one-line error
-with file:line:column.
+calls that may write, slices, unpacking of anything but a shape or a tuple, ``range(2.5)``)
+is a one-line error with file:line:column.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
+from typing import Any
 
 from loclab.nest.builder import NestBuilder
 from loclab.nest.expr import BoolOp, Compare, Condition, Poly
@@ -63,7 +64,7 @@ def python_functions(source: str, filename: str) -> list[tuple[str, ast.Function
         raise NestError(f"{filename}: nested too deeply for Python's parser (expressions "
                         "thousands of levels deep)") from None
     _check_nesting(tree, filename)
-    _UnpackTuples().visit(tree)
+    _UnpackTuples({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}).visit(tree)
     _FoldContinues().visit(tree)
     found: list[tuple[str, ast.FunctionDef]] = []
 
@@ -632,17 +633,22 @@ def callee(func: ast.expr) -> str:
 
 
 class _UnpackTuples(ast.NodeTransformer):
-    """Tuple assignments that are one assignment per name written together, rewritten as
-    those assignments (every reader of the function's syntax then sees them): ``n, m =
-    A.shape`` as ``n = A.shape[0]; m = A.shape[1]``, and ``a, b = e, f`` where ``e`` and
-    ``f`` read neither name (a swap, ``a, b = b, a``, is not). Each keeps the statement's
-    line, at its name's column. Any other tuple assignment stays, for the frontend's error."""
+    """Tuple assignments and ``enumerate`` loops rewritten as what they do, one assignment a
+    target (every reader of the function's syntax then sees them): ``n, m = A.shape`` as
+    ``n = A.shape[0]; m = A.shape[1]``; ``a, b = e, f`` as ``a = e; b = f`` where ``e`` and
+    ``f`` read neither name, else through fresh scalars that hold the values first, as Python
+    does (a swap ``u[i], v[i] = v[i], u[i]``); ``for i, v in enumerate(x)`` as ``for i in
+    range(len(x))`` with ``v = x[i]`` first in its body. What they add keeps the statement's
+    line. Any other tuple assignment stays, for the frontend's error."""
+
+    def __init__(self, taken: set[str]) -> None:
+        self.taken = taken  # every name of the module: fresh ones avoid them
 
     def visit_Assign(self, node: ast.Assign) -> ast.AST | list[ast.stmt]:
         if len(node.targets) != 1 or not isinstance(node.targets[0], (ast.Tuple, ast.List)):
             return node
-        names = node.targets[0].elts
-        if not names or not all(isinstance(n, ast.Name) for n in names):
+        targets = node.targets[0].elts
+        if not targets or not all(isinstance(t, (ast.Name, ast.Subscript)) for t in targets):
             return node
         value = node.value
         if isinstance(value, ast.Attribute) and value.attr == "shape" \
@@ -651,23 +657,68 @@ class _UnpackTuples(ast.NodeTransformer):
                 ast.Subscript(value=ast.Attribute(value=ast.Name(value.value.id, ast.Load()),
                                                   attr="shape", ctx=ast.Load()),
                               slice=ast.Constant(k), ctx=ast.Load())
-                for k in range(len(names))]
-        elif isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(names) \
-                and not any(isinstance(e, ast.Starred) for e in value.elts) \
-                and not {n.id for n in names} & {
-                    m.id for e in value.elts for m in ast.walk(e) if isinstance(m, ast.Name)}:
+                for k in range(len(targets))]
+        elif isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(targets) \
+                and not any(isinstance(e, ast.Starred) for e in value.elts):
             values = list(value.elts)
         else:
             return node
-        out = []
-        for name, item in zip(names, values):
-            single = ast.Assign(targets=[ast.Name(name.id, ast.Store())], value=item)
-            for sub in ast.walk(single):  # no end: its text is written from the syntax
-                if not hasattr(sub, "lineno") or sub is single:
-                    ast.copy_location(sub, name)
-                    sub.end_lineno = sub.end_col_offset = None
-            out.append(single)
-        return out
+        written = {t.id for t in targets if isinstance(t, ast.Name)}
+        read = {m.id for e in values for m in ast.walk(e) if isinstance(m, ast.Name)}
+        if all(isinstance(t, ast.Name) for t in targets) and not written & read:
+            return [_located(ast.Assign(targets=[_stored(t)], value=v), t)
+                    for t, v in zip(targets, values)]
+        held = [self.fresh(f"tuple{node.lineno}_{k}") for k in range(len(targets))]
+        # (each statement at a column of its own: the value's, then the target's)
+        return [_located(ast.Assign(targets=[ast.Name(h, ast.Store())], value=v), v)
+                for h, v in zip(held, values)] + [
+            _located(ast.Assign(targets=[_stored(t)], value=ast.Name(h, ast.Load())), t)
+            for h, t in zip(held, targets)]
+
+    def visit_For(self, node: ast.For) -> ast.For:
+        self.generic_visit(node)
+        target, call = node.target, node.iter
+        if not (isinstance(target, ast.Tuple) and len(target.elts) == 2
+                and all(isinstance(t, ast.Name) for t in target.elts)
+                and isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+                and call.func.id == "enumerate" and len(call.args) == 1
+                and not call.keywords and isinstance(call.args[0], ast.Name)):
+            return node
+        index, item = target.elts
+        array = call.args[0].id
+        node.target = _located(ast.Name(index.id, ast.Store()), index)
+        node.iter = _located(ast.Call(func=ast.Name("range", ast.Load()), args=[ast.Call(
+            func=ast.Name("len", ast.Load()), args=[ast.Name(array, ast.Load())],
+            keywords=[])], keywords=[]), call)
+        first = ast.Assign(targets=[ast.Name(item.id, ast.Store())], value=ast.Subscript(
+            value=ast.Name(array, ast.Load()), slice=ast.Name(index.id, ast.Load()),
+            ctx=ast.Load()))
+        node.body = [_located(first, item), *node.body]
+        return node
+
+    def fresh(self, stem: str) -> str:
+        name = stem
+        while name in self.taken:
+            name = "_" + name
+        self.taken.add(name)
+        return name
+
+
+def _stored(target: ast.expr) -> ast.expr:
+    """``target`` as the target of an assignment of its own."""
+    if isinstance(target, ast.Name):
+        return ast.Name(target.id, ast.Store())
+    return ast.Subscript(value=target.value, slice=target.slice, ctx=ast.Store())
+
+
+def _located(node: Any, at: ast.AST) -> Any:
+    """``node`` and what it holds without a place at ``at``'s line and column, with no end
+    (its text is then written from the syntax, not sliced from the file)."""
+    for sub in ast.walk(node):
+        if not hasattr(sub, "lineno") or sub is node:
+            ast.copy_location(sub, at)
+            sub.end_lineno = sub.end_col_offset = None
+    return node
 
 
 class _FoldContinues(ast.NodeTransformer):
