@@ -336,6 +336,35 @@ def f(A, x, y, tmp, N, M):
 """]
 
 
+@st.composite
+def piece_nests(draw) -> str:
+    """A loop over i holding a statement and two nests over j: atax's (which distributes into
+    pieces), each part kept or replaced by a look-alike (three times in four kept), in one of
+    a few orders: some distribute, some must not."""
+    def part(canonical: str, *others: str) -> str:
+        return canonical if draw(st.sampled_from([True, True, True, False])) else \
+            draw(st.sampled_from(others))
+
+    first = "        " + part("X[i] = 0.0", "Y[i] = 0.0", "X[i + 1] = Y[i]", "X[0] = X[i]")
+    row = "        for j in range(M):\n            " + part(
+        "X[i] += A[i, j] * Z[j]", "X[i + 1] += A[i, j] * Z[j]", "X[j] += A[i, j] * Z[j]",
+        "X[i] += A[i, j] * Y[j]")
+    column = "        for j in range(M):\n            " + part(
+        "Y[j] += A[i, j] * X[i]", "Y[i] += A[i, j] * X[i]", "Y[j] = A[i, j] * Y[i]",
+        "Y[j + 1] += A[i, j] * X[j]")
+    parts = [first, row, column]
+    order = draw(st.sampled_from([(0, 1, 2), (0, 1, 2), (1, 0, 2), (0, 2, 1), (2, 1, 0)]))
+    return "def f(A, X, Y, Z, N, M):\n    for i in range(N):\n" + "".join(
+        parts[k] + "\n" for k in order)
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(piece_nests())
+def test_no_two_threads_conflict_on_drawn_nests_of_pieces(source: str) -> None:
+    check_grids(source, {"N": 6, "M": 5})
+
+
 def test_a_loop_whose_nests_would_update_atomically_is_distributed_into_pieces():
     _, mapped = gpu_planned(PIECES[0], N=40, M=30)
     assert [([g.var for g in m.grid], m.split and m.split.var, m.split_rows, m.atomics)
@@ -493,6 +522,14 @@ SPLIT_SIZES = [{"N": 300, "M": 400}, {"N": 2000, "M": 50}, {"N": 37, "M": 5000}]
                          ids=["sums", "triangle", "atax", "bicg", "reads-y-first", "reads-y-after"])
 def test_split_and_distributed_nests_agree_with_the_original(source, sizes):
     gpu_agrees(source, sizes)
+
+
+@pytest.mark.gpu
+@settings(max_examples=20, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(piece_nests())
+def test_drawn_nests_of_pieces_agree_with_the_original_on_the_gpu(source: str) -> None:
+    gpu_agrees(source, {"N": 300, "M": 200})
 
 
 @pytest.mark.gpu
