@@ -540,9 +540,12 @@ class _PythonNest:
             inner = self.condition(node.operand)
             return None if inner is None else BoolOp("not", (inner,))
         if isinstance(node, ast.Compare):
+            known = len(self.builder.nest.parameters)
             operands = [self.index(x) for x in [node.left, *node.comparators]]
             if any(o is None for o in operands) or any(type(op) not in COMPARE_OPS
                                                       for op in node.ops):
+                # a name read on the other side of data (``stddev[j] <= eps``) is no size
+                del self.builder.nest.parameters[known:]
                 return None
             parts = tuple(Compare(COMPARE_OPS[type(op)], a, b)  # type: ignore[arg-type]
                           for op, a, b in zip(node.ops, operands, operands[1:]))
