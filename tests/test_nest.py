@@ -162,11 +162,11 @@ def test_an_enumerate_loop_is_a_range_loop_reading_its_element_first() -> None:
     assert analysis.loops[0].loop.header == "for i in range(len(x))"
 
 
-def test_a_local_compared_with_data_is_no_size() -> None:
-    source = ("def f(x, y, N):\n    eps = 0.1\n    for i in range(N):\n"
-              "        if x[i] <= eps:\n            y[i] = 1.0\n        if i < N - 1:\n"
-              "            y[i] += x[i + 1]\n")
-    assert loclab.analyze(source, "f", filename="k.py").nest.parameters == ["N"]
+def test_a_local_compared_with_data_is_no_size_and_an_argument_is() -> None:
+    source = ("def f(x, y, N, H):\n    eps = 0.1\n    for i in range(N):\n"
+              "        if x[i] <= eps:\n            y[i] = 1.0\n        if x[i] < H:\n"
+              "            y[i] += x[i]\n")
+    assert loclab.analyze(source, "f", filename="k.py").nest.parameters == ["N", "H"]
 
 
 def test_a_returned_array_is_read_whole_after_the_loops() -> None:

@@ -544,8 +544,12 @@ class _PythonNest:
             operands = [self.index(x) for x in [node.left, *node.comparators]]
             if any(o is None for o in operands) or any(type(op) not in COMPARE_OPS
                                                       for op in node.ops):
-                # a name read on the other side of data (``stddev[j] <= eps``) is no size
+                # a local read on the other side of data (``stddev[j] <= eps``) is no size
+                # (an argument is: the bins of ``if key < H``)
+                added = self.builder.nest.parameters[known:]
                 del self.builder.nest.parameters[known:]
+                self.builder.nest.parameters += [name for name in added
+                                                 if name in self.builder.arguments]
                 return None
             parts = tuple(Compare(COMPARE_OPS[type(op)], a, b)  # type: ignore[arg-type]
                           for op, a, b in zip(node.ops, operands, operands[1:]))
