@@ -215,16 +215,22 @@ def test_every_launching_module_is_python_that_names_each_kernel(path, function)
     assert all(f"_kernel({k.name!r}, index)(" in cuda.module for k in cuda.kernels)
 
 
+def nvcc_compiled(cuda, directory: Path) -> subprocess.CompletedProcess:
+    """nvcc's compile of a module's kernels, each instantiated for int indices, with the
+    resource report (registers, spills) on stderr."""
+    source = directory / "kernels.cu"
+    keep = "".join(f"void* keep_{k.name} = (void*)&{k.name}<int>;\n" for k in cuda.kernels)
+    source.write_text(cuda.source + keep)
+    return subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-c", "-o", "/dev/null",
+                           "--resource-usage", str(source)], capture_output=True, text=True)
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 @pytest.mark.parametrize("path,function", LECTURE_NESTS)
 def test_every_lecture_kernel_compiles_with_at_most_a_few_spilled_bytes(path, function,
                                                                       tmp_path):
     _, cuda = emitted(path, function)
-    source = tmp_path / "kernels.cu"
-    keep = "".join(f"void* keep_{k.name} = (void*)&{k.name}<int>;\n" for k in cuda.kernels)
-    source.write_text(cuda.source + keep)
-    run = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-c", "-o", "/dev/null",
-                          "--resource-usage", str(source)], capture_output=True, text=True)
+    run = nvcc_compiled(cuda, tmp_path)
     assert run.returncode == 0, run.stderr
     # ptxas may keep a few bytes in local memory to hold more warps (__launch_bounds__)
     spilled = [int(n) for n in re.findall(r"(\d+) bytes spill stores", run.stderr)]
@@ -477,11 +483,7 @@ def test_names_assigned_outside_the_loops_are_kernel_arguments_of_their_values_t
     assert "_eps_type = np.float64" in cuda.module and "_n_type = np.int64" in cuda.module
     compile(cuda.module, "<launcher>", "exec")
     if shutil.which("nvcc"):
-        source = tmp_path / "kernels.cu"
-        keep = "".join(f"void* keep_{k.name} = (void*)&{k.name}<int>;\n" for k in cuda.kernels)
-        source.write_text(cuda.source + keep)
-        run = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-c", "-o", "/dev/null",
-                              str(source)], capture_output=True, text=True)
+        run = nvcc_compiled(cuda, tmp_path)
         assert run.returncode == 0, run.stderr
 
 

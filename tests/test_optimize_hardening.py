@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -443,17 +442,14 @@ def test_kernels_of_reordered_and_staged_nests_compile_for_the_gpu(source, funct
                                                                     written, tmp_path):
     from loclab.optimize import plan
     from loclab.optimize.cuda import argument_types, gpu_plan
+    from tests.test_optimize_gpu import nvcc_compiled
 
     text = source.read_text() if isinstance(source, Path) else source
     found = plan(text, function, filename=str(source)[:40], params=sizes)
     inputs = make_inputs(found.as_written.program, found.sizes)
     cuda = gpu_plan(found).emit(*argument_types(inputs, list(sizes)))
     assert all(fragment in cuda.source for fragment in written)
-    compiled = tmp_path / "kernels.cu"
-    keep = "".join(f"void* keep_{k.name} = (void*)&{k.name}<int>;\n" for k in cuda.kernels)
-    compiled.write_text(cuda.source + keep)
-    run = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-c", "-o", "/dev/null",
-                          str(compiled)], capture_output=True, text=True)
+    run = nvcc_compiled(cuda, tmp_path)
     assert run.returncode == 0, run.stderr
 
 
