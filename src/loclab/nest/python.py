@@ -262,7 +262,7 @@ class _PythonNest:
             if isinstance(target, ast.Name) and target.id in self.builder.loop_vars:
                 raise self.error(node, f"assignment to loop variable {target.id} is not "
                                  "supported")
-        if isinstance(node, ast.Assign) and _is_allocation(value):
+        if isinstance(node, ast.Assign) and is_allocation(value):
             if len(targets) > 1:
                 raise self.error(node, "a chained assignment of a new array gives it two "
                                  "names; aliasing is not supported")
@@ -759,7 +759,8 @@ def _folded(body: list[ast.stmt]) -> list[ast.stmt]:
     return body
 
 
-def _is_allocation(value: ast.expr) -> bool:
+def is_allocation(value: ast.expr) -> bool:
+    """``np.zeros(...)`` and NumPy's other allocators: a new array, not a value."""
     return (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
             and isinstance(value.func.value, ast.Name)
             and value.func.value.id in {"np", "numpy"} and value.func.attr in ALLOCATORS)

@@ -19,9 +19,10 @@ import numpy as np
 
 from loclab.errors import UsageError
 from loclab.nest.ir import Loop
+from loclab.nest.python import is_allocation
 from loclab.optimize.cuda.kernel import ROW_HELPERS, Kernel, KernelWriter, assigned
 from loclab.optimize.cuda.mapping import Config, NestMapping
-from loclab.transform.cuda_syntax import HELPERS, Typing, c_type, shape_of
+from loclab.transform.cuda_syntax import HELPERS, Translator, Typing, c_type, shape_of
 from loclab.transform.output import header
 
 GRID_LIMITS = (2**31 - 1, 65535, 65535)
@@ -72,9 +73,10 @@ def emit_function(function: ast.FunctionDef, filename: str, line_offset: int,
     # names the function assigns outside its loops alone (``n = A.shape[0]``, ``eps =
     # 0.1``): kernel arguments of the type of their value, passed as the host has them
     in_loops = assigned([node for node in body if isinstance(node, ast.For)])
+    host_typing = Typing(element_types, ndims, _compute_type(element_types), dict(scalars),
+                         set(sizes))
     scalars = dict(scalars)
-    for name, kind in _host_scalars(body, {*sizes, *(n for n, t in scalars.items()
-                                                     if t.kind in "iu")}).items():
+    for name, kind in _host_scalars(body, host_typing).items():
         if name not in in_loops and name not in arrays:
             scalars[name] = kind
     sizes = [size for size in sizes if size not in scalars]
@@ -120,47 +122,24 @@ def emit_function(function: ast.FunctionDef, filename: str, line_offset: int,
     return CudaFunction(function.name, tuple(kernels), source, module)
 
 
-def _host_scalars(body: Sequence[ast.stmt], integers: set[str]) -> dict[str, np.dtype]:
+def _host_scalars(body: Sequence[ast.stmt], typing: Typing) -> dict[str, np.dtype]:
     """The names statements outside the loops assign (one name a statement, not an array
-    allocation), each an integer where its value surely is one (constants, sizes, shapes,
-    lengths and integer names under + - * // % and int, min, max, abs), else a float64 (a
-    float taken for an integer would be truncated; an integer taken for a float is exact)."""
+    allocation), each an int64 where the translator types its value as an integer (sizes,
+    shapes, lengths, integer constants and names under integer arithmetic), else a float64
+    (a float taken for an integer would be truncated; an integer taken for a float is
+    exact). ``typing`` learns each name as it goes: a later value may read it."""
+    translator = Translator(typing, lambda name, indices, t: "", lambda node: "")
     found: dict[str, np.dtype] = {}
     for node in body:
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Name)):
-            continue
-        if isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Attribute) \
-                and node.value.func.attr in ALLOCATORS:
+                and isinstance(node.targets[0], ast.Name)) or is_allocation(node.value):
             continue
         name = node.targets[0].id
-        whole = _is_integer(node.value, integers | {n for n, t in found.items()
-                                                    if t.kind == "i"})
-        found[name] = np.dtype(np.int64) if whole and found.get(name, np.dtype(np.int64)) \
-            .kind == "i" else np.dtype(np.float64)
+        kind = translator.type_of(node.value)
+        whole = kind is not None and kind.kind in "iu" \
+            and found.get(name, np.dtype(np.int64)).kind == "i"
+        found[name] = typing.scalars[name] = np.dtype(np.int64 if whole else np.float64)
     return found
-
-
-def _is_integer(node: ast.expr, integers: set[str]) -> bool:
-    if isinstance(node, ast.Constant):
-        return isinstance(node.value, int) and not isinstance(node.value, bool)
-    if isinstance(node, ast.Name):
-        return node.id in integers
-    if shape_of(node) is not None:
-        return True
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult,
-                                                            ast.FloorDiv, ast.Mod)):
-        return _is_integer(node.left, integers) and _is_integer(node.right, integers)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        return _is_integer(node.operand, integers)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-        if node.func.id == "len" and len(node.args) == 1:
-            return True
-        if node.func.id == "int":
-            return True
-        if node.func.id in ("min", "max", "abs"):
-            return bool(node.args) and all(_is_integer(a, integers) for a in node.args)
-    return False
 
 
 def _compute_type(arrays: Mapping[str, np.dtype]) -> np.dtype:
