@@ -51,6 +51,10 @@ FLOAT_FUNCTIONS = {"sqrt": "sqrt", "exp": "exp", "log": "log", "log2": "log2",
 CASTS = {"float": None, "int": INT, "float32": np.dtype(np.float32),
          "float64": np.dtype(np.float64), "int32": np.dtype(np.int32), "int64": INT,
          "uint32": np.dtype(np.uint32), "uint64": np.dtype(np.uint64), "bool": BOOL}
+# How two partial results of a reduction combine, by the name of its helpers' suffix (a
+# block's warps here; a row split's rows in optimize.cuda.kernel)
+COMBINE = {"add": "{} + {}", "mul": "{} * {}", "min": "loclab_min({}, {})",
+           "max": "loclab_max({}, {})", "and": "{} & {}", "or": "{} | {}", "xor": "{} ^ {}"}
 HELPERS = """
 template <typename A, typename B> __device__ __forceinline__ A loclab_floordiv(A a, B b) {
   A q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
@@ -104,12 +108,9 @@ __device__ __forceinline__ void loclab_atomic_add(unsigned long long* p, long lo
   if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = v;
   __syncthreads();
   v = part[0];
-  for (int w = 1; w < (int)(blockDim.x >> 5); ++w) v = {combine};
+  for (int w = 1; w < (int)(blockDim.x >> 5); ++w) v = {combine.format("v", "part[w]")};
   return v; }}
-""" for name, combine in (("add", "v + part[w]"), ("mul", "v * part[w]"),
-                          ("min", "loclab_min(v, part[w])"), ("max", "loclab_max(v, part[w])"),
-                          ("and", "v & part[w]"), ("or", "v | part[w]"),
-                          ("xor", "v ^ part[w]")))
+""" for name, combine in COMBINE.items())
 
 
 def c_type(dtype: np.dtype) -> str:

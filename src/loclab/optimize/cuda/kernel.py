@@ -25,7 +25,8 @@ from dataclasses import dataclass, field, replace
 
 from loclab.nest.ir import Loop
 from loclab.optimize.cuda.mapping import AXES, WARP, Config, NestMapping
-from loclab.transform.cuda_syntax import Translator, Typing, c_type, join, subscript_parts
+from loclab.transform.cuda_syntax import (COMBINE, Translator, Typing, c_type, join,
+                                          subscript_parts)
 
 # A split loop's reductions: what lanes other than the first start from, and how the lanes'
 # results combine (a difference accumulates negated terms: its parts add up).
@@ -39,6 +40,7 @@ PAD = 1  # elements added to a staged tile's rows: columns then span all 32 bank
 # part in shared memory, every thread combines its column's parts in row order. The first
 # barrier keeps the parts of a previous call safe until every thread has read them. Called
 # by every thread of the block alike.
+ROW_PART = "part[r * blockDim.x + threadIdx.x]"  # row r's part in this thread's column
 ROW_HELPERS = "".join(
     f"""template <typename T> __device__ __forceinline__ T loclab_rows_{name}(T v) {{
   __shared__ T part[1024];
@@ -46,15 +48,9 @@ ROW_HELPERS = "".join(
   part[threadIdx.y * blockDim.x + threadIdx.x] = v;
   __syncthreads();
   v = part[threadIdx.x];
-  for (int r = 1; r < (int)blockDim.y; ++r) v = {combine};
+  for (int r = 1; r < (int)blockDim.y; ++r) v = {combine.format("v", ROW_PART)};
   return v; }}
-""" for name, combine in (("add", "v + part[r * blockDim.x + threadIdx.x]"),
-                          ("mul", "v * part[r * blockDim.x + threadIdx.x]"),
-                          ("min", "loclab_min(v, part[r * blockDim.x + threadIdx.x])"),
-                          ("max", "loclab_max(v, part[r * blockDim.x + threadIdx.x])"),
-                          ("and", "v & part[r * blockDim.x + threadIdx.x]"),
-                          ("or", "v | part[r * blockDim.x + threadIdx.x]"),
-                          ("xor", "v ^ part[r * blockDim.x + threadIdx.x]")))
+""" for name, combine in COMBINE.items())
 
 
 @dataclass(frozen=True)
