@@ -747,8 +747,8 @@ def _folded(body: list[ast.stmt]) -> list[ast.stmt]:
         body = body[:-1]
     for index, node in enumerate(body):
         if isinstance(node, ast.If) and node.body and isinstance(node.body[-1], ast.Continue) \
-                and not any(isinstance(n, ast.Continue) for n in ast.walk(ast.Module(
-                    body=node.orelse, type_ignores=[]))):
+                and not any(isinstance(n, ast.Continue) for s in node.orelse
+                            for n in ast.walk(s)):
             rest = _folded(body[index + 1:])
             kept = node.body[:-1] or [ast.copy_location(ast.Pass(), node.body[-1])]
             folded = ast.If(test=node.test, body=kept, orelse=node.orelse + rest)

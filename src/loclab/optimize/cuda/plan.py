@@ -203,10 +203,8 @@ def _statement_piece(source: Source, context: Context, loops: dict[int, Any], to
     atomics, problem = _atomics(result.program, (top,), statement.line)
     if problem or atomics:
         return None
-    shift = top.line - loops[id(top)].lineno  # the syntax's lines from the function's
-    (syntax,) = [node for node in loops[id(top)].body if node.lineno == statement.line - shift]
-    reasons = ((f"distribute({label(top)})", f"{top.var}'s body holds nests that would "
-                "update arrays atomically: each statement and nest a kernel"),
+    syntax = _syntax_of(loops, top, top, statement.line)
+    reasons = (_pieces_reason(top),
                (f"threads over {name}", f"{statement.source}: the transformer proved "
                 f"parallel({name})"),
                (f"threadIdx.x on {name}", "the only grid loop"))
@@ -235,14 +233,12 @@ def _split_pieces(source: Source, context: Context, loops: dict[int, Any], top: 
             source.transform([*done, *steps])
         except _refusals():
             return []
-    shift = top.line - loops[id(top)].lineno  # the syntax's lines from the function's
     found: list[tuple[NestMapping, list[Step]] | None] = []
     proved = [*done, *steps]
     for statement in statements:
-        (part,) = [node for node in loops[id(child)].body
-                   if node.lineno == statement.line - shift]
+        part = _syntax_of(loops, top, child, statement.line) if len(statements) > 1 else None
         mapped = _split_piece(source, context, loops, top, child, statement.line, proved,
-                              part if len(statements) > 1 else None)
+                              part)
         if mapped is not None:
             mapping, piece_steps = mapped
             proved += piece_steps
@@ -280,10 +276,21 @@ def _split_piece(source: Source, context: Context, loops: dict[int, Any], top: L
                                          loops, at, line)
         if split.split is None:
             continue
-        why = (f"distribute({label(top)})", f"{top.var}'s body holds nests that would "
-               "update arrays atomically: each statement and nest a kernel")
-        return replace(split, reasons=(why, *split.reasons)), split_steps
+        return replace(split, reasons=(_pieces_reason(top), *split.reasons)), split_steps
     return None
+
+
+def _pieces_reason(top: Loop) -> tuple[str, str]:
+    return (f"distribute({label(top)})", f"{top.var}'s body holds nests that would update "
+            "arrays atomically: each statement and nest a kernel")
+
+
+def _syntax_of(loops: dict[int, Any], top: Loop, parent: Loop, line: int) -> Any:
+    """The syntax of the statement at ``line`` (the file's) in ``parent``'s body (the
+    syntax counts lines from the function's source: ``top`` gives the shift)."""
+    shift = top.line - loops[id(top)].lineno
+    (syntax,) = [node for node in loops[id(parent)].body if node.lineno == line - shift]
+    return syntax
 
 
 def host_nests(source: Source, context: Context, loops: dict[int, Any], top: Loop,
@@ -464,7 +471,7 @@ def _with_split(source: Source, context: Context, mapping: NestMapping, done: li
             for r in node.reductions):
         return mapping, steps
     reductions = tuple((r.name, r.op) for r in node.reductions)
-    names = ", ".join(f"{name} ({op})" for name, op in reductions)
+    names = ", ".join(f"{reduced} ({op})" for reduced, op in reductions)
     steps_text = "; ".join(map(str, (*mapping.steps, step)))
     rows = along_split <= along_grid
     reasons = tuple((r[0], r[1].replace("; ".join(map(str, mapping.steps)), steps_text))
