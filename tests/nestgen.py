@@ -333,6 +333,32 @@ def nests(draw: Draw, nonaffine: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
+@st.composite
+def war_nests(draw: Draw) -> str:
+    """``def f(A, B, N)``: one or two loops (``j`` from 2 or from ``i + 1``) whose one or
+    two statements write ``A`` and read ``A`` and ``B`` at shifted or swapped subscripts,
+    every subscript inside ``[0, N)``: reads of values from before the loop beside reads of
+    values the loop wrote, the mix a partial copy must tell apart."""
+    depth = draw(st.integers(1, 2))
+    names = ("i", "j")[:depth]
+
+    def subscript() -> str:
+        chosen = draw(st.permutations(names))
+        return ", ".join(f"{v} + {draw(st.integers(-2, 2))}" for v in chosen)
+
+    lines = ["def f(A, B, N):", "    for i in range(2, N - 2):"]
+    if depth == 2:
+        start = draw(st.sampled_from(("2", "i + 1")))
+        lines.append(f"        for j in range({start}, N - 2):")
+    indent = " " * (4 * (depth + 1))
+    for _ in range(draw(st.integers(1, 2))):
+        reads = [f"{draw(st.sampled_from(('A', 'A', 'B')))}[{subscript()}]"
+                 for _ in range(draw(st.integers(1, 3)))]
+        op = draw(st.sampled_from(("=", "+=")))
+        lines.append(f"{indent}A[{subscript()}] {op} {' + '.join(reads)}")
+    return "\n".join(lines) + "\n"
+
+
 # --------------------------------------------------------------------------- interpreter
 
 
@@ -346,6 +372,7 @@ class Access:
     order: tuple[int, ...]  # value times the sign of the step: grows as execution goes on
     location: Location
     write: bool
+    text: str = ""  # the access as Python prints it (``A[i + 1, j]``; "" for index arrays)
 
 
 class _Loop(NamedTuple):
@@ -433,12 +460,12 @@ class _Interpreter:
             self._reads(node.target)
         self._reads(node.value)
         for target in targets:
-            self._record(self._location(target), True)
+            self._record(self._location(target), True, ast.unparse(target))
 
     def _reads(self, node: ast.AST) -> None:
         if isinstance(node, (ast.Subscript, ast.Name)):
             if self._is_memory(node):
-                self._record(self._location(node), False)
+                self._record(self._location(node), False, ast.unparse(node))
             return
         for child in ast.iter_child_nodes(node):
             self._reads(child)
@@ -465,12 +492,12 @@ class _Interpreter:
             self._code[node] = compile(ast.Expression(body=node), "<nest>", "eval")
         return eval(self._code[node], self._namespace)  # noqa: S307 - our own expressions
 
-    def _record(self, location: Location, write: bool) -> None:
+    def _record(self, location: Location, write: bool, text: str = "") -> None:
         iteration = tuple(self._namespace[loop.var] for loop in self._loops)
         self.trace.append(Access(
             line=self._line, loops=tuple(loop.line for loop in self._loops), iteration=iteration,
             order=tuple(v * loop.sign for v, loop in zip(iteration, self._loops)),
-            location=location, write=write))
+            location=location, write=write, text=text))
 
 
 def _targets(func: ast.FunctionDef) -> Iterator[ast.expr]:

@@ -5,6 +5,7 @@ nvcc where it is installed), and, on a GPU, every result checked against the ori
 
 from __future__ import annotations
 
+import ast
 import re
 import shutil
 import subprocess
@@ -20,7 +21,7 @@ from loclab.measure.timing import Budget
 from loclab.optimize import optimize_file, plan
 from loclab.optimize.cuda import argument_types, gpu_plan
 from loclab.optimize.measure import make_inputs
-from tests.nestgen import nests, trace
+from tests.nestgen import nests, trace, war_nests
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 RECIPES = EXAMPLES / "recipes.py"
@@ -49,7 +50,9 @@ def gpu_planned(source: str, function: str = "f", filename: str = "<nest>", **pa
 def check_grids(source: str, sizes: dict[str, int]) -> None:
     """Run the nest by the oracle's interpreter and check each mapped nest: accesses to one
     array element from two grid points are all reads, or all the atomic update; a scalar a
-    grid point reads was last written by that grid point."""
+    grid point reads was last written by that grid point; a read a copy made before the
+    kernel serves sees no write of the nest before it (and then touches the copy, not the
+    array)."""
     try:
         found, mapped = gpu_planned(source, **sizes)
     except UsageError:
@@ -67,8 +70,22 @@ def check_grids(source: str, sizes: dict[str, int]) -> None:
             part = mapping.part.lineno + top - mapped.loops[id(mapping.top)].lineno
         by_location = defaultdict(list)
         last_write: dict[str, tuple] = {}
+        written: set[tuple] = set()
         for access in accesses:
             inside = top in access.loops and part in (None, access.line)
+            copied = next((c for c in mapping.copies if inside and not access.write
+                           and c.serves(ast.parse(access.text, mode="eval").body)
+                           and access.location[0] == c.array), None)
+            # the copy is made before each launch: one per iteration of the host loops
+            launch = tuple(access.iteration[access.loops.index(h.line)] for h in mapping.host
+                           if h.line in access.loops)
+            if copied is not None:
+                assert (launch, access.location) not in written, (
+                    f"{access.text} at {access.iteration} reads {copied.name}, but the nest "
+                    f"wrote {access.location} before in this launch\n{source}")
+                continue
+            if inside and access.write:
+                written.add((launch, access.location))
             point = tuple(access.iteration[access.loops.index(line)]
                           for line in grid_lines) if inside else None
             name, subscripts = access.location
@@ -116,6 +133,42 @@ def test_no_two_threads_conflict_on_generated_nests(data: st.DataObject) -> None
 @given(st.data())
 def test_no_two_threads_conflict_on_generated_nonaffine_nests(data: st.DataObject) -> None:
     check_grids(data.draw(nests(nonaffine=True)), {"N": 6, "M": 5})
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(war_nests())
+def test_no_two_threads_conflict_where_reads_go_to_a_copy(source: str) -> None:
+    check_grids(source, {"N": 9})
+
+
+TRMM = """
+def f(A, B, alpha, M, N):
+    for i in range(M):
+        for j in range(N):
+            for k in range(i + 1, M):
+                B[i, j] += A[k, i] * B[k, j]
+            B[i, j] = alpha * B[i, j]
+"""
+
+
+def test_reads_of_rows_later_iterations_overwrite_go_to_a_copy_made_before_the_kernel(
+        tmp_path):
+    _, mapped = gpu_planned(TRMM, M=40, N=30)
+    (mapping,) = mapped.mappings
+    assert [g.var for g in mapping.grid] == ["i", "j"]
+    assert [(c.array, c.name, sorted(c.reads)) for c in mapping.copies] == [
+        ("B", "B_copy", ["B[k, j]"])]
+    cuda = mapped.emit(*_types(mapped))
+    launcher = cuda.module[cuda.module.index("def f("):]
+    assert launcher.index("B_copy = B.copy()") < launcher.index("_kernel('nest_3'")
+    assert "const double* __restrict__ B_copy" in cuda.source
+    assert cuda.kernels[0].promoted == ("B[i, j] in a register across the k loop",)
+    assert "B_copy[(loclab_wrap(k, " in cuda.source and "B[(loclab_wrap(k, " not in cuda.source
+    check_grids(TRMM, {"M": 7, "N": 5})
+    if shutil.which("nvcc"):
+        run = nvcc_compiled(cuda, tmp_path)
+        assert run.returncode == 0, run.stderr
 
 
 # --- the kernels written for the lectures' nests -------------------------------------------
@@ -532,6 +585,20 @@ def test_split_and_distributed_nests_agree_with_the_original(source, sizes):
 @given(piece_nests())
 def test_drawn_nests_of_pieces_agree_with_the_original_on_the_gpu(source: str) -> None:
     gpu_agrees(source, {"N": 300, "M": 200})
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("sizes", [{"M": 40, "N": 30}, {"M": 300, "N": 7}, {"M": 5, "N": 900}])
+def test_reads_served_by_a_copy_agree_with_the_original(sizes):
+    gpu_agrees(TRMM, sizes)
+
+
+@pytest.mark.gpu
+@settings(max_examples=25, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(war_nests())
+def test_drawn_nests_with_copies_agree_with_the_original_on_the_gpu(source: str) -> None:
+    gpu_agrees(source, {"N": 300})
 
 
 @pytest.mark.gpu

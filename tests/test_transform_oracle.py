@@ -14,15 +14,18 @@ iterations of the loop.
 
 from __future__ import annotations
 
+import re
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from loclab.errors import UsageError
 from loclab.transform import transform
 from loclab.transform.steps import Context, IllegalStep
+from loclab.transform.verify import OriginalFailed
 from loclab.transform.storage import StorageError
-from tests.nestgen import nests
+from tests.nestgen import nests, war_nests
 from tests.reorder import privatizing_nests
 from tests.transform_replay import carried_pairs, judge, reversed_pairs
 
@@ -152,3 +155,57 @@ def test_recipes_on_nests_with_privatizable_scalars(data: st.DataObject) -> None
 def test_recipes_on_nonaffine_nests(data: st.DataObject) -> None:
     source = data.draw(nests(nonaffine=True))
     check(source, data.draw(recipes(source)))
+
+
+def check_copy(source: str, array: str, loop: str) -> bool:
+    """``copy(array, loop)``, where accepted, computes what the original does (a copy that
+    serves a read of a value the loop wrote reads a stale one); with ``parallel(loop)``
+    after it, where accepted, so it does with the parallel loops' iterations run
+    backwards (a read left on the array that should have read the copy sees another value
+    then). True where the parallel recipe was accepted."""
+    from dataclasses import replace
+
+    accepted = 0
+    for recipe in (f"copy({array}, {loop})", f"copy({array}, {loop}); parallel({loop})"):
+        try:
+            result = transform(source, recipe)
+        except (UsageError, StorageError, IllegalStep):
+            continue
+        accepted += 1
+        backwards = replace(result, source=re.sub(r"for (\w+) in (range\(.*\)):  # parallel",
+                                                  r"for \1 in \2[::-1]:", result.source))
+        for sizes in SIZES:
+            try:
+                verdict = backwards.verify(**{name: value for name, value in sizes.items()
+                                              if name in result.program.nest.parameters})
+            except OriginalFailed:
+                return False  # the original indexes past its arrays: nothing to compare
+            assert verdict.ok, f"{recipe} accepted but wrong at {sizes}:\n{source}\n" \
+                               f"{backwards.source}\n{verdict}"
+    return accepted == 2
+
+
+@settings(max_examples=100, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_copies_that_make_a_loop_parallel_compute_the_same(data: st.DataObject) -> None:
+    source = data.draw(war_nests())
+    check_copy(source, "A", data.draw(st.sampled_from(("i", "j") if "j" in source else "i")))
+
+
+def test_a_copy_serves_only_the_reads_that_see_values_from_before() -> None:
+    """trmm: ``B[k, j]`` reads rows later iterations write (the copy serves it), the
+    accumulator ``B[i, j]`` reads what its own iteration wrote (it stays on B)."""
+    trmm = ("def f(A, B, N, M):\n    for i in range(M):\n        for j in range(N):\n"
+            "            for k in range(i + 1, M):\n"
+            "                B[i, j] += A[k, i] * B[k, j]\n"
+            "            B[i, j] = 2.0 * B[i, j]\n")
+    assert check_copy(trmm, "B", "i@2")
+    result = transform(trmm, "copy(B, i); parallel(i)")
+    assert "B[i, j] += A[k, i] * B_copy[k - B_copy_lo0, j - B_copy_lo1]" in result.source
+    assert "B[i, j] = 2.0 * B[i, j]" in result.source
+    assert "B[k, j] inside i see the values from before the loop" in result.steps[0].reason
+    shifted = "def f(A, N):\n    for i in range(1, N):\n        A[i] = A[i - 1] + A[i]\n"
+    with pytest.raises(IllegalStep, match=r"copy\(A, i\) is illegal: A\[i - 1\] inside i: D\d S1->S1 "
+                                         r"RAW on A: it sees a value written inside the loop"):
+        transform(shifted, "copy(A, i)")

@@ -11,7 +11,9 @@ group is matched against, in order:
 - a scan: ``A[i] = A[i-1] op e`` carried at distance one (or a scalar accumulator that other
   statements read), parallel only as a prefix scan;
 - copying: only WAR dependences whose reads see values from before the loop; reading a copy
-  made before the loop removes them.
+  made before the loop removes them. Only those reads need to: where other reads of the
+  array see values the loop wrote (trmm's accumulator ``B[i, j]`` beside its ``B[k, j]``),
+  they stay on the array and the copy serves the reads named.
 
 A loop is parallel after the remedies only when every carried group has one.
 """
@@ -41,6 +43,7 @@ class Remedy:
     op: str | None = None
     live_out: bool = False  # privatized values may be needed after the loop
     key: str = ""  # the variable's key (names may repeat in a function, keys do not)
+    reads: tuple[str, ...] = ()  # copy: the reads that read the copy, as written (all: ())
 
     def label(self) -> str:
         if self.kind in {"privatize", "expand"}:
@@ -53,7 +56,8 @@ class Remedy:
             return f"atomic updates on {self.variable} (generalized reduction {self.op})"
         if self.kind == "scan":
             return f"scan {self.op} on {self.variable} (parallel as a prefix scan)"
-        return f"copy {self.variable} before the loop and read the copy"
+        which = f" ({', '.join(self.reads)})" if self.reads else ""
+        return f"copy {self.variable} before the loop and read the copy{which}"
 
 
 class Remedies:
@@ -87,9 +91,8 @@ class Remedies:
         """The first recipe that removes a loop's carried dependences on one variable."""
         found = self.privatization(loop, key) or self.reduction(loop, key) \
             or self.scan(loop, key, group)
-        if found is None and all(d.kind == "WAR" for d in group) \
-                and self.reads_values_from_before(loop, key):
-            found = Remedy("copy", group[0].array)
+        if found is None and all(d.kind == "WAR" for d in group):
+            found = self.copy(loop, key, group)
         return None if found is None else replace(found, key=key)
 
     # -- the uses of a variable inside a loop -----------------------------------------------
@@ -184,6 +187,16 @@ class Remedies:
         return all(self.model.access_map(s, a).is_empty() for s, a in reads
                    if id(s) not in fed)
 
+    def copy(self, loop: Loop, key: str, group: list[Dependence]) -> Remedy | None:
+        """``copy``, when the reads the WAR dependences ``group`` start from read only values
+        from before the loop; ``reads`` names them where other reads of the array do not."""
+        reads = self.reads_from_before(loop, key)
+        if not reads or any(d.source_access.text not in reads for d in group):
+            return None
+        every = {a.text for _, a in self.uses(loop, key) if not a.write}
+        return Remedy("copy", group[0].array,
+                      reads=() if every == reads else tuple(sorted(reads)))
+
     def reads_values_from_before(self, loop: Loop, key: str) -> bool:
         """No read in the loop sees a value written inside the loop."""
         uses = self.uses(loop, key)
@@ -193,6 +206,28 @@ class Remedies:
             return False
         flow = self._flow(writes, reads)
         return flow is not None and bool(flow.get_may_dependence().is_empty())
+
+    def reads_from_before(self, loop: Loop, key: str) -> set[str]:
+        """The reads of the variable in the loop (as written) that see only values from
+        before the loop: no write inside the loop reaches them (isl's dataflow, a read at
+        a time). A read written like a write of the loop (the implicit read of ``x[i] +=``)
+        is left out: an emitter redirects reads by what they look like, and that one it
+        cannot tell from the write."""
+        uses = self.uses(loop, key)
+        writes = [(s, a) for s, a in uses if a.write]
+        written = {a.text for _, a in writes}
+        by_text: dict[str, list[tuple[Statement, Access]]] = {}
+        for statement, access in uses:
+            if not access.write:
+                by_text.setdefault(access.text, []).append((statement, access))
+        found: set[str] = set()
+        for text, reads in by_text.items():
+            if text in written:
+                continue
+            flow = self._flow(writes, reads)
+            if flow is not None and flow.get_may_dependence().is_empty():
+                found.add(text)
+        return found
 
     def _flow(self, writes: list[tuple[Statement, Access]],
               reads: list[tuple[Statement, Access]]) -> "isl.UnionFlow | None":

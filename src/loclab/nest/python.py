@@ -773,6 +773,13 @@ def _is_shape(node: ast.expr) -> bool:
             and isinstance(node.slice, ast.Constant))
 
 
+def canonical(text: str) -> str:
+    """An expression as Python prints it (blanks and redundant parentheses aside): what an
+    ``Access.text`` of this frontend and a node of the same function's syntax are compared
+    by."""
+    return ast.unparse(ast.parse(text, mode="eval"))
+
+
 def base_name(target: ast.expr) -> str:
     """The array a subscript chain indexes: ``A`` of ``A[i][j]`` ("" if not a name)."""
     while isinstance(target, ast.Subscript):

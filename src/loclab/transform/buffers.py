@@ -88,7 +88,8 @@ def _marker(program: Program, schedule: Schedule, buffer: Buffer,
         times[-1] = "0"  # the start of each iteration, before every child
     times += ["0"] * (schedule.depth - len(times))
     found = [(schedule.by_unit[id(u)], s, a) for u in loop.units() for s in u.statements
-             for a in s.accesses if a.variable is buffer.variable and not a.write]
+             for a in s.accesses if a.variable is buffer.variable and not a.write
+             and buffer.serves(a.text)]
     rank = len(found[0][2].subscripts)
     domains: list[str] = []
     functions: dict[str, list[str]] = {}

@@ -164,6 +164,9 @@ class Translator:
     # In a subscript, integers keep the launch's index type (32 bits where every array
     # and size fits); elsewhere integer arithmetic is 64-bit, as Python's is unbounded.
     index: bool = False
+    # subscripts read from another array, by id of the node (reads a copy made before the
+    # kernel serves: ``KernelWriter`` of the GPU optimizer)
+    redirected: Mapping[int, str] = field(default_factory=dict)
 
     def error(self, node: ast.AST, what: str) -> UsageError:
         return UsageError(f"{self.where(node)}: the CUDA emitter does not translate {what}")
@@ -244,7 +247,8 @@ class Translator:
             shape = shape_of(node)
             if shape is not None:
                 return f"{shape[0]}_n{shape[1]}"
-            return self.subscript(_base(node), _indices(node), self)
+            return self.subscript(self.redirected.get(id(node), _base(node)), _indices(node),
+                                  self)
         if isinstance(node, ast.BinOp):
             return self.binary(node)
         if isinstance(node, ast.UnaryOp):

@@ -290,7 +290,8 @@ class _Rewriter:
             return self.name(node)
         if isinstance(node, c_ast.ArrayRef):
             base, indices = _flatten(node)
-            if base in self.buffers and not target:
+            if base in self.buffers and not target and self.buffers[base].buffer.serves(
+                    " ".join(self.emitter.generator.visit(node).split())):
                 buffer = self.buffers[base]
                 out: Any = c_ast.ID(buffer.buffer.name)
                 for shifted in buffer.in_buffer_order(

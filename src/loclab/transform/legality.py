@@ -158,7 +158,7 @@ class Checker:
 
         for buffer in self.program.buffers:
             if buffer.kind != "copy" or buffer.variable.key != first[1].variable.key \
-                    or first[1].write:
+                    or first[1].write or not buffer.serves(first[1].text):
                 continue
             inside = isl.UnionSet(f"{self.model.header}{{ }}")
             for unit in buffer.loop.units():

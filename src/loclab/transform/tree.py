@@ -146,6 +146,12 @@ class Buffer:
     loop: LoopNode
     name: str  # the buffer's name
     transposed: bool = False  # a 2-D slice kept column by column (``transpose=True``)
+    # copy: the reads that read the copy, as written (empty: every read of the array)
+    reads: frozenset[str] = frozenset()
+
+    def serves(self, text: str) -> bool:
+        """Whether the read written ``text`` (as ``Access.text``) reads this buffer."""
+        return not self.reads or text in self.reads
 
 
 @dataclass(eq=False)

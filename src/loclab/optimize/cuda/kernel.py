@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import ast
 import itertools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from loclab.nest.ir import Loop
@@ -138,6 +138,7 @@ class KernelWriter:
     inside: set[str] = field(default_factory=set)  # staged loops open where code is written
     strip: int = 0  # the strip tiles are staged in (the config's, or smaller to fit)
     hoisting: dict[str, tuple[str, str]] | None = None  # staged reads held in registers
+    redirected: dict[int, str] = field(default_factory=dict)  # reads of copies, by node id
 
     def __post_init__(self) -> None:
         self.strip = self.config.strip
@@ -168,7 +169,9 @@ class KernelWriter:
         for name, value_type in _local_types(body, self.typing, locals_).items():
             self.typing.scalars[name] = value_type
         copies = self._copies(grid_vars, locals_)
-        arrays = sorted(_arrays(body) | _shape_arrays(body, self.mapping))
+        self.redirected = _redirected(body, self.mapping)
+        arrays = sorted(_arrays(body) | _shape_arrays(body, self.mapping)
+                        | set(self.redirected.values()))
         used = _names(body) | {n for g in self.mapping.grid
                                for n in _names([self.loops[id(g)]])}
         sizes = sorted(p for p in self.sizes if p in used)
@@ -360,7 +363,7 @@ class KernelWriter:
     # -- statements ------------------------------------------------------------------------
     def translator(self, copy_: _Copy, values: dict[str, str] | None = None) -> Translator:
         return Translator(self.typing, self._subscript, self.where, copy_.rename,
-                          {**copy_.registers, **(values or {})})
+                          {**copy_.registers, **(values or {})}, redirected=self.redirected)
 
     def block(self, body: Sequence[ast.stmt], copies: list[_Copy], depth: int,
               guarded: bool) -> None:
@@ -418,8 +421,11 @@ class KernelWriter:
                 f"{sign}({translator.expr(value)}));")
 
     def _uniform(self, node: ast.For, copies: list[_Copy]) -> bool:
-        """Whether every copy runs the loop over the same values (then it is jammed)."""
-        return len(copies) == 1 or not (_names([node.iter]) & set(copies[0].rename))
+        """Whether every copy runs the loop over the same values (then it is jammed): its
+        bounds read no name the copies rename differently (a triangle's ``k`` from ``i + 1``
+        is jammed across a tile along ``j``, not across one along ``i``)."""
+        return not any(len({c.rename.get(name, name) for c in copies}) > 1
+                       for name in _names([node.iter]))
 
     def _open_guard(self, copy_: _Copy, depth: int, guarded: bool) -> None:
         """``if (ok) {`` where this copy's validity is not known yet, else a plain block."""
@@ -877,7 +883,7 @@ class KernelWriter:
         already in a register): loaded into a register before the loop, stored after it
         (``_store``), both only where the loop runs at all (``runs``). Returns them and the
         copies that read the registers."""
-        found = [(name, sub) for name, sub in promotable(node).items()
+        found = [(name, sub) for name, sub in promotable(node, self.redirected).items()
                  if name not in self.mapping.atomics and name not in self.staged
                  and not any(c.registers.get(name) for c in copies)]
         if not found:
@@ -916,17 +922,20 @@ class KernelWriter:
                 self.lines.append(f"{pad}if ({test}) {text} = {new.registers[name]};")
 
 
-def promotable(node: ast.For) -> dict[str, ast.Subscript]:
+def promotable(node: ast.For, redirected: Mapping[int, str] | None = None
+               ) -> dict[str, ast.Subscript]:
     """Array elements the loop updates at one subscript that does not change in it: every
     access of the array in the loop is that one, its indices are neither assigned nor loop
     variables inside, and none is under an ``if`` (Python may never touch the element).
     Kept in a register across the loop (scalar replacement), they are what a loop split
-    across threads may reduce besides scalars (``plan``'s split)."""
+    across threads may reduce besides scalars (``plan``'s split). Reads ``redirected`` to a
+    copy (by node id) are the copy's accesses, not the array's (trmm's ``B[k, j]``)."""
+    redirected = redirected or {}
     inside = assigned(node.body) | _loop_vars(node.body) | {
         node.target.id}  # type: ignore[attr-defined]
     groups: dict[str, list[ast.Subscript]] = {}
     for sub in _subscripts(node.body):
-        groups.setdefault(subscript_parts(sub)[0], []).append(sub)
+        groups.setdefault(redirected.get(id(sub), subscript_parts(sub)[0]), []).append(sub)
     written, conditional = written_arrays(node.body), _conditional(node.body)
     return {name: subs[0] for name, subs in groups.items()
             if len({ast.unparse(s) for s in subs}) == 1 and name in written
@@ -1021,6 +1030,17 @@ def _subscripts(body: Sequence[ast.AST]) -> list[ast.Subscript]:
 
 def _reads(body: Sequence[ast.stmt]) -> list[ast.Subscript]:
     return [s for s in _subscripts(body) if isinstance(s.ctx, ast.Load)]
+
+
+def _redirected(body: Sequence[ast.stmt], mapping: NestMapping) -> dict[int, str]:
+    """The reads the mapping's copies serve: the copy's name by id of the subscript."""
+    found: dict[int, str] = {}
+    for node in _reads(body):
+        name = subscript_parts(node)[0]
+        for copied in mapping.copies:
+            if copied.array == name and copied.serves(node):
+                found[id(node)] = copied.name
+    return found
 
 
 def _arrays(body: Sequence[ast.stmt]) -> set[str]:

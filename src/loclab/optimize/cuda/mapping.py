@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from loclab.nest.ir import Loop
+from loclab.nest.python import canonical
 from loclab.transform.recipe import Step
 
 AXES = ("x", "y", "z")
@@ -35,6 +36,21 @@ BLOCK_LIMITS = (1024, 1024, 64)  # CUDA's most threads of a block along x, y and
 # least ROW_ITERATIONS iterations of the loop
 FILL_THREADS = 1 << 17
 ROW_ITERATIONS = 8
+
+
+@dataclass(frozen=True)
+class CopiedReads:
+    """Reads of ``array`` that read ``name``, a copy the host makes before the kernel
+    (the transformer's ``copy``: they see only values from before the nest, and later
+    iterations overwrite what they read, trmm's ``B[k, j]``). ``reads`` as written (empty:
+    every read of the array)."""
+
+    array: str
+    name: str
+    reads: frozenset[str] = frozenset()
+
+    def serves(self, node: ast.Subscript) -> bool:
+        return not self.reads or ast.unparse(node) in {canonical(t) for t in self.reads}
 
 
 @dataclass(frozen=True)
@@ -63,6 +79,7 @@ class NestMapping:
     # the one statement of the innermost body this kernel runs, where a distributed loop's
     # body holds several (``node`` is then that statement too)
     part: ast.stmt | None = None
+    copies: tuple[CopiedReads, ...] = ()  # reads served by copies made before the kernel
 
     def axis(self, loop: Loop) -> int:
         """0 (x), 1 (y) or 2 (z): x is ``self.x`` (or a warp's lanes, where the loop inside
@@ -122,7 +139,9 @@ def default_config(mapping: NestMapping, reuse: bool, accumulators: int = 1,
     (``reuse``), a 32 x 8 block (a warp along x) with
     T x T iterations each (register tiling: each value staged is used T times from
     registers), T the largest of 8, 4, 2 whose scalars (``accumulators`` a grid iteration,
-    ``words`` registers each) take at most 64 registers, tiles staged in strips of 8."""
+    ``words`` registers each) take at most 64 registers, tiles staged in strips of 8; a
+    grid loop that bounds a loop inside (trmm's ``k`` from ``i + 1``) gets no tile and the
+    other T x T (one loop the tile's copies run together, jammed)."""
     if not mapping.grid:
         return Config((), (), False)
     if mapping.split_rows:  # 32 grid iterations a block; how many rows: fit_to_extents
@@ -143,6 +162,10 @@ def default_config(mapping: NestMapping, reuse: bool, accumulators: int = 1,
         side = next((t for t in (8, 4, 2) if t * t * max(accumulators, 1) * words
                      <= ACCUMULATOR_REGISTERS), 1)
         tiles[x] = tiles[y] = side
+        bounding = _bounding(mapping)
+        if len(bounding) == 1 and side > 1:
+            tiles[mapping.grid.index(bounding[0])] = 1
+            tiles[x if mapping.grid[x] is not bounding[0] else y] = min(8, side * side)
     else:  # a 32 x 32 square of iterations a block, 2 x 2 a thread, read directly
         by_axis[x] = 16
         y = next(i for i in reversed(range(count)) if i != x)
@@ -150,6 +173,19 @@ def default_config(mapping: NestMapping, reuse: bool, accumulators: int = 1,
         tiles[x] = tiles[y] = 2
         return Config(tuple(by_axis), tuple(tiles), False, 8)
     return Config(tuple(by_axis), tuple(tiles), True, 32 if count == 1 else 8)
+
+
+def _bounding(mapping: NestMapping) -> list[Loop]:
+    """The grid loops a bound of a loop inside the nest reads."""
+    inner = [loop for loop in _loops_in(mapping.top) if loop not in mapping.grid]
+    names = {name for loop in inner for bound in (loop.start, loop.stop) if bound is not None
+             for name in bound.symbols()}
+    return [loop for loop in mapping.grid if loop.var in names]
+
+
+def _loops_in(loop: Loop) -> list[Loop]:
+    return [loop, *(inner for child in loop.body if isinstance(child, Loop)
+                    for inner in _loops_in(child))]
 
 
 def fit_to_extents(mapping: NestMapping, config: Config,

@@ -89,6 +89,9 @@ def emit_function(function: ast.FunctionDef, filename: str, line_offset: int,
         if early:
             raise UsageError(f"{where(node)}: {sorted(early)[0]} is assigned by an earlier "
                              "loop and read here: on the GPU each thread keeps its own")
+        for copied in mapping.copies:  # read through a copy made just before the launch
+            element_types[copied.name] = element_types[copied.array]
+            ndims[copied.name] = ndims[copied.array]
         typing = Typing(element_types, ndims, _compute_type(element_types),
                         {n: t for n, t in scalars.items() if n not in sizes}, set())
         writer = KernelWriter(f"nest_{node.lineno + line_offset}", mapping, config,
@@ -97,7 +100,10 @@ def emit_function(function: ast.FunctionDef, filename: str, line_offset: int,
         kernel = writer.write()
         kernels.append(kernel)
         assigned_in_nests.update(assigned([node]))
-        return _launch(kernel)
+        made = [f"{c.name} = {c.array}.copy()  # for "
+                f"{', '.join(sorted(c.reads)) or 'every read of ' + c.array}: values from "
+                "before the nest" for c in mapping.copies if c.name in kernel.arrays]
+        return "\n".join([*made, _launch(kernel)])
 
     for node in body:
         inside = [m for m in mappings if m.node is not node

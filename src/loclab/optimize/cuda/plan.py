@@ -23,7 +23,7 @@ from typing import Any
 from loclab.deps.analysis import Analysis
 from loclab.nest.ir import Loop
 from loclab.optimize.build import Source, _refusals, refusal
-from loclab.optimize.cuda.mapping import NestMapping
+from loclab.optimize.cuda.mapping import CopiedReads, NestMapping
 from loclab.optimize.locality import array_accesses, stride
 from loclab.optimize.planner import (Context, _band_at, _options, label, sequential_reason,
                                      top_loops)
@@ -76,7 +76,7 @@ def _map_nest(source: Source, context: Context, loops: dict[int, Any], top: Loop
     refused: list[tuple[str, str]] = []
     with_atomics = None
     for order, grid in _candidates(context.analysis, top):
-        steps = _steps(context.analysis, top, order, grid)
+        steps = _steps(context.analysis, top, order, grid, _copied_arrays(context, grid))
         try:
             result = source.transform([*done, *steps])
         except _refusals() as err:
@@ -89,7 +89,8 @@ def _map_nest(source: Source, context: Context, loops: dict[int, Any], top: Loop
         if atomics:  # kept only where no grid without atomic updates holds
             with_atomics = with_atomics or (order, grid, atomics, steps)
             continue
-        mapping = _mapping(context, top, order, grid, atomics, tuple(steps), loops)
+        mapping = _with_copies(_mapping(context, top, order, grid, atomics, tuple(steps),
+                                        loops), _copies(result.program, top))
         mapping, steps = _with_split(source, context, mapping, [*done, *steps], steps, loops)
         return mapping, refused, steps
     if with_atomics is not None:
@@ -340,15 +341,41 @@ def _rectangular(band: tuple[Loop, ...]) -> bool:
 
 
 def _steps(analysis: Analysis, top: Loop, order: tuple[Loop, ...],
-           grid: tuple[Loop, ...]) -> list[Step]:
+           grid: tuple[Loop, ...], copied: Sequence[str] = ()) -> list[Step]:
+    """The recipe proving ``grid``: privatize the nest's scalars, permute to ``order``, copy
+    the arrays ``copied`` before ``top`` (the reads that see only values from before it),
+    each grid loop parallel."""
     scalars = sorted({a.variable.name for s in top.statements() for a in s.accesses
                       if a.write and not a.variable.is_array})
     steps = [make_step("privatize", name) for name in scalars]
     band = _band_at(analysis, top)
     if order != band[:len(order)]:
         steps.append(make_step("permute", *(label(loop) for loop in order)))
+    steps += [make_step("copy", name, label(top)) for name in copied]
     steps += [make_step("parallel", label(loop)) for loop in grid]
     return steps
+
+
+def _copied_arrays(context: Context, grid: Sequence[Loop]) -> list[str]:
+    """The arrays a grid loop's only remedy for them is a copy before the loop (trmm's
+    ``B``: each row reads rows that later iterations overwrite)."""
+    return sorted({remedy.variable for loop in grid for remedy in context.report(loop).remedies
+                   if remedy.kind == "copy"})
+
+
+def _with_copies(mapping: NestMapping, copies: tuple[CopiedReads, ...]) -> NestMapping:
+    """``mapping`` reading through ``copies``, each named among its reasons."""
+    reasons = tuple((f"{c.name} = {c.array}.copy() before the kernel",
+                     f"{', '.join(sorted(c.reads)) or 'every read of ' + c.array} read only "
+                     "values from before the nest, which its iterations overwrite: read from "
+                     "the copy, they no longer order the iterations") for c in copies)
+    return replace(mapping, copies=copies, reasons=mapping.reasons + reasons)
+
+
+def _copies(program: Any, top: Loop) -> tuple[CopiedReads, ...]:
+    """The copies the transformer made before ``top``, and the reads each serves."""
+    return tuple(CopiedReads(b.variable.name, b.name, b.reads) for b in program.buffers
+                 if b.kind == "copy" and label(b.loop.origin) == label(top))
 
 
 def _atomics(program: Any, grid: tuple[Loop, ...], line: int | None = None

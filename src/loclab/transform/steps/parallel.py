@@ -90,7 +90,7 @@ def _remedy(program: Program, node: LoopNode, carried: Carried, context: Context
         return f": privatize({carried.name}) first"
     dependences = list(carried.dependences)
     if dependences and all(d.kind == "WAR" for d in dependences) \
-            and remedies.reads_values_from_before(loop, carried.key):
+            and remedies.copy(loop, carried.key, dependences) is not None:
         return f": copy({carried.name}, {node.name}) first"
     if remedies.scan(loop, carried.key, dependences) is not None:
         return " (a scan: parallel only as a prefix scan, not as a DOALL loop)"
