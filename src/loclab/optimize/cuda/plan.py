@@ -205,6 +205,8 @@ def _statement_piece(source: Source, context: Context, loops: dict[int, Any], to
     if problem or atomics:
         return None
     syntax = _syntax_of(loops, top, top, statement.line)
+    if syntax is None:
+        return None
     reasons = (_pieces_reason(top),
                (f"threads over {name}", f"{statement.source}: the transformer proved "
                 f"parallel({name})"),
@@ -238,6 +240,8 @@ def _split_pieces(source: Source, context: Context, loops: dict[int, Any], top: 
     proved = [*done, *steps]
     for statement in statements:
         part = _syntax_of(loops, top, child, statement.line) if len(statements) > 1 else None
+        if len(statements) > 1 and part is None:
+            return []
         mapped = _split_piece(source, context, loops, top, child, statement.line, proved,
                               part)
         if mapped is not None:
@@ -288,10 +292,12 @@ def _pieces_reason(top: Loop) -> tuple[str, str]:
 
 def _syntax_of(loops: dict[int, Any], top: Loop, parent: Loop, line: int) -> Any:
     """The syntax of the statement at ``line`` (the file's) in ``parent``'s body (the
-    syntax counts lines from the function's source: ``top`` gives the shift)."""
+    syntax counts lines from the function's source: ``top`` gives the shift); None where
+    it is not one statement of the body itself (one under an ``if``: a kernel of its own
+    would lose the condition)."""
     shift = top.line - loops[id(top)].lineno
-    (syntax,) = [node for node in loops[id(parent)].body if node.lineno == line - shift]
-    return syntax
+    found = [node for node in loops[id(parent)].body if node.lineno == line - shift]
+    return found[0] if len(found) == 1 and not isinstance(found[0], ast.If) else None
 
 
 def host_nests(source: Source, context: Context, loops: dict[int, Any], top: Loop,
