@@ -359,6 +359,39 @@ def war_nests(draw: Draw) -> str:
     return "\n".join(lines) + "\n"
 
 
+@st.composite
+def recurrence_nests(draw: Draw) -> str:
+    """``def f(L, x, y, b, N)``: a loop over rows ``i`` that each need earlier rows (a
+    triangular solve and its look-alikes): statements that write ``x[i]`` or ``y[i]``
+    around one or two inner loops over ``j`` (from 0 to ``i``, from ``i + 1``, or over all
+    ``N``: ``x[j]`` then meets ``x[i]``) that accumulate into ``x[i]`` or a scalar ``s``,
+    or copy a row. Some have reductions a block's threads may share, some none."""
+    lines = ["def f(L, x, y, b, N):", "    for i in range(N):"]
+    if draw(st.booleans()):
+        lines.append("        s = 0.0")
+    else:
+        lines.append("        s = b[i]")
+    lines.append(f"        x[i] = {draw(st.sampled_from(('b[i]', 'b[i] + s', 'x[i] * 0.5')))}")
+    for _ in range(draw(st.integers(1, 2))):
+        bounds = draw(st.sampled_from(("i", "i + 1, N", "N", "i")))
+        lines.append(f"        for j in range({bounds}):")
+        kind = draw(st.sampled_from(("x", "x", "s", "y", "max")))
+        read = draw(st.sampled_from(("x[j]", "y[j]", "b[j]")))
+        if kind == "x":
+            lines.append(f"            x[i] {draw(st.sampled_from(('-=', '+=')))} "
+                         f"L[i, j] * {read}")
+        elif kind == "s":
+            lines.append(f"            s += L[i, j] * {read}")
+        elif kind == "max":
+            lines.append(f"            s = max(s, L[i, j] * {read})")
+        else:
+            lines.append(f"            y[j] = L[j, i] * {read}")
+    last = draw(st.sampled_from(("x[i] = x[i] / (L[i, i] + N)", "y[i] = x[i] + s",
+                                 "x[i] = x[i] - s")))
+    lines.append(f"        {last}")
+    return "\n".join(lines) + "\n"
+
+
 # --------------------------------------------------------------------------- interpreter
 
 

@@ -41,6 +41,7 @@ class Step:
     order: tuple[int, ...]  # values times the sign of the step: grows with execution
     accesses: tuple[tuple[Location, bool], ...]
     position: int  # index in the original run
+    texts: tuple[str, ...] = ()  # each access as Python prints it (``A[i + 1]``)
 
     @property
     def instance(self) -> Instance:
@@ -61,7 +62,8 @@ def steps(trace: Iterable[Access]) -> list[Step]:
             groups.append([])
         groups[-1].append(access)
     return [Step(g[0].line, g[0].loops, g[0].iteration, g[0].order,
-                 tuple((a.location, a.write) for a in g), position)
+                 tuple((a.location, a.write) for a in g), position,
+                 tuple(a.text for a in g))
             for position, g in enumerate(groups)]
 
 

@@ -21,7 +21,7 @@ from loclab.measure.timing import Budget
 from loclab.optimize import optimize_file, plan
 from loclab.optimize.cuda import argument_types, gpu_plan
 from loclab.optimize.measure import make_inputs
-from tests.nestgen import nests, trace, war_nests
+from tests.nestgen import nests, recurrence_nests, trace, war_nests
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 RECIPES = EXAMPLES / "recipes.py"
@@ -521,6 +521,34 @@ def test_a_statement_under_an_if_is_no_kernel_of_its_own():
     check_grids(source, {"N": 6, "M": 5})
 
 
+TRISOLV = """
+def f(L, x, b, N):
+    for i in range(N):
+        x[i] = b[i]
+        for j in range(i):
+            x[i] -= L[i, j] * x[j]
+        x[i] = x[i] / (L[i, i] + N)
+"""
+
+
+def test_a_recurrence_runs_in_one_block_whose_threads_share_each_row_sum(tmp_path):
+    """No grid holds (each row needs the rows before it): one block runs the rows in
+    order, its threads sharing each row's sum, thread 0 writing x[i], barriers between."""
+    _, mapped = gpu_planned(TRISOLV, N=300)
+    (mapping,) = mapped.mappings
+    assert not mapping.grid and [(loop.var, reductions) for loop, reductions
+                                 in mapping.block_splits] == [("j", (("x", "+"),))]
+    cuda = mapped.emit(*_types(mapped))
+    (kernel,) = cuda.kernels
+    assert kernel.lanes == 1024 and kernel.promoted == ("x[i] in a register across the j loop",)
+    assert "r_x_0 -= (L[(i) * L_n1 + j] * x[j]);" in kernel.text  # x[j]: memory, x[i]: register
+    assert kernel.text.count("if (threadIdx.x == 0) {") == 2
+    assert "(1024, 1, 1)" in cuda.module
+    if shutil.which("nvcc"):
+        run = nvcc_compiled(cuda, tmp_path)
+        assert run.returncode == 0, run.stderr
+
+
 # sizes from the arrays' shapes, a threshold and a half the function computes outside its
 # loops: each a kernel argument of its value's type (a float taken for an integer size
 # would compare B[i, j] <= 0)
@@ -595,6 +623,20 @@ def test_split_and_distributed_nests_agree_with_the_original(source, sizes):
 @given(piece_nests())
 def test_drawn_nests_of_pieces_agree_with_the_original_on_the_gpu(source: str) -> None:
     gpu_agrees(source, {"N": 300, "M": 200})
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [1, 300, 2500])
+def test_a_recurrence_in_one_block_agrees_with_the_original(n):
+    gpu_agrees(TRISOLV, {"N": n})
+
+
+@pytest.mark.gpu
+@settings(max_examples=25, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(recurrence_nests())
+def test_drawn_recurrences_agree_with_the_original_on_the_gpu(source: str) -> None:
+    gpu_agrees(source, {"N": 200})
 
 
 @pytest.mark.gpu

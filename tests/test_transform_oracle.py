@@ -209,3 +209,18 @@ def test_a_copy_serves_only_the_reads_that_see_values_from_before() -> None:
     with pytest.raises(IllegalStep, match=r"copy\(A, i\) is illegal: A\[i - 1\] inside i: D\d S1->S1 "
                                          r"RAW on A: it sees a value written inside the loop"):
         transform(shifted, "copy(A, i)")
+
+
+def test_an_update_may_read_other_elements_of_its_array_the_loop_never_meets() -> None:
+    """``x[i] -= L[i, j] * x[j]`` over ``j < i`` is a reduction on ``x[i]`` (no iteration
+    reads or writes it through ``x[j]``); over every ``j`` it is not (``x[j]`` meets
+    ``x[i]`` at ``j = i``: later iterations would read a partial sum)."""
+    solve = ("def f(L, x, b, N):\n    for i in range(N):\n        x[i] = b[i]\n"
+             "        for j in range(i):\n            x[i] -= L[i, j] * x[j]\n")
+    result = transform(solve, "parallel(j)")
+    assert "j carries only reductions" in result.steps[0].reason
+    for sizes in ({"N": 5}, {"N": 8}):
+        verdict = judge(solve, result.program, sizes)
+        assert verdict, "\n".join(verdict.problems)
+    with pytest.raises(IllegalStep, match=r"parallel\(j\) is illegal: j carries D\d+ "):
+        transform(solve.replace("range(i)", "range(N)"), "parallel(j)")

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from loclab.nest.expr import BoolOp, Compare, Poly
+from loclab.nest.python import canonical
 from loclab.transform.codegen import Call, Codegen, For, If, Mark, Select
 from loclab.transform.legality import evaluate
 from loclab.transform.schedule import Schedule
@@ -191,12 +192,16 @@ def _flow(replay: Sequence[tuple[Step, Run | None]], place: Callable[..., tuple]
 def _parallel_conflicts(replay: Sequence[tuple[Step, Run]], program: Any,
                         place: Callable[..., tuple]) -> list[str]:
     """Two iterations of a parallel loop (in one iteration of the loops around it) that touch
-    one location, one writing, other than through the loop's reductions."""
+    one location, one writing, other than through the loop's reductions (the accesses
+    written as an update's target: another read of the array is no part of it)."""
     out: list[str] = []
     for node in program.loops():
         if not (node.parallel or node.vectorized):  # lanes reorder iterations too
             continue
+        keys = {r.key for r in node.reductions}
         reductions = {r.name for r in node.reductions}
+        targets = {canonical(s.writes[0].text) for unit in node.units() for s in unit.statements
+                   if s.writes and s.writes[0].variable.key in keys}
         seen: dict[tuple, dict[int, bool]] = defaultdict(dict)
         for step, run in replay:
             values = [v for n, v in run.loops]
@@ -205,8 +210,9 @@ def _parallel_conflicts(replay: Sequence[tuple[Step, Run]], program: Any,
                 continue
             level = nodes.index(node)
             outer, mine = tuple(values[:level]), values[level]
-            for location, write in step.accesses:
-                if location[0] in reductions:
+            texts = step.texts or ("",) * len(step.accesses)
+            for (location, write), text in zip(step.accesses, texts):
+                if location[0] in reductions and (not text or canonical(text) in targets):
                     continue
                 key = (place(step, run, location), outer)
                 for other, other_write in seen[key].items():

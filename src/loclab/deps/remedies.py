@@ -89,7 +89,7 @@ class Remedies:
 
     def remedy(self, loop: Loop, key: str, group: list[Dependence]) -> Remedy | None:
         """The first recipe that removes a loop's carried dependences on one variable."""
-        found = self.privatization(loop, key) or self.reduction(loop, key) \
+        found = self.privatization(loop, key) or self.reduction(loop, key, group) \
             or self.scan(loop, key, group)
         if found is None and all(d.kind == "WAR" for d in group):
             found = self.copy(loop, key, group)
@@ -284,24 +284,18 @@ class Remedies:
         return result
 
     # -- reductions and scans ---------------------------------------------------------------
-    def reduction(self, loop: Loop, key: str) -> Remedy | None:
+    def reduction(self, loop: Loop, key: str, group: list[Dependence]) -> Remedy | None:
         uses = self.uses(loop, key)
-        statements = {id(s): s for s, _ in uses}.values()
-        ops: set[str] = set()
-        for statement in statements:
-            update = statement.update
-            mine = [a for a in statement.accesses if a.variable.key == key]
-            if (update is None or not update.same_location or update.target_elsewhere
-                    or update.op not in ASSOCIATIVE or len(mine) != 2
-                    or statement.writes[0].variable.key != key):
-                return None
-            ops.add("+" if update.op == "-" else update.op)
-        if len(ops) != 1:
+        statements = list({id(s): s for s, _ in uses}.values())
+        op = reduction_operator(statements, key, [(d.source_access, d.sink_access)
+                                                  for d in group])
+        if op is None:
             return None
-        op = ops.pop()
         name = uses[0][1].variable.name
         inner = {l.var for s in statements for l in s.loops if loop in l.enclosing}
-        fixed = all(a.affine and not (_symbols(a) & inner) for _, a in uses)
+        targets = {s.writes[0].text for s in statements}
+        fixed = all(a.affine and not (_symbols(a) & inner) for _, a in uses
+                    if a.text in targets)
         return Remedy("reduction" if fixed else "generalized reduction", name, op)
 
     def scan(self, loop: Loop, key: str, group: list[Dependence]) -> Remedy | None:
@@ -330,6 +324,34 @@ class Remedies:
             if list(distance) != expected:
                 return None
         return Remedy("scan", name, op)
+
+
+def reduction_operator(statements: list[Statement], key: str,
+                       carried: list[tuple[Access, Access]]) -> str | None:
+    """The operator when every statement of a loop that touches the variable is an update
+    ``x op= e`` with one associative operator, and the dependences the loop carries on it
+    (``carried``: pairs of accesses) join only the updates' targets: other elements of the
+    array may be read in ``e`` where the loop never makes them meet the target (a
+    triangular solve's ``x[i] -= L[i, j] * x[j]``, ``j < i``), so that partial results
+    combined after the loop are what each iteration would have seen."""
+    ops: set[str] = set()
+    targets: set[str] = set()
+    for statement in statements:
+        mine = [a for a in statement.accesses if a.variable.key == key]
+        if not mine:
+            continue
+        update = statement.update
+        if (update is None or not update.same_location or update.op not in ASSOCIATIVE
+                or statement.writes[0].variable.key != key):
+            return None
+        ops.add("+" if update.op == "-" else update.op)
+        targets.add(statement.writes[0].text)
+        if not update.target_elsewhere and len(mine) != 2:
+            return None
+    if len(ops) != 1 or any(a.text not in targets or b.text not in targets
+                            for a, b in carried):
+        return None
+    return ops.pop()
 
 
 def _maps(union: "isl.UnionMap") -> list["isl.Map"]:

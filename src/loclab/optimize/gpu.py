@@ -100,7 +100,7 @@ def refuse_one_thread(plan: GpuPlan, sizes: Mapping[str, int]) -> None:
     from loclab.errors import UsageError
     from loclab.transform.inputs import instances, sizes_text
 
-    if any(mapping.grid for mapping in plan.mappings):
+    if any(mapping.threads_share for mapping in plan.mappings):
         return
     program = plan.planned.as_written.program
     work = instances(program, sizes)
@@ -279,6 +279,11 @@ def nest_results(plan: GpuPlan, emitted: Any, configs: tuple[Config, ...]) -> li
     for mapping, kernel, config, refused in zip(plan.mappings, emitted.kernels, configs,
                                                 plan.refused):
         steps = list(mapping.reasons)
+        if mapping.block_splits:
+            steps.append((f"launch: {config.text()}", "the model's choice"))
+            steps += [(f"keep {text}", "each thread sums its part in a register, the "
+                                       "parts combined after the loop") for text in
+                      kernel.promoted]
         if mapping.grid:
             steps.append((f"launch: {config.text()}",
                           "the model's choice" if not config.tile or max(config.tile) == 1
@@ -292,7 +297,7 @@ def nest_results(plan: GpuPlan, emitted: Any, configs: tuple[Config, ...]) -> li
         loops = tuple(loop.var for loop in mapping.top.statements()[0].loops) \
             if mapping.top.statements() else (mapping.top.var,)
         level = "threads over " + ", ".join(label(g) for g in mapping.grid) \
-            if mapping.grid else "one thread"
+            if mapping.grid else "one block" if mapping.block_splits else "one thread"
         if mapping.host:
             level += " in each iteration of " + ", ".join(label(h) for h in mapping.host) \
                 + " (on the host)"

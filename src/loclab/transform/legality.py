@@ -27,14 +27,13 @@ from typing import TYPE_CHECKING
 from loclab.deps.dependences import (Dependence, Use, compute_dependences,
                                      dependence_relations, direction_vectors)
 from loclab.deps.model import Model
+from loclab.deps.remedies import reduction_operator
 from loclab.nest.ir import common_loops
 from loclab.transform.schedule import Placed, Schedule
 from loclab.transform.tree import LoopNode, Program
 
 if TYPE_CHECKING:
     import islpy as isl
-
-ASSOCIATIVE = {"+", "-", "*", "min", "max", "&", "|", "^"}
 
 
 @dataclass(frozen=True)
@@ -301,9 +300,12 @@ class Checker:
             dependences = tuple(dict.fromkeys(
                 d for first, second, copies in group
                 for d in self.dependences_of(first, second)))
-            out.append(Carried(key, variable.name, dependences,
-                               self.reduction(node, key), not variable.is_array,
-                               witnesses[key]))
+            statements = list({id(s): s for unit in node.units()
+                               for s in unit.statements}.values())
+            operator = reduction_operator(statements, key, [(first[1], second[1])
+                                                            for first, second, _ in group])
+            out.append(Carried(key, variable.name, dependences, operator,
+                               not variable.is_array, witnesses[key]))
         return out
 
     def _sizes(self, pairs: "isl.Map") -> dict[str, int]:
@@ -329,23 +331,6 @@ class Checker:
             if node in placed.path:
                 return 2 * placed.path.index(node) + 1
         raise KeyError(node.name)
-
-    def reduction(self, node: LoopNode, key: str) -> str | None:
-        """The operator when every statement inside the loop that touches the variable is an
-        update ``x op= e`` with one associative operator and ``x`` nowhere else in it."""
-        ops: set[str] = set()
-        statements = {id(s): s for unit in node.units() for s in unit.statements}
-        for statement in statements.values():
-            mine = [a for a in statement.accesses if a.variable.key == key]
-            if not mine:
-                continue
-            update = statement.update
-            if (update is None or not update.same_location or update.target_elsewhere
-                    or update.op not in ASSOCIATIVE or len(mine) != 2
-                    or statement.writes[0].variable.key != key):
-                return None
-            ops.add("+" if update.op == "-" else update.op)
-        return ops.pop() if len(ops) == 1 else None
 
 
 def _identity(lex: "isl.Map") -> "isl.Map":

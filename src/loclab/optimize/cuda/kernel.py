@@ -139,6 +139,8 @@ class KernelWriter:
     strip: int = 0  # the strip tiles are staged in (the config's, or smaller to fit)
     hoisting: dict[str, tuple[str, str]] | None = None  # staged reads held in registers
     redirected: dict[int, str] = field(default_factory=dict)  # reads of copies, by node id
+    # the subscript (its indices as written) of each array element kept in a register
+    in_register: dict[str, list[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.strip = self.config.strip
@@ -190,7 +192,7 @@ class KernelWriter:
         params += [f"const {c_type(self.typing.scalars[s])} {s}" for s in scalars]
         for axis in axes:
             params += [f"const I first_{axis.var}", f"const I count_{axis.var}"]
-        threads = self.config.threads if self.mapping.grid else 1
+        threads = self.config.threads if self.mapping.threads_share else 1
         out.append("template <typename I>")
         out.append(f"__global__ void __launch_bounds__({threads}) {self.name}(")
         out.append("    " + ",\n    ".join(params) + ") {")
@@ -244,13 +246,16 @@ class KernelWriter:
         return Kernel(self.name, "\n".join(out), tuple(arrays), tuple(sizes),
                       tuple(scalars), tuple(axes),
                       threads, tuple(self._stage_text(s) for s in self.staged.values()),
-                      tuple(self.promoted), self.config.lanes if self.mapping.grid else 1,
+                      tuple(self.promoted),
+                      self.config.lanes if self.mapping.threads_share else 1,
                       self.config.rows if self.mapping.grid else 1)
 
     def _sharing(self) -> tuple[int, str, str]:
         """How many threads share the split loop, the scope of their combine (``lanes`` of a
         warp, ``block``: a block's lanes, ``rows``: a block's rows) and the one of them
         that writes what the grid iteration writes outside the loop; (1, "", ""): none."""
+        if self.mapping.block_splits:
+            return self.config.lanes, "block", "threadIdx.x == 0"
         if self.mapping.split is None:
             return 1, "", ""
         if self.mapping.split_rows:
@@ -262,12 +267,60 @@ class KernelWriter:
             "threadIdx.x == 0"
 
     def _is_split(self, node: ast.stmt) -> bool:
-        """Whether ``node`` is the split loop (or the copy of it ``body`` nests)."""
-        split = self.mapping.split
-        if split is None or not isinstance(node, ast.For):
-            return False
-        original = self.loops[id(split)]
-        return (node.lineno, node.col_offset) == (original.lineno, original.col_offset)
+        """Whether ``node`` is a split loop (or the copy of it ``body`` nests)."""
+        return self._split_reductions(node) is not None
+
+    def _split_reductions(self, node: ast.stmt) -> tuple[tuple[str, str], ...] | None:
+        """The reductions of ``node``'s threads where it is a split loop, else None."""
+        if not isinstance(node, ast.For):
+            return None
+        splits = [(loop, reductions) for loop, reductions in self.mapping.block_splits]
+        if self.mapping.split is not None:
+            splits.append((self.mapping.split, self.mapping.reductions))
+        for loop, reductions in splits:
+            original = self.loops[id(loop)]
+            if (node.lineno, node.col_offset) == (original.lineno, original.col_offset):
+                return reductions
+        return None
+
+    def _block_body(self, body: Sequence[ast.stmt], copies: list[_Copy], depth: int,
+                    guarded: bool) -> None:
+        """A nest one block runs (``NestMapping.block_splits``): every thread runs the
+        sequential loops and the conditions around the split loops (their values are the
+        same in all: what they read was written before a barrier), the split loops each a
+        share a thread, a barrier after each; any other statement that writes an array is
+        run by thread 0 alone, a barrier after it (the others may read what it wrote)."""
+        pad = "  " * depth
+        for node in body:
+            inner = [n for n in ast.walk(node) if self._is_split(n)] if not self._is_split(
+                node) else []
+            if self._is_split(node):
+                self.statement(node, copies, depth, guarded)
+                self.lines.append(f"{pad}__syncthreads();")
+            elif inner and isinstance(node, ast.For):
+                var = node.target.id  # type: ignore[attr-defined]
+                start, stop, step = _range_args(node)
+                translator = self.translator(copies[0])
+                low = translator.expr(start) if start is not None else "0"
+                compare = "<" if step > 0 else ">"
+                self.lines.append(f"{pad}for ({var} = {low}; {var} {compare} "
+                                  f"{translator.expr(stop)}; {var} += {step}) {{")
+                self._block_body(node.body, copies, depth + 1, guarded)
+                self.lines.append(f"{pad}}}")
+            elif inner and isinstance(node, ast.If):
+                self.lines.append(f"{pad}if ({self.translator(copies[0]).expr(node.test)}) {{")
+                self._block_body(node.body, copies, depth + 1, guarded)
+                if node.orelse:
+                    self.lines.append(f"{pad}}} else {{")
+                    self._block_body(node.orelse, copies, depth + 1, guarded)
+                self.lines.append(f"{pad}}}")
+            elif written_arrays([node]):
+                self.lines.append(f"{pad}if (threadIdx.x == 0) {{")
+                self.statement(node, copies, depth + 1, guarded)
+                self.lines.append(f"{pad}}}")
+                self.lines.append(f"{pad}__syncthreads();")
+            else:
+                self.statement(node, copies, depth, guarded)
 
     def _grid_body(self, body: Sequence[ast.stmt], copies: list[_Copy], depth: int,
                    guarded: bool) -> None:
@@ -275,6 +328,9 @@ class KernelWriter:
         outside the split loop that writes an array is run by one of them alone (all running
         ``y[i] = y[i] + s`` would add ``s`` once per thread that reads after another wrote),
         and before the split loop a barrier follows it (the others read what it wrote)."""
+        if self.mapping.block_splits:
+            self._block_body(body, copies, depth, guarded)
+            return
         threads, scope, lead = self._sharing()
         if threads == 1:
             self.block(body, copies, depth, guarded)
@@ -548,7 +604,7 @@ class KernelWriter:
             return
         place = "threadIdx.y" if scope == "rows" else "threadIdx.x"
         targets = [(copy_.registers.get(name) or copy_.rename.get(name, name), name, op)
-                   for copy_ in copies for name, op in self.mapping.reductions]
+                   for copy_ in copies for name, op in self._split_reductions(node) or ()]
         for target, name, op in targets:
             identity = LANE_IDENTITY.get(op)
             if identity is not None:
@@ -838,7 +894,8 @@ class KernelWriter:
                     self.hoisting[text] = (f"h{len(self.hoisting)}",
                                            c_type(self.typing.arrays[name]))
                 return self.hoisting[text][0]
-        if name in translator.values:
+        if name in translator.values and [ast.unparse(i) for i in indices] == \
+                self.in_register.get(name, [ast.unparse(i) for i in indices]):
             return translator.values[name]
         if len(indices) != self.typing.ndims.get(name, len(indices)):
             raise translator.error(indices[0] if indices else ast.Name(id=name),
@@ -883,11 +940,18 @@ class KernelWriter:
         already in a register): loaded into a register before the loop, stored after it
         (``_store``), both only where the loop runs at all (``runs``). Returns them and the
         copies that read the registers."""
-        found = [(name, sub) for name, sub in promotable(node, self.redirected).items()
-                 if name not in self.mapping.atomics and name not in self.staged
+        if self.mapping.block_splits and not self._is_split(node):
+            return [], copies  # thread 0 alone writes the nest's arrays outside split loops
+        reduced = {name for name, _ in self._split_reductions(node) or ()}
+        candidates = promotable(node, self.redirected, apart=bool(self.mapping.block_splits))
+        found = [(name, sub) for name, sub in candidates.items()
+                 if (not self.mapping.block_splits or name in reduced)
+                 and name not in self.mapping.atomics and name not in self.staged
                  and not any(c.registers.get(name) for c in copies)]
         if not found:
             return [], copies
+        for name, sub in found:  # other subscripts of the array stay reads of memory
+            self.in_register[name] = [ast.unparse(i) for i in subscript_parts(sub)[1]]
         pad = "  " * depth
         promoted = []
         for copy_ in copies:
@@ -922,14 +986,17 @@ class KernelWriter:
                 self.lines.append(f"{pad}if ({test}) {text} = {new.registers[name]};")
 
 
-def promotable(node: ast.For, redirected: Mapping[int, str] | None = None
-               ) -> dict[str, ast.Subscript]:
+def promotable(node: ast.For, redirected: Mapping[int, str] | None = None,
+               apart: bool = False) -> dict[str, ast.Subscript]:
     """Array elements the loop updates at one subscript that does not change in it: every
     access of the array in the loop is that one, its indices are neither assigned nor loop
     variables inside, and none is under an ``if`` (Python may never touch the element).
     Kept in a register across the loop (scalar replacement), they are what a loop split
     across threads may reduce besides scalars (``plan``'s split). Reads ``redirected`` to a
-    copy (by node id) are the copy's accesses, not the array's (trmm's ``B[k, j]``)."""
+    copy (by node id) are the copy's accesses, not the array's (trmm's ``B[k, j]``). With
+    ``apart``, the array may also be read at other subscripts, where the caller knows from
+    the transformer that the loop never makes them meet the element (a reduction whose
+    carried dependences join its target alone: a triangular solve's ``x[j]``, ``j < i``)."""
     redirected = redirected or {}
     inside = assigned(node.body) | _loop_vars(node.body) | {
         node.target.id}  # type: ignore[attr-defined]
@@ -937,9 +1004,13 @@ def promotable(node: ast.For, redirected: Mapping[int, str] | None = None
     for sub in _subscripts(node.body):
         groups.setdefault(redirected.get(id(sub), subscript_parts(sub)[0]), []).append(sub)
     written, conditional = written_arrays(node.body), _conditional(node.body)
-    return {name: subs[0] for name, subs in groups.items()
-            if len({ast.unparse(s) for s in subs}) == 1 and name in written
-            and not _names(subs[:1]) & inside and name not in conditional}
+    found = {}
+    for name, subs in groups.items():
+        stored = [s for s in subs if isinstance(s.ctx, ast.Store)] if apart else subs
+        if stored and len({ast.unparse(s) for s in stored}) == 1 and name in written \
+                and not _names(stored[:1]) & inside and name not in conditional:
+            found[name] = stored[0]
+    return found
 
 
 def _range_args(node: ast.For) -> tuple[ast.expr | None, ast.expr, int]:

@@ -80,6 +80,16 @@ class NestMapping:
     # body holds several (``node`` is then that statement too)
     part: ast.stmt | None = None
     copies: tuple[CopiedReads, ...] = ()  # reads served by copies made before the kernel
+    # No grid, one block: its threads run the nest's sequential loops together, each of
+    # these loops (innermost, parallel but for their reductions) shared by them, its
+    # reductions ((name, op)) combined after it; what the rest writes one thread writes,
+    # a barrier after it (a triangular solve's row sum, between rows)
+    block_splits: tuple[tuple[Loop, tuple[tuple[str, str], ...]], ...] = ()
+
+    @property
+    def threads_share(self) -> bool:
+        """Whether more than one thread runs the nest (a grid, or one block's threads)."""
+        return bool(self.grid or self.block_splits)
 
     def axis(self, loop: Loop) -> int:
         """0 (x), 1 (y) or 2 (z): x is ``self.x`` (or a warp's lanes, where the loop inside
@@ -115,6 +125,8 @@ class Config:
                 "strip": self.strip, "lanes": self.lanes, "rows": self.rows}
 
     def text(self) -> str:
+        if not self.block and self.lanes > 1:
+            return f"one block of {self.lanes} threads"
         if self.rows > 1:
             return f"block {self.block[0]} x {self.rows} rows sharing the loop inside"
         if self.lanes > WARP:
@@ -142,6 +154,8 @@ def default_config(mapping: NestMapping, reuse: bool, accumulators: int = 1,
     ``words`` registers each) take at most 64 registers, tiles staged in strips of 8; a
     grid loop that bounds a loop inside (trmm's ``k`` from ``i + 1``) gets no tile and the
     other T x T (one loop the tile's copies run together, jammed)."""
+    if mapping.block_splits:
+        return Config((), (), False, lanes=BLOCK_LANES)
     if not mapping.grid:
         return Config((), (), False)
     if mapping.split_rows:  # 32 grid iterations a block; how many rows: fit_to_extents
@@ -249,6 +263,9 @@ def neighbours(mapping: NestMapping, config: Config) -> list[Config]:
     """Configs one step from ``config``: register tiles halved or doubled along the grid
     loops on x and y, the strip halved or doubled, staging switched, the block reshaped
     (the same threads, x doubled or halved). What measurement walks (``search``)."""
+    if mapping.block_splits:  # the block's size
+        return [replace(config, lanes=lanes) for lanes in (256, 512, 1024)
+                if lanes != config.lanes]
     if not mapping.grid:
         return []
     if mapping.split_rows:  # rows doubled or halved, the rows' width doubled or halved

@@ -62,6 +62,7 @@ def gpu_mappings(source: Source, context: Context, loops: dict[int, Any]
                     kept.append(inner)
                     refused_all.append(refused + inner_refused)
                 continue
+            mapping, steps = one_block(source, context, loops, top, done, mapping)
         done += steps
         kept.append(mapping)
         refused_all.append(refused)
@@ -523,6 +524,63 @@ def _with_split(source: Source, context: Context, mapping: NestMapping, done: li
     return replace(mapping, x=grid if rows else None, split=split, reductions=reductions,
                    split_rows=rows, steps=(*mapping.steps, step), reasons=reasons), \
         [*steps, step]
+
+
+def one_block(source: Source, context: Context, loops: dict[int, Any], top: Loop,
+              done: list[Step], sequential: NestMapping) -> tuple[NestMapping, list[Step]]:
+    """A nest no grid holds, run by one block instead of one thread: its innermost loops
+    that the transformer proves parallel, but for reductions of scalars or of elements
+    kept in registers (``kernel.promotable``), shared by the block's threads, each
+    reduction combined after its loop (a triangular solve's row sum ``x[i] -= L[i, j] *
+    x[j]``: the rows stay in order, each row's sum by 1,024 threads). Else
+    ``sequential`` as it was. A statement outside them that writes an array and assigns a
+    scalar rules it out (one thread writes the array, every thread needs the scalar)."""
+    from loclab.optimize.cuda.kernel import assigned, promotable, written_arrays
+
+    nest = [loop for loop in context.analysis.nest.loops
+            if loop is top or top in loop.enclosing]
+    innermost = [loop for loop in nest if loop is not top and loop.step == 1
+                 and not any(isinstance(child, Loop) for child in loop.body)]
+    splits: list[tuple[Loop, tuple[tuple[str, str], ...]]] = []
+    steps: list[Step] = []
+    for loop in innermost:
+        in_registers = promotable(loops[id(loop)], apart=True)
+        step = make_step("parallel", label(loop))
+        try:
+            result = source.transform([*done, *steps, step])
+        except _refusals():
+            continue
+        proved = next(n for n in result.program.loops() if label(n.origin) == label(loop))
+        if not proved.parallel or any(not (r.scalar or r.name in in_registers)
+                                      or r.op not in SPLIT_OPS for r in proved.reductions):
+            continue
+        splits.append((loop, tuple((r.name, r.op) for r in proved.reductions)))
+        steps.append(step)
+    shared = {id(loops[id(loop)]) for loop, _ in splits}
+    outside = [node for node in ast.walk(loops[id(top)]) if isinstance(node, ast.stmt)
+               and not isinstance(node, (ast.For, ast.If)) and not any(
+                   id(n) in shared for n in _ancestors(loops[id(top)], node))]
+    if not splits or any(written_arrays([node]) and assigned([node]) for node in outside):
+        return sequential, []
+    names = ", ".join(label(loop) for loop, _ in splits)
+    reasons = ((f"one block, its threads sharing {names}",
+                f"the transformer proved {'; '.join(map(str, steps))}; the loops around "
+                "them stay in order (every thread runs them), what they write thread 0 "
+                "writes, barriers between"),
+               *sequential.reasons)
+    return replace(sequential, steps=tuple(steps), reasons=reasons,
+                   block_splits=tuple(splits)), steps
+
+
+def _ancestors(root: ast.AST, target: ast.AST) -> list[ast.AST]:
+    """The nodes from ``root`` down to ``target``'s parent (empty: not under ``root``)."""
+    for child in ast.iter_child_nodes(root):
+        if child is target:
+            return [root]
+        found = _ancestors(child, target)
+        if found:
+            return [root, *found]
+    return []
 
 
 def _sequential(context: Context, top: Loop, loops: dict[int, Any]) -> NestMapping:
