@@ -547,6 +547,14 @@ def test_a_recurrence_runs_in_one_block_whose_threads_share_each_row_sum(tmp_pat
     if shutil.which("nvcc"):
         run = nvcc_compiled(cuda, tmp_path)
         assert run.returncode == 0, run.stderr
+    twice = TRISOLV.replace("        x[i] = x[i] / (", "        for j in range(i):\n"
+                            "            x[i] -= L[i, j] * x[j]\n        x[i] = x[i] / (")
+    _, mapped = gpu_planned(twice, N=300)
+    assert len(mapped.mappings[0].block_splits) == 2
+    cuda = mapped.emit(*_types(mapped))
+    if shutil.which("nvcc"):  # each split loop keeps its registers in a scope of its own
+        run = nvcc_compiled(cuda, tmp_path)
+        assert run.returncode == 0, run.stderr
 
 
 # sizes from the arrays' shapes, a threshold and a half the function computes outside its

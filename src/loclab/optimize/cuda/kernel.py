@@ -294,8 +294,10 @@ class KernelWriter:
         for node in body:
             inner = [n for n in ast.walk(node) if self._is_split(n)] if not self._is_split(
                 node) else []
-            if self._is_split(node):
-                self.statement(node, copies, depth, guarded)
+            if self._is_split(node):  # in a scope: a sibling split keeps its own registers
+                self.lines.append(f"{pad}{{")
+                self.statement(node, copies, depth + 1, guarded)
+                self.lines.append(f"{pad}}}")
                 self.lines.append(f"{pad}__syncthreads();")
             elif inner and isinstance(node, ast.For):
                 var = node.target.id  # type: ignore[attr-defined]
