@@ -555,6 +555,16 @@ def test_a_recurrence_runs_in_one_block_whose_threads_share_each_row_sum(tmp_pat
     if shutil.which("nvcc"):  # each split loop keeps its registers in a scope of its own
         run = nvcc_compiled(cuda, tmp_path)
         assert run.returncode == 0, run.stderr
+    # reading y, not x: rows are independent (a grid over i), and two sibling loops keep
+    # x[i] in registers of their own
+    _, mapped = gpu_planned(twice.replace("* x[j]", "* y[j]").replace("(L, x,", "(L, x, y,"),
+                            N=300)
+    assert [g.var for g in mapped.mappings[0].grid] == ["i"]
+    cuda = mapped.emit(*_types(mapped))
+    assert "double r_x_0 =" in cuda.source and "double r_x_0_ =" in cuda.source
+    if shutil.which("nvcc"):
+        run = nvcc_compiled(cuda, tmp_path)
+        assert run.returncode == 0, run.stderr
 
 
 # sizes from the arrays' shapes, a threshold and a half the function computes outside its

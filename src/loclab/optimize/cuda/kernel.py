@@ -141,6 +141,7 @@ class KernelWriter:
     redirected: dict[int, str] = field(default_factory=dict)  # reads of copies, by node id
     # the subscript (its indices as written) of each array element kept in a register
     in_register: dict[str, list[str]] = field(default_factory=dict)
+    registers: set[str] = field(default_factory=set)  # the names of those registers
 
     def __post_init__(self) -> None:
         self.strip = self.config.strip
@@ -234,6 +235,7 @@ class KernelWriter:
             out.append(f"{'  ' * depth}if ({test}) {{")
             self._grid_body(body, copies, depth + 1, guarded=False)
             out.append(f"{'  ' * depth}}} else {{")
+            self.registers.clear()  # the other branch: a scope of its own
             self._grid_body(body, copies, depth + 1, guarded=True)
             out.append(f"{'  ' * depth}}}")
         else:
@@ -960,6 +962,9 @@ class KernelWriter:
             registers = dict(copy_.registers)
             for name, sub in found:
                 register = f"r_{name}_{'_'.join(map(str, copy_.index)) or '0'}"
+                while register in self.registers:  # a sibling loop's, in the same scope
+                    register += "_"
+                self.registers.add(register)
                 text = self.translator(copy_).expr(sub)
                 test = f"{copy_.ok} && {runs}" if guarded else runs
                 load = f"({test}) ? {text} : 0"
