@@ -17,8 +17,8 @@ from loclab.errors import UsageError
 from loclab.measure.timing import Budget
 from loclab.optimize import optimize_file, plan
 from loclab.optimize.build import choose
-from tests.nestgen import nests
-from tests.transform_replay import judge
+from tests.nestgen import nests, piece_nests
+from tests.transform_replay import judge, run_backwards
 
 RECIPES = Path(__file__).parent.parent / "examples" / "recipes.py"
 CASE_STUDIES = Path(__file__).parent.parent / "examples" / "case_studies.py"
@@ -100,6 +100,43 @@ def test_a_band_whose_body_is_nests_is_distributed_to_tile_the_deepest():
     assert texts(nest)[0] == "distribute(i@3)"
     assert any(t.startswith("tile(i@8=") for t in texts(nest)) and "parallel(ii@3)" in texts(nest)
     assert result.verify(NI=19, NJ=21, NK=23).ok
+
+
+def test_a_loop_that_would_update_atomically_is_distributed_into_pieces():
+    """atax's i loop: tmp[i] = 0, its row sum into tmp[i], its column update y[j] += ...
+    (i would update y atomically): three nests, the last over strips of j in parallel, i
+    inside them; bicg's two sums in one j loop come apart first."""
+    kernels = Path(__file__).parent / "data" / "kernels"
+    for name in ("atax", "bicg"):
+        found = planned(kernels / f"{name}.py", name, M=40, N=50)
+        chosen, result = choose(found.code, found.plans)
+        assert chosen[1].plan.level == "distributed into pieces"
+        python = found.code.transform([s for c in chosen for s in c.steps], emit="python")
+        assert result.verify(M=19, N=23).ok and run_backwards(python).verify(M=19, N=23).ok
+        if name == "atax":
+            assert texts(chosen[1]) == ("distribute(i@5)", "stripmine(j@10, 256)",
+                                        "permute(jj@10, i@10, j@10)", "parallel(i@6)",
+                                        "parallel(i@8)", "parallel(jj@10)")
+        else:
+            assert texts(chosen[1])[:2] == ("distribute(j@7)", "distribute(i@5)")
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(piece_nests())
+def test_drawn_nests_distributed_into_pieces_compute_the_same(source: str) -> None:
+    """atax look-alikes: where a plan distributes into pieces, the function it builds, its
+    parallel loops run backwards, agrees with the original."""
+    from loclab.optimize.build import plan_steps
+
+    found = plan(source, "f", params={"N": 9, "M": 7})
+    for plans in found.plans:
+        for candidate in plans:
+            if candidate.level != "distributed into pieces":
+                continue
+            steps = plan_steps(found.code, [], candidate, {})
+            result = found.code.transform(steps, emit="python")
+            assert run_backwards(result).verify(N=9, M=7).ok, (source, steps)
 
 
 def test_a_sum_already_unit_stride_is_not_distributed():

@@ -21,7 +21,7 @@ from loclab.measure.timing import Budget
 from loclab.optimize import optimize_file, plan
 from loclab.optimize.cuda import argument_types, gpu_plan
 from loclab.optimize.measure import make_inputs
-from tests.nestgen import nests, recurrence_nests, trace, war_nests
+from tests.nestgen import nests, piece_nests, recurrence_nests, trace, war_nests
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 RECIPES = EXAMPLES / "recipes.py"
@@ -393,28 +393,6 @@ def f(A, x, y, tmp, N, M):
             y[j] = y[j] + A[i, j] * x[i]
         tmp[i] = y[i + 1] * 2.0
 """]
-
-
-@st.composite
-def piece_nests(draw) -> str:
-    """A loop over i holding a statement and two nests over j: atax's (which distributes into
-    pieces), each part kept or replaced by a look-alike (three times in four kept), in one of
-    a few orders: some distribute, some must not."""
-    def part(canonical: str, *others: str) -> str:
-        return canonical if draw(st.sampled_from([True, True, True, False])) else \
-            draw(st.sampled_from(others))
-
-    first = "        " + part("X[i] = 0.0", "Y[i] = 0.0", "X[i + 1] = Y[i]", "X[0] = X[i]")
-    row = "        for j in range(M):\n            " + part(
-        "X[i] += A[i, j] * Z[j]", "X[i + 1] += A[i, j] * Z[j]", "X[j] += A[i, j] * Z[j]",
-        "X[i] += A[i, j] * Y[j]")
-    column = "        for j in range(M):\n            " + part(
-        "Y[j] += A[i, j] * X[i]", "Y[i] += A[i, j] * X[i]", "Y[j] = A[i, j] * Y[i]",
-        "Y[j + 1] += A[i, j] * X[j]")
-    parts = [first, row, column]
-    order = draw(st.sampled_from([(0, 1, 2), (0, 1, 2), (1, 0, 2), (0, 2, 1), (2, 1, 0)]))
-    return "def f(A, X, Y, Z, N, M):\n    for i in range(N):\n" + "".join(
-        parts[k] + "\n" for k in order)
 
 
 @settings(max_examples=25, deadline=None, derandomize=True, database=None,

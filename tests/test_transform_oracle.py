@@ -14,8 +14,6 @@ iterations of the loop.
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -27,7 +25,7 @@ from loclab.transform.verify import OriginalFailed
 from loclab.transform.storage import StorageError
 from tests.nestgen import nests, war_nests
 from tests.reorder import privatizing_nests
-from tests.transform_replay import carried_pairs, judge, reversed_pairs
+from tests.transform_replay import carried_pairs, judge, reversed_pairs, run_backwards
 
 SIZES = ({"N": 5, "M": 4}, {"N": 7, "M": 6})
 # a refused step's dependence may need larger sizes (a stride of 3, a triangle) to show
@@ -163,8 +161,6 @@ def check_copy(source: str, array: str, loop: str) -> bool:
     after it, where accepted, so it does with the parallel loops' iterations run
     backwards (a read left on the array that should have read the copy sees another value
     then). True where the parallel recipe was accepted."""
-    from dataclasses import replace
-
     accepted = 0
     for recipe in (f"copy({array}, {loop})", f"copy({array}, {loop}); parallel({loop})"):
         try:
@@ -172,8 +168,7 @@ def check_copy(source: str, array: str, loop: str) -> bool:
         except (UsageError, StorageError, IllegalStep):
             continue
         accepted += 1
-        backwards = replace(result, source=re.sub(r"for (\w+) in (range\(.*\)):  # parallel",
-                                                  r"for \1 in \2[::-1]:", result.source))
+        backwards = run_backwards(result) if "# parallel" in result.source else result
         for sizes in SIZES:
             try:
                 verdict = backwards.verify(**{name: value for name, value in sizes.items()

@@ -303,3 +303,16 @@ def carried_pairs(source: str, program: Any, node: Any, sizes: Mapping[str, int]
                             first, None, loc1) == place(second, None, loc2):
                         count += 1
     return count
+
+
+def run_backwards(result: Any) -> Any:
+    """``result`` (a transformed Python function) with every loop it runs in parallel
+    running its iterations backwards: a read that should see another iteration's value,
+    or a write another iteration overwrites, then shows in the outputs."""
+    import re
+    from dataclasses import replace
+
+    backwards = re.sub(r"for (\w+) in (range\(.*\)):  # parallel", r"for \1 in \2[::-1]:",
+                       result.source)
+    assert backwards != result.source, "no parallel loop to run backwards"
+    return replace(result, source=backwards)

@@ -56,8 +56,10 @@ class Remedy:
             return f"atomic updates on {self.variable} (generalized reduction {self.op})"
         if self.kind == "scan":
             return f"scan {self.op} on {self.variable} (parallel as a prefix scan)"
-        which = f" ({', '.join(self.reads)})" if self.reads else ""
-        return f"copy {self.variable} before the loop and read the copy{which}"
+        if self.reads:
+            return (f"copy {self.variable} before the loop and read {', '.join(self.reads)} "
+                    "from the copy")
+        return f"copy {self.variable} before the loop and read the copy"
 
 
 class Remedies:

@@ -137,6 +137,7 @@ def plan(source: str, function: str | None = None, *, filename: str = "<source>"
     from loclab.hw import detect_cpu
     from loclab.optimize.build import Source
     from loclab.optimize.measure import timing_sizes
+    from loclab.optimize.pieces import piece_plans
     from loclab.optimize.planner import Context, loop_extents, plan_nest, top_loops
 
     code = Source(source, function or _only_function(source, filename), filename,
@@ -150,8 +151,16 @@ def plan(source: str, function: str | None = None, *, filename: str = "<source>"
     context = Context(analysis, Model(analysis.nest, analysis.params),
                       loop_extents(analysis, sizes), element_bytes, cpu.l1d_bytes,
                       cpu.l2_bytes, threads or numba.get_num_threads())
-    return Planned(code, as_written, sizes, [plan_nest(context, top)
+    return Planned(code, as_written, sizes, [_with_pieces(plan_nest(context, top),
+                                                          piece_plans(code, context, top))
                                              for top in top_loops(analysis)], context)
+
+
+def _with_pieces(plans: list[Any], pieces: list[Any]) -> list[Any]:
+    """The planner's plans with the distributed-into-pieces ones after its distributed ones
+    (the most ambitious first: ``tiers`` measures them in that order)."""
+    at = next((k for k, p in enumerate(plans) if p.level != "distributed"), len(plans))
+    return [*plans[:at], *pieces, *plans[at:]]
 
 
 def optimize(source: str, function: str | None = None, *, filename: str = "<source>",

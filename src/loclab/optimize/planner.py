@@ -17,6 +17,9 @@ which the transformer proves legal:
    through privatization, expansion, a reduction or atomic updates (a generalized reduction),
    run in parallel;
 4. ``sequential``: nothing is parallel; the reasons are the dependences that block each loop.
+
+``loclab.optimize.pieces`` adds, after the distributed plans, one that distributes a nest
+into pieces each run in parallel its own way (atax's column update interchanged).
 """
 
 from __future__ import annotations
