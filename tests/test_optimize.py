@@ -121,7 +121,7 @@ def test_a_loop_that_would_update_atomically_is_distributed_into_pieces():
             assert texts(chosen[1])[:2] == ("distribute(j@7)", "distribute(i@5)")
 
 
-@settings(max_examples=25, deadline=None, derandomize=True, database=None,
+@settings(max_examples=15, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(piece_nests())
 def test_drawn_nests_distributed_into_pieces_compute_the_same(source: str) -> None:

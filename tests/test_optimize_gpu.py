@@ -135,7 +135,7 @@ def test_no_two_threads_conflict_on_generated_nonaffine_nests(data: st.DataObjec
     check_grids(data.draw(nests(nonaffine=True)), {"N": 6, "M": 5})
 
 
-@settings(max_examples=40, deadline=None, derandomize=True, database=None,
+@settings(max_examples=25, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(war_nests())
 def test_no_two_threads_conflict_where_reads_go_to_a_copy(source: str) -> None:

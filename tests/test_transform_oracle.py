@@ -131,7 +131,7 @@ def check_carried(source: str, recipe: str, refusal: IllegalStep) -> None:
                        f"{dependence.id} carried by {node.name}:\n{source}"
 
 
-@settings(max_examples=90, deadline=None, derandomize=True, database=None,
+@settings(max_examples=60, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_accepted_recipes_compute_the_same(data: st.DataObject) -> None:
@@ -139,7 +139,7 @@ def test_accepted_recipes_compute_the_same(data: st.DataObject) -> None:
     check(source, data.draw(recipes(source)))
 
 
-@settings(max_examples=100, deadline=None, derandomize=True, database=None,
+@settings(max_examples=70, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_recipes_on_nests_with_privatizable_scalars(data: st.DataObject) -> None:
@@ -180,7 +180,7 @@ def check_copy(source: str, array: str, loop: str) -> bool:
     return accepted == 2
 
 
-@settings(max_examples=100, deadline=None, derandomize=True, database=None,
+@settings(max_examples=60, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_copies_that_make_a_loop_parallel_compute_the_same(data: st.DataObject) -> None:
