@@ -545,6 +545,20 @@ def test_a_recurrence_runs_in_one_block_whose_threads_share_each_row_sum(tmp_pat
         assert run.returncode == 0, run.stderr
 
 
+def test_a_scalar_thread_0_alone_assigns_keeps_the_nest_out_of_one_block():
+    """The j loop is a recurrence that writes B: thread 0 alone would run it, and the
+    other threads would add a stale t in the shared k loop. One thread runs it instead."""
+    source = ("def f(B, x, N):\n    for i in range(1, N):\n        t = 0.0\n"
+              "        for j in range(1, N):\n            t = B[j - 1] * 0.5\n"
+              "            B[j] = t + B[j]\n        for k in range(N):\n"
+              "            x[k] = x[k] + t\n")
+    _, mapped = gpu_planned(source, N=50)
+    assert [(m.grid, m.block_splits) for m in mapped.mappings] == [((), ())]
+    _, mapped = gpu_planned(source.replace("            t = B[j - 1] * 0.5\n", "").replace(
+        "B[j] = t + B[j]", "B[j] = B[j - 1] * 0.5 + B[j]"), N=50)
+    assert [loop.var for loop, _ in mapped.mappings[0].block_splits] == ["k"]
+
+
 # sizes from the arrays' shapes, a threshold and a half the function computes outside its
 # loops: each a kernel argument of its value's type (a float taken for an integer size
 # would compare B[i, j] <= 0)

@@ -287,21 +287,21 @@ class KernelWriter:
 
     def _block_body(self, body: Sequence[ast.stmt], copies: list[_Copy], depth: int,
                     guarded: bool) -> None:
-        """A nest one block runs (``NestMapping.block_splits``): every thread runs the
-        sequential loops and the conditions around the split loops (their values are the
-        same in all: what they read was written before a barrier), the split loops each a
-        share a thread, a barrier after each; any other statement that writes an array is
-        run by thread 0 alone, a barrier after it (the others may read what it wrote)."""
+        """A nest one block runs (``NestMapping.block_splits``), each statement as its
+        ``block_role`` says: a split loop in a scope of its own (a sibling split keeps its
+        own registers) with a barrier after it; a loop or ``if`` around split loops by every
+        thread (its bounds and condition read what was written before a barrier: the same
+        in all), its body in turn; what else writes an array by thread 0, a barrier after
+        it (the others may read what it wrote); the rest by every thread."""
         pad = "  " * depth
         for node in body:
-            inner = [n for n in ast.walk(node) if self._is_split(n)] if not self._is_split(
-                node) else []
-            if self._is_split(node):  # in a scope: a sibling split keeps its own registers
+            role = block_role(node, self._is_split)
+            if role == "split":
                 self.lines.append(f"{pad}{{")
                 self.statement(node, copies, depth + 1, guarded)
                 self.lines.append(f"{pad}}}")
                 self.lines.append(f"{pad}__syncthreads();")
-            elif inner and isinstance(node, ast.For):
+            elif role == "around" and isinstance(node, ast.For):
                 var = node.target.id  # type: ignore[attr-defined]
                 start, stop, step = _range_args(node)
                 translator = self.translator(copies[0])
@@ -311,14 +311,14 @@ class KernelWriter:
                                   f"{translator.expr(stop)}; {var} += {step}) {{")
                 self._block_body(node.body, copies, depth + 1, guarded)
                 self.lines.append(f"{pad}}}")
-            elif inner and isinstance(node, ast.If):
+            elif role == "around" and isinstance(node, ast.If):
                 self.lines.append(f"{pad}if ({self.translator(copies[0]).expr(node.test)}) {{")
                 self._block_body(node.body, copies, depth + 1, guarded)
                 if node.orelse:
                     self.lines.append(f"{pad}}} else {{")
                     self._block_body(node.orelse, copies, depth + 1, guarded)
                 self.lines.append(f"{pad}}}")
-            elif written_arrays([node]):
+            elif role == "lead":
                 self.lines.append(f"{pad}if (threadIdx.x == 0) {{")
                 self.statement(node, copies, depth + 1, guarded)
                 self.lines.append(f"{pad}}}")
@@ -991,6 +991,19 @@ class KernelWriter:
                 text = self.translator(old).expr(sub)
                 test = " && ".join(t for t in (old.ok if guarded else "", runs, lead) if t)
                 self.lines.append(f"{pad}if ({test}) {text} = {new.registers[name]};")
+
+
+def block_role(node: ast.stmt, is_split: Callable[[ast.AST], bool]) -> str:
+    """How one block runs a statement of a nest whose loops ``is_split`` names its threads'
+    shares of (``NestMapping.block_splits``): ``"split"``, such a loop; ``"around"``, a loop
+    or ``if`` holding one, which every thread runs, its body by these roles in turn;
+    ``"lead"``, anything else that writes an array, which thread 0 runs alone; ``"all"``,
+    the rest (scalars every thread computes alike)."""
+    if is_split(node):
+        return "split"
+    if isinstance(node, (ast.For, ast.If)) and any(is_split(n) for n in ast.walk(node)):
+        return "around"
+    return "lead" if written_arrays([node]) else "all"
 
 
 def promotable(node: ast.For, redirected: Mapping[int, str] | None = None,

@@ -533,9 +533,10 @@ def one_block(source: Source, context: Context, loops: dict[int, Any], top: Loop
     kept in registers (``kernel.promotable``), shared by the block's threads, each
     reduction combined after its loop (a triangular solve's row sum ``x[i] -= L[i, j] *
     x[j]``: the rows stay in order, each row's sum by 1,024 threads). Else
-    ``sequential`` as it was. A statement outside them that writes an array and assigns a
-    scalar rules it out (one thread writes the array, every thread needs the scalar)."""
-    from loclab.optimize.cuda.kernel import assigned, promotable, written_arrays
+    ``sequential`` as it was. A part that thread 0 alone runs (it writes an array) and that
+    assigns a scalar rules it out (every thread needs the scalar: a recurrence ``t =
+    B[j - 1]`` in a loop that writes ``B``, read by a shared loop after it)."""
+    from loclab.optimize.cuda.kernel import promotable
 
     nest = [loop for loop in context.analysis.nest.loops
             if loop is top or top in loop.enclosing]
@@ -557,10 +558,7 @@ def one_block(source: Source, context: Context, loops: dict[int, Any], top: Loop
         splits.append((loop, tuple((r.name, r.op) for r in proved.reductions)))
         steps.append(step)
     shared = {id(loops[id(loop)]) for loop, _ in splits}
-    outside = [node for node in ast.walk(loops[id(top)]) if isinstance(node, ast.stmt)
-               and not isinstance(node, (ast.For, ast.If)) and not any(
-                   id(n) in shared for n in _ancestors(loops[id(top)], node))]
-    if not splits or any(written_arrays([node]) and assigned([node]) for node in outside):
+    if not splits or _lead_assigns([loops[id(top)]], lambda node: id(node) in shared):
         return sequential, []
     names = ", ".join(label(loop) for loop, _ in splits)
     reasons = ((f"one block, its threads sharing {names}",
@@ -572,15 +570,18 @@ def one_block(source: Source, context: Context, loops: dict[int, Any], top: Loop
                    block_splits=tuple(splits)), steps
 
 
-def _ancestors(root: ast.AST, target: ast.AST) -> list[ast.AST]:
-    """The nodes from ``root`` down to ``target``'s parent (empty: not under ``root``)."""
-    for child in ast.iter_child_nodes(root):
-        if child is target:
-            return [root]
-        found = _ancestors(child, target)
-        if found:
-            return [root, *found]
-    return []
+def _lead_assigns(body: list[ast.stmt], is_split: Any) -> bool:
+    """Whether a part of ``body`` that thread 0 alone runs (``kernel.block_role``) assigns a
+    scalar: the block's other threads would go on with their own, stale."""
+    from loclab.optimize.cuda.kernel import assigned, block_role
+
+    for node in body:
+        role = block_role(node, is_split)
+        if role == "around" and _lead_assigns([*node.body, *node.orelse], is_split):
+            return True
+        if role == "lead" and assigned([node]):
+            return True
+    return False
 
 
 def _sequential(context: Context, top: Loop, loops: dict[int, Any]) -> NestMapping:
