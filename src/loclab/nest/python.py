@@ -780,6 +780,12 @@ def canonical(text: str) -> str:
     return ast.unparse(ast.parse(text, mode="eval"))
 
 
+def serves(reads: frozenset[str], node: ast.expr) -> bool:
+    """Whether a copy that serves the reads ``reads`` (as ``Access.text``; empty: every
+    read of its array) serves the read ``node`` of the same function's syntax."""
+    return not reads or ast.unparse(node) in {canonical(text) for text in reads}
+
+
 def base_name(target: ast.expr) -> str:
     """The array a subscript chain indexes: ``A`` of ``A[i][j]`` ("" if not a name)."""
     while isinstance(target, ast.Subscript):

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from loclab.errors import UsageError
 from loclab.nest.expr import BoolOp, Compare, Condition, FloorDiv, MinMax, Mod, Poly, Symbol
-from loclab.nest.python import canonical
+from loclab.nest.python import serves
 from loclab.transform.buffers import BufferMarker
 from loclab.transform.code import counting_down, render, uses
 from loclab.transform.codegen import Call, Code, For, If, Mark, Select, Value, plus
@@ -349,7 +349,7 @@ class StatementRewriter(ast.NodeTransformer):
     def visit_Subscript(self, node: ast.Subscript) -> ast.expr:
         base, indices = _flatten(node)
         if base in self.buffers and isinstance(node.ctx, ast.Load) \
-                and _serves(self.buffers[base], node):
+                and serves(self.buffers[base].buffer.reads, node):
             buffer = self.buffers[base]
             shifted = buffer.in_buffer_order(
                 [f"({ast.unparse(self.visit(copy.deepcopy(i)))}) - {low}"
@@ -357,13 +357,6 @@ class StatementRewriter(ast.NodeTransformer):
             return ast.parse(f"{buffer.buffer.name}[{', '.join(shifted)}]", mode="eval").body
         self.generic_visit(node)
         return node
-
-
-def _serves(marker: BufferMarker, node: ast.Subscript) -> bool:
-    """Whether the read ``node`` reads the buffer: a copy may serve some reads only, named
-    as written (compared as Python prints them, blanks and parentheses aside)."""
-    reads = marker.buffer.reads
-    return not reads or ast.unparse(node) in {canonical(text) for text in reads}
 
 
 def _flatten(node: ast.expr) -> tuple[str, list[ast.expr]]:

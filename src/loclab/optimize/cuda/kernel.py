@@ -302,13 +302,7 @@ class KernelWriter:
                 self.lines.append(f"{pad}}}")
                 self.lines.append(f"{pad}__syncthreads();")
             elif role == "around" and isinstance(node, ast.For):
-                var = node.target.id  # type: ignore[attr-defined]
-                start, stop, step = _range_args(node)
-                translator = self.translator(copies[0])
-                low = translator.expr(start) if start is not None else "0"
-                compare = "<" if step > 0 else ">"
-                self.lines.append(f"{pad}for ({var} = {low}; {var} {compare} "
-                                  f"{translator.expr(stop)}; {var} += {step}) {{")
+                self.lines.append(f"{pad}{_for_header(*self._bounds(node, copies))}")
                 self._block_body(node.body, copies, depth + 1, guarded)
                 self.lines.append(f"{pad}}}")
             elif role == "around" and isinstance(node, ast.If):
@@ -517,13 +511,16 @@ class KernelWriter:
             return f"{translator.expr(node.target)} = {translator.expr(node.value)};"
         raise translator.error(node, f"the statement {type(node).__name__}")
 
-    def loop(self, node: ast.For, copies: list[_Copy], depth: int, guarded: bool) -> None:
-        pad = "  " * depth
-        var = node.target.id  # type: ignore[attr-defined]
+    def _bounds(self, node: ast.For, copies: list[_Copy]) -> tuple[str, str, str, int]:
+        """A loop's variable, first value and bound in C (the first copy's), and step."""
         start, stop, step = _range_args(node)
         translator = self.translator(copies[0])
         low = translator.expr(start) if start is not None else "0"
-        high = translator.expr(stop)
+        return node.target.id, low, translator.expr(stop), step  # type: ignore[attr-defined]
+
+    def loop(self, node: ast.For, copies: list[_Copy], depth: int, guarded: bool) -> None:
+        pad = "  " * depth
+        var, low, high, step = self._bounds(node, copies)
         before = copies
         runs = f"({low}) {'<' if step > 0 else '>'} ({high})"
         promoted, copies = self._promote(node, copies, depth, guarded, runs)
@@ -531,7 +528,6 @@ class KernelWriter:
             self._split(node, copies, depth, guarded, low, high)
             self._store(promoted, before, copies, depth, guarded, runs, self._sharing()[2])
             return
-        compare = "<" if step > 0 else ">"
         stages = [s for s in self.staged.values() if s.along == var]
         if stages and any(self._prefetched(s) is not None for s in stages):
             # the registers a strip is prefetched into, in a scope of their own: a sibling
@@ -542,8 +538,7 @@ class KernelWriter:
         elif stages:
             self._staged_loop(node, copies, depth, guarded, low, high, stages)
         else:
-            self.lines.append(f"{pad}for ({var} = {low}; {var} {compare} {high}; {var} += "
-                              f"{step}) {{")
+            self.lines.append(f"{pad}{_for_header(var, low, high, step)}")
             self.block(node.body, copies, depth + 1, guarded)
             self.lines.append(f"{pad}}}")
         self._store(promoted, before, copies, depth, guarded, runs)
@@ -1031,6 +1026,12 @@ def promotable(node: ast.For, redirected: Mapping[int, str] | None = None,
                 and not _names(stored[:1]) & inside and name not in conditional:
             found[name] = stored[0]
     return found
+
+
+def _for_header(var: str, low: str, high: str, step: int) -> str:
+    """``for (...) {`` of a loop the thread runs as written."""
+    return (f"for ({var} = {low}; {var} {'<' if step > 0 else '>'} {high}; {var} += "
+            f"{step}) {{")
 
 
 def _range_args(node: ast.For) -> tuple[ast.expr | None, ast.expr, int]:

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from loclab.nest.ir import Loop
-from loclab.nest.python import canonical
+from loclab.nest.python import serves
 from loclab.transform.recipe import Step
 
 AXES = ("x", "y", "z")
@@ -50,7 +50,7 @@ class CopiedReads:
     reads: frozenset[str] = frozenset()
 
     def serves(self, node: ast.Subscript) -> bool:
-        return not self.reads or ast.unparse(node) in {canonical(t) for t in self.reads}
+        return serves(self.reads, node)
 
 
 @dataclass(frozen=True)
