@@ -109,10 +109,10 @@ def test_a_loop_that_would_update_atomically_is_distributed_into_pieces():
     kernels = Path(__file__).parent / "data" / "kernels"
     for name in ("atax", "bicg"):
         found = planned(kernels / f"{name}.py", name, M=40, N=50)
-        chosen, result = choose(found.code, found.plans)
+        chosen, _ = choose(found.code, found.plans)
         assert chosen[1].plan.level == "distributed into pieces"
         python = found.code.transform([s for c in chosen for s in c.steps], emit="python")
-        assert result.verify(M=19, N=23).ok and run_backwards(python).verify(M=19, N=23).ok
+        assert run_backwards(python).verify(M=19, N=23).ok  # (the Numba code: the corpus)
         if name == "atax":
             assert texts(chosen[1]) == ("distribute(i@5)", "stripmine(j@10, 256)",
                                         "permute(jj@10, i@10, j@10)", "parallel(i@6)",
