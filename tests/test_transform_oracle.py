@@ -60,7 +60,10 @@ def recipes(draw, source: str) -> str:
         elif kind == "distribute":
             steps.append(f"distribute({loop})")
         elif kind in ("privatize", "expand") and scalars:
-            steps.append(f"{kind}({draw(st.sampled_from(scalars))})")
+            # privatize at a named loop too: one that holds some of the uses only (two
+            # sibling loops that both assign the scalar) is the step's own proof to check
+            at = f", {loop}" if kind == "privatize" and draw(st.booleans()) else ""
+            steps.append(f"{kind}({draw(st.sampled_from(scalars))}{at})")
         elif kind == "unroll":
             jam = ", jam=True" if draw(st.booleans()) else ""
             steps.append(f"unroll({loop}, {draw(st.integers(2, 3))}{jam})")
@@ -219,3 +222,28 @@ def test_an_update_may_read_other_elements_of_its_array_the_loop_never_meets() -
         assert verdict, "\n".join(verdict.problems)
     with pytest.raises(IllegalStep, match=r"parallel\(j\) is illegal: j carries D\d+ "):
         transform(solve.replace("range(i)", "range(N)"), "parallel(j)")
+
+
+# a scalar each of two sibling loops assigns before reading it, the second loop carrying it
+TWO_LOOPS_ONE_SCALAR = """
+def f(A, B, N):
+    for i in range(N):
+        t = A[i] * 2.0
+        B[i] = t
+    t = 0.0
+    for j in range(N):
+        t = t + A[j]
+        B[j] = t
+"""
+
+
+def test_a_scalar_private_to_one_loop_keeps_its_dependences_in_another() -> None:
+    """Privatized at the first loop, the scalar still carries the second loop's running
+    sum: that loop stays sequential (the two loops' uses no longer meet, their own do)."""
+    privatized = transform(TWO_LOOPS_ONE_SCALAR, "privatize(t, i@3); parallel(i@3)")
+    for sizes in SIZES:
+        assert judge(TWO_LOOPS_ONE_SCALAR, privatized.program, sizes)
+    with pytest.raises(IllegalStep, match="carries"):
+        transform(TWO_LOOPS_ONE_SCALAR, "privatize(t, i@3); parallel(j@7)")
+    with pytest.raises(IllegalStep, match="may see a value written before it"):
+        transform(TWO_LOOPS_ONE_SCALAR, "privatize(t, i@3); privatize(t, j@7)")

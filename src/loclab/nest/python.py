@@ -287,8 +287,13 @@ class _PythonNest:
         if len(targets) != 1 or not isinstance(targets[0], ast.Name) \
                 or targets[0].id not in self.settled or isinstance(node, ast.AugAssign):
             return
+        known = len(self.builder.nest.parameters)
         poly = self.index(value)
-        if poly is None:
+        if poly is None or poly.symbols() & set(self.builder.nest.opaque):
+            # the names of a value that is no index expression are no sizes either (deriche's
+            # ``k = ... math.exp(-alpha) ...``: alpha is a float; adi's ``c = a`` after ``a =
+            # -mul1 / 2.0``: a float too; one a bound or subscript uses is a size there)
+            del self.builder.nest.parameters[known:]
             self.builder.opaque(targets[0].id, self.line(node))
         else:
             self.known[targets[0].id] = poly

@@ -33,7 +33,7 @@ from loclab.deps.interchange import Interchange, perfect_bands
 from loclab.deps.model import Model
 from loclab.deps.remedies import Remedy
 from loclab.nest.expr import Poly
-from loclab.nest.ir import Loop
+from loclab.nest.ir import Loop, Nest
 from loclab.optimize.locality import (ArrayAccess, Reuse, array_accesses, band_reuse,
                                       order_score, stride)
 from loclab.optimize.tiles import TileChoice, choose_tile
@@ -157,9 +157,23 @@ def top_loops(analysis: Analysis) -> list[Loop]:
     return [node for node in analysis.nest.body if isinstance(node, Loop)]
 
 
-def _remedy_step(remedy: Remedy, loop: Loop) -> Step | None:
+def privatize_step(nest: Nest, name: str, within: Loop) -> Step:
+    """``privatize(name)``: private to the innermost loop around its uses, those inside
+    ``within`` where other nests use the scalar too (deriche's ``ym1``, each of four
+    nests' running value), a loop the step then names."""
+    uses = [s for s in nest.statements if any(a.variable.name == name for a in s.accesses)]
+    inside = [s for s in uses if within in s.loops]
+    if len(inside) == len(uses) or not inside:
+        return make_step("privatize", name)
+    common = list(inside[0].loops)
+    for statement in inside[1:]:
+        common = [a for a, b in zip(common, statement.loops) if a is b]
+    return make_step("privatize", name, label(common[-1]))
+
+
+def _remedy_step(nest: Nest, remedy: Remedy, loop: Loop) -> Step | None:
     if remedy.kind == "privatize":
-        return make_step("privatize", remedy.variable)
+        return privatize_step(nest, remedy.variable, loop)
     if remedy.kind in ("expand", "copy"):
         return make_step(remedy.kind, remedy.variable, label(loop))
     return None
@@ -226,7 +240,7 @@ def parallel_paths(context: Context, loop: Loop
     if _parallelizable(report):
         before, after = [], []
         for remedy in report.remedies:
-            step = _remedy_step(remedy, loop)
+            step = _remedy_step(context.analysis.nest, remedy, loop)
             if step is None:
                 continue
             decision = Decision(step, f"{remedy.label()}: needed to run {loop.var} in "
@@ -264,7 +278,7 @@ def _order_plan(context: Context, top: Loop, option: Interchange, accesses: list
     target = parallel[0]
     needed = tuple(option.legal_after) + (
         tuple(option.privatizing) if target not in option.parallel else ())
-    before = [Decision(make_step("privatize", r.variable),
+    before = [Decision(privatize_step(context.analysis.nest, r.variable, top),
                        f"{r.label()}: a copy per band iteration, so that the band may be "
                        f"reordered and {target.var} run in parallel")
               for r in dict.fromkeys(needed) if r.kind == "privatize"]

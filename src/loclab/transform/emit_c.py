@@ -356,7 +356,8 @@ def _local_blocks(code: list[Code], placements: dict[str, Placement]) -> dict[in
     for each one, the innermost block that holds all its uses under one of the loops it is
     private to (names per copy as ``c#_1``: the variable, then the copy's suffix)."""
     out: dict[int, list[str]] = {}
-    for key, placement in placements.items():
+    for placement in placements.values():
+        key = placement.private.variable.key
         chains: dict[str, list[list[list[Code]]]] = {}
         for chain, unit in _calls(code, [code]):
             if not any(a.variable.key == key for s in unit.statements for a in s.accesses):

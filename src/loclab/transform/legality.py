@@ -134,12 +134,12 @@ class Checker:
 
         if relation.is_empty():
             return None
-        private = self.program.private.get(first[1].variable.key)
+        (s1, access), (s2, _) = first, second
+        private = self.program.private_in(access.variable.key, s1.loops)
+        if private is not self.program.private_in(access.variable.key, s2.loops):
+            return None  # one of them uses storage of its own (privatize proved it apart)
         if private is None:
-            return relation
-        (s1, _), (s2, _) = first, second
-        if private.loop not in s1.loops or private.loop not in s2.loops:
-            return None  # only the loop's own accesses use the private storage
+            return relation  # both use the variable itself
         if private.kind == "expand":
             depths = [loop.depth for loop in private.expand_by]
         else:

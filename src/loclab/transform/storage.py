@@ -63,7 +63,8 @@ def placements(program: Program) -> dict[str, Placement]:
     for key, private in program.private.items():
         if private.kind == "expand":
             continue
-        units = [u for u in touching(program, key) if private.loop in u.loops]
+        units = [u for u in touching(program, private.variable.key)
+                 if private.loop in u.loops]
         if units:
             out[key] = _place(program, private, units)
     return out
@@ -151,7 +152,8 @@ def expansions(program: Program, schedule: Schedule) -> dict[str, Expansion]:
             continue
         offsets: list[Value] = []
         extents: list[Value] = []
-        statements = {id(s): s for u in touching(program, key) for s in u.statements
+        statements = {id(s): s for u in touching(program, private.variable.key)
+                      for s in u.statements
                       if private.loop in s.loops}
         for loop in private.expand_by:
             values = isl.Set(f"{model.header}{{ [v] : 1 = 0 }}")

@@ -20,7 +20,7 @@ the dependences and isl turns back into loops (:mod:`loclab.transform.codegen`).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Union
 
@@ -162,13 +162,34 @@ class Program:
     model: Model
     body: list[Node]
     syntax: Any  # the frontend's view of the function (Python: FunctionSyntax)
-    private: dict[str, Private] = field(default_factory=dict)  # by variable key
+    # by variable key; a variable private to two loops apart (a scalar two nests reuse)
+    # holds its second under ``key@line`` (``with_private``)
+    private: dict[str, Private] = field(default_factory=dict)
     buffers: list[Buffer] = field(default_factory=list)
     names: set[str] = field(default_factory=set)  # identifiers in use in the function
     notes: list[str] = field(default_factory=list)  # what was kept as written, and why
 
     def units(self) -> list[Unit]:
         return list(units_of(self.body))
+
+    def privates_of(self, key: str) -> list[Private]:
+        """The storage of its own the variable ``key`` has, loop by loop."""
+        return [p for p in self.private.values() if p.variable.key == key]
+
+    def private_in(self, key: str, loops: Sequence[Loop]) -> Private | None:
+        """The private storage a use of ``key`` inside ``loops`` (a statement's) reads and
+        writes; None where it uses the variable itself."""
+        return next((p for p in self.privates_of(key) if p.loop in loops), None)
+
+    def with_private(self, private: Private) -> None:
+        """Give ``private.variable`` its storage at ``private.loop``: it replaces what the
+        variable had at a loop around or inside that one, and joins what it has at loops
+        apart from it (each of two nests privatizing the scalar they both use)."""
+        key, loop = private.variable.key, private.loop
+        kept = {k: p for k, p in self.private.items() if p.variable.key != key or (
+            loop not in p.loop.enclosing and p.loop not in loop.enclosing)}
+        taken = {k for k in kept if kept[k].variable.key == key}
+        self.private = {**kept, (key if key not in taken else f"{key}@{loop.line}"): private}
 
     def loops(self) -> list[LoopNode]:
         return list(loops_of(self.body))

@@ -103,6 +103,9 @@ class _Stage:
     dims: tuple[tuple[str | None, int, int], ...]  # (var, smallest offset, largest offset)
     name: str
     along: str  # the loop it is staged along ("": once per block, for the whole body)
+    # that loop's place (line, column): a sibling loop of the same variable (adi's backward
+    # sweep beside its forward one) neither loads the tile nor reads it
+    at: tuple[int, int] = (0, 0)
 
     def extent(self, spans: dict[str, int], d: int) -> int:
         var, low, high = self.dims[d]
@@ -132,6 +135,9 @@ class KernelWriter:
     scalar_args: set[str]
     loops: dict[int, ast.For]  # the syntax of every original loop, by id(Loop)
     where: Callable[[ast.AST], str]
+    # scalars the kernel assigns whose value on entry is the host's (durbin's ``beta = 1.0``
+    # before its loop): each local starts from it, passed as ``{name}_in``
+    live_in: frozenset[str] = frozenset()
     lines: list[str] = field(default_factory=list)
     staged: dict[str, _Stage] = field(default_factory=dict)
     promoted: list[str] = field(default_factory=list)
@@ -179,6 +185,7 @@ class KernelWriter:
                                for n in _names([self.loops[id(g)]])}
         sizes = sorted(p for p in self.sizes if p in used)
         scalars = sorted(n for n in self.scalar_args if n in used and n not in locals_)
+        entering = sorted(n for n in self.live_in if n in locals_ and n in used)
         read_only = {a for a in arrays if a not in written_arrays(body)}
         axes = self._axes()
         self.lines = []
@@ -191,6 +198,7 @@ class KernelWriter:
             params += [f"const I {array}_n{d}" for d in range(self.typing.ndims[array])]
         params += [f"const I {self.sizes[p]}" for p in sizes]
         params += [f"const {c_type(self.typing.scalars[s])} {s}" for s in scalars]
+        params += [f"const {c_type(self.typing.scalars[s])} {s}_in" for s in entering]
         for axis in axes:
             params += [f"const I first_{axis.var}", f"const I count_{axis.var}"]
         threads = self.config.threads if self.mapping.threads_share else 1
@@ -218,7 +226,9 @@ class KernelWriter:
         for copy_ in copies:
             for name in sorted(locals_):
                 kind = self.typing.scalars.get(name, self.typing.compute)
-                out.append(f"{'  ' * depth}{c_type(kind)} {copy_.rename.get(name, name)};")
+                start = f" = {name}_in" if name in entering else ""
+                out.append(f"{'  ' * depth}{c_type(kind)} {copy_.rename.get(name, name)}"
+                           f"{start};")
         whole = [stage for stage in self.staged.values() if not stage.along]
         if whole:  # tiles of the whole body: loaded once per block, before it
             out.append(f"{'  ' * depth}__syncthreads();")
@@ -246,7 +256,7 @@ class KernelWriter:
             out.append(f"{'  ' * level}}}")
         out.append("}")
         return Kernel(self.name, "\n".join(out), tuple(arrays), tuple(sizes),
-                      tuple(scalars), tuple(axes),
+                      (*scalars, *entering), tuple(axes),
                       threads, tuple(self._stage_text(s) for s in self.staged.values()),
                       tuple(self.promoted),
                       self.config.lanes if self.mapping.threads_share else 1,
@@ -528,7 +538,8 @@ class KernelWriter:
             self._split(node, copies, depth, guarded, low, high)
             self._store(promoted, before, copies, depth, guarded, runs, self._sharing()[2])
             return
-        stages = [s for s in self.staged.values() if s.along == var]
+        stages = [s for s in self.staged.values()
+                  if s.along == var and s.at == (node.lineno, node.col_offset)]
         if stages and any(self._prefetched(s) is not None for s in stages):
             # the registers a strip is prefetched into, in a scope of their own: a sibling
             # loop that stages the same array declares its own
@@ -685,7 +696,7 @@ class KernelWriter:
             for name, forms in found.items():
                 stage = self._stage_of(name, forms, var, grid, start, x_var)
                 if stage is not None and (not fit or self._fits(stage)):
-                    self.staged[name] = stage
+                    self.staged[name] = replace(stage, at=(loop.lineno, loop.col_offset))
 
     def _stage_of(self, name: str, forms: list[tuple[_Offset | None, ...]], var: str,
                   grid: dict[str, Loop], start: ast.expr | None,

@@ -11,6 +11,7 @@ The module is self-contained: ``SOURCE`` (CUDA C), compiled by CuPy on first use
 from __future__ import annotations
 
 import ast
+import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,6 +81,9 @@ def emit_function(function: ast.FunctionDef, filename: str, line_offset: int,
         if name not in in_loops and name not in arrays:
             scalars[name] = kind
     sizes = [size for size in sizes if size not in scalars]
+    host_assigned = set(scalars)  # scalar arguments, then what the host statements assign
+    entering: dict[str, np.dtype] = {}  # the types of scalars a kernel starts from
+
     def kernel_of(node: ast.stmt, host: Sequence[str]) -> str:
         """The kernel of the nest at ``node`` written, and the Python that launches it
         (``host``: the variables of the host loops around it, integer arguments)."""
@@ -94,10 +98,13 @@ def emit_function(function: ast.FunctionDef, filename: str, line_offset: int,
             ndims[copied.name] = ndims[copied.array]
         typing = Typing(element_types, ndims, _compute_type(element_types),
                         {n: t for n, t in scalars.items() if n not in sizes}, set())
+        live_in = frozenset(host_assigned & assigned([node]) & reads - set(sizes))
         writer = KernelWriter(f"nest_{node.lineno + line_offset}", mapping, config,
                               typing, {s: _c_name(s) for s in [*sizes, *host]},
-                              set(scalars) - set(sizes), dict(loops), where)
+                              set(scalars) - set(sizes), dict(loops), where, live_in)
         kernel = writer.write()
+        entering.update({name: typing.scalars[name] for name in kernel.scalars
+                         if name in live_in})
         kernels.append(kernel)
         assigned_in_nests.update(assigned([node]))
         made = [f"{c.name} = {c.array}.copy()  # for "
@@ -122,29 +129,31 @@ def emit_function(function: ast.FunctionDef, filename: str, line_offset: int,
         else:
             calls.append(_host_statement(node, element_types, ndims, where,
                                          assigned_in_nests))
+            host_assigned.update(assigned([node]))
     source = HELPERS + ROW_HELPERS + "\n\n".join(k.text for k in kernels) + "\n"
-    module = _module_text(function, filename, kernels, source, calls, dtypes, scalars,
-                          overlaps, as_written)
+    module = _module_text(function, filename, kernels, source, calls, dtypes,
+                          {**entering, **scalars}, overlaps, as_written)
     return CudaFunction(function.name, tuple(kernels), source, module)
 
 
 def _host_scalars(body: Sequence[ast.stmt], typing: Typing) -> dict[str, np.dtype]:
-    """The names statements outside the loops assign (one name a statement, not an array
-    allocation), each an int64 where the translator types its value as an integer (sizes,
+    """The names statements outside the loops assign (one name or a chain of names a
+    statement, not an array allocation), each an int64 where the translator types its value as an integer (sizes,
     shapes, lengths, integer constants and names under integer arithmetic), else a float64
     (a float taken for an integer would be truncated; an integer taken for a float is
     exact). ``typing`` learns each name as it goes: a later value may read it."""
     translator = Translator(typing, lambda name, indices, t: "", lambda node: "")
     found: dict[str, np.dtype] = {}
     for node in body:
-        if not (isinstance(node, ast.Assign) and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Name)) or is_allocation(node.value):
+        if not (isinstance(node, ast.Assign) and all(isinstance(target, ast.Name)
+                                                     for target in node.targets)) \
+                or is_allocation(node.value):
             continue
-        name = node.targets[0].id
         kind = translator.type_of(node.value)
-        whole = kind is not None and kind.kind in "iu" \
-            and found.get(name, np.dtype(np.int64)).kind == "i"
-        found[name] = typing.scalars[name] = np.dtype(np.int64 if whole else np.float64)
+        for name in (target.id for target in node.targets):  # ``a1 = a5 = k``: each
+            whole = kind is not None and kind.kind in "iu" \
+                and found.get(name, np.dtype(np.int64)).kind == "i"
+            found[name] = typing.scalars[name] = np.dtype(np.int64 if whole else np.float64)
     return found
 
 
@@ -163,11 +172,15 @@ def _host_statement(node: ast.stmt, arrays: dict[str, np.dtype], ndims: dict[str
     """A statement outside the loops, as the host runs it (NumPy allocations on the GPU)."""
     if isinstance(node, ast.Return):
         return ast.unparse(node)
-    if _element_store(node, arrays):  # CuPy sets the element on the GPU, in stream order
+    if _element_store(node, arrays, ndims):  # CuPy sets the element on the GPU, in stream order
         return ast.unparse(node)
+    if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets) \
+            and _element_reads(node.value, ndims):  # ``alpha = -r[0]``: the value, on the host
+        return ast.unparse(_ReadOnHost(ndims).visit(copy.deepcopy(node)))
     if any(isinstance(n, ast.Subscript) and shape_of(n) is None for n in ast.walk(node)):
         raise UsageError(f"{where(node)}: the CUDA emitter runs code outside the loops on the "
-                         "host: it may not read or write array elements")
+                         "host: it may read array elements, one at a time, and set them "
+                         "from values, but not a part of an array")
     used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
     if used & nests:
         raise UsageError(f"{where(node)}: {sorted(used & nests)[0]} is assigned inside a loop "
@@ -193,19 +206,49 @@ def _host_statement(node: ast.stmt, arrays: dict[str, np.dtype], ndims: dict[str
                      f"{type(node).__name__} outside the loops")
 
 
-def _element_store(node: ast.stmt, arrays: Mapping[str, np.dtype]) -> bool:
-    """Whether ``node`` sets array elements from constants, sizes and scalars alone
-    (correlation's ``corr[M - 1, M - 1] = 1.0`` after its loops): every target an element of
-    an array argument, no element read anywhere in it."""
+def _element_store(node: ast.stmt, arrays: Mapping[str, np.dtype],
+                   ndims: Mapping[str, int]) -> bool:
+    """Whether ``node`` sets array elements from constants, sizes, scalars and other
+    elements (correlation's ``corr[M - 1, M - 1] = 1.0`` after its loops, durbin's ``y[0] =
+    -r[0]``: CuPy computes the value on the GPU): every target a part of an array argument
+    at subscripts that read no element."""
     targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
         if isinstance(node, ast.AugAssign) else []
     if not targets or not all(isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
                               and t.value.id in arrays for t in targets):
         return False
-    subscripts = [n for n in ast.walk(node) if isinstance(n, ast.Subscript)
-                  and shape_of(n) is None]
-    return len(subscripts) == len(targets) and not any(
-        isinstance(n, ast.Subscript) for t in targets for n in ast.walk(t.slice))
+    if any(isinstance(n, ast.Subscript) for t in targets for n in ast.walk(t.slice)):
+        return False
+    return _element_reads(node.value, ndims) is not None
+
+
+def _element(node: ast.Subscript, ndims: Mapping[str, int]) -> bool:
+    """Whether ``node`` is one element of an array (as many indices as dimensions)."""
+    indices = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    return isinstance(node.value, ast.Name) and ndims.get(node.value.id) == len(indices)
+
+
+def _element_reads(value: ast.expr, ndims: Mapping[str, int]) -> list[ast.Subscript] | None:
+    """The array elements ``value`` reads; None where it reads a part of an array, or an
+    element at a subscript that reads one."""
+    found = [n for n in ast.walk(value) if isinstance(n, ast.Subscript) and shape_of(n) is None]
+    if not all(_element(n, ndims) for n in found) or any(
+            isinstance(m, ast.Subscript) for n in found for m in ast.walk(n.slice)):
+        return None
+    return found
+
+
+class _ReadOnHost(ast.NodeTransformer):
+    """Each element read as a host value (``r[0]`` -> ``r[0].item()``: CuPy copies it once
+    the kernels before it have run), for a scalar the host passes to the kernels."""
+
+    def __init__(self, ndims: Mapping[str, int]) -> None:
+        self.ndims = ndims
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        if shape_of(node) is not None or not _element(node, self.ndims):
+            return node
+        return ast.Call(ast.Attribute(node, "item", ast.Load()), [], [])
 
 
 def _launch(kernel: Kernel) -> str:

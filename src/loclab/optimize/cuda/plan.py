@@ -25,8 +25,8 @@ from loclab.nest.ir import Loop
 from loclab.optimize.build import Source, _refusals, refusal
 from loclab.optimize.cuda.mapping import CopiedReads, NestMapping
 from loclab.optimize.locality import array_accesses, stride
-from loclab.optimize.planner import (Context, _band_at, _options, label, sequential_reason,
-                                     top_loops)
+from loclab.optimize.planner import (Context, _band_at, _options, label, privatize_step,
+                                     sequential_reason, top_loops)
 from loclab.transform.recipe import Step, make_step
 from loclab.transform.tree import LoopNode
 
@@ -167,7 +167,7 @@ def _distributed_nest(source: Source, context: Context, loops: dict[int, Any], t
         grid = (top, *grid[:MAX_GRID - 1])
         permute = make_step("permute", *(at(loop) for loop in (top, *order))) \
             if order != band[:len(order)] else None
-        steps = [make_step("privatize", name) for name in scalars]
+        steps = [privatize_step(context.analysis.nest, name, child) for name in scalars]
         steps += [permute] if permute else []
         steps += [make_step("parallel", at(loop)) for loop in grid]
         try:
@@ -307,7 +307,8 @@ def host_nests(source: Source, context: Context, loops: dict[int, Any], top: Loo
     """The nests inside ``top``, each mapped with ``top`` run on the host around their
     kernels (kernels launched one after another keep every order between them: each
     iteration of ``top`` runs them in turn, as written), where ``top``'s body is loops alone,
-    its bounds are sizes alone, and at least one of them gets a grid; else None."""
+    its bounds are sizes alone, and at least one of them gets a grid; else None. A nest
+    inside that no grid holds runs in one block where it can (``one_block``)."""
     parameters = set(context.analysis.nest.parameters)
     children = top.body
     if not children or not all(isinstance(child, Loop) for child in children) \
@@ -317,6 +318,9 @@ def host_nests(source: Source, context: Context, loops: dict[int, Any], top: Loo
     steps: list[Step] = []
     for child in children:
         mapping, refused, inner = _map_nest(source, context, loops, child, [*done, *steps])
+        if not mapping.grid:  # a nest no grid holds: one block, not one thread, where it can
+            mapping, inner = one_block(source, context, loops, child, [*done, *steps],
+                                       mapping)
         steps += inner
         host_reason = (f"host loop {label(top)}", f"{top.var} carries dependences: each "
                        "of its iterations launches the kernels of the nests inside it, one "
@@ -354,7 +358,7 @@ def _steps(analysis: Analysis, top: Loop, order: tuple[Loop, ...],
     each grid loop parallel."""
     scalars = sorted({a.variable.name for s in top.statements() for a in s.accesses
                       if a.write and not a.variable.is_array})
-    steps = [make_step("privatize", name) for name in scalars]
+    steps = [privatize_step(analysis.nest, name, top) for name in scalars]
     band = _band_at(analysis, top)
     if order != band[:len(order)]:
         steps.append(make_step("permute", *(label(loop) for loop in order)))

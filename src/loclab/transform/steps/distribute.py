@@ -43,8 +43,8 @@ def apply(program: Program, step: Step, context: Context) -> Applied:
     expandable = _expandable(new, node, context)
     saved = dict(new.private)
     for key in expandable:  # their dependences between iterations vanish with the expansion
-        variable = _variable(new, key)
-        new.private.setdefault(key, Private(variable, node.origin, "privatize"))
+        if new.private_in(key, node.origin.enclosing) is None:
+            new.with_private(Private(_variable(new, key), node.origin, "privatize"))
     graph = _graph(new, node, context)
     condensed = nx.condensation(graph)
     order = nx.lexicographical_topological_sort(
@@ -59,8 +59,8 @@ def apply(program: Program, step: Step, context: Context) -> Applied:
                                           for s in u.statements for a in s.accesses)]
         if len(users) > 1:
             variable = _variable(new, key)
-            new.private[key] = Private(variable, loops[-1], "expand", loops,
-                                       new.expansion_name(variable, loops[0]))
+            new.with_private(Private(variable, loops[-1], "expand", loops,
+                                     new.expansion_name(variable, loops[0])))
             expanded.append(variable.name)
     context.require_order(new, step)
     shape = " | ".join(", ".join(_label(c) for c in p.body) for p in pieces)
@@ -87,7 +87,9 @@ def _expandable(program: Program, node: LoopNode,
                 key = variable.key
                 if key in found or variable.is_array or variable.is_argument:
                     continue
-                private = program.private.get(key)
+                near = [p for p in program.privates_of(key)  # (not those of other nests)
+                        if node.origin in p.loop.enclosing or p.loop in node.origin.enclosing]
+                private = near[0] if near else None
                 if private is not None and private.kind != "expand" \
                         and node.origin in private.loop.enclosing:
                     found[key] = _between(node.origin, private.loop)

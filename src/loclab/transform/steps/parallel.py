@@ -84,7 +84,8 @@ def _listed(carried: Carried) -> str:
 def _remedy(program: Program, node: LoopNode, carried: Carried, context: Context) -> str:
     remedies = context.remedies
     loop = node.origin
-    if carried.key in program.private:
+    if any(p.loop in loop.enclosing or loop in p.loop.enclosing
+           for p in program.privates_of(carried.key)):
         return ""
     if remedies.privatizable(loop, carried.key) and not remedies.live_out(loop, carried.key):
         return f": privatize({carried.name}) first"

@@ -28,14 +28,17 @@ def apply(program: Program, step: Step, context: Context) -> Applied:
     variable = find_variable(new, step.args[0].var, step)
     uses = [s for s in new.nest.statements if any(a.variable is variable for a in s.accesses)]
     around = _enclosing([s for s in uses if s.loops])
-    if not around:
-        raise step.error(f"no loop is around every use of {variable.name} in a loop (lines "
-                         f"{', '.join(str(s.line) for s in uses)}): name the loop")
     nodes = [find_loop(new, ref, step) for ref in step.args[1:]]
     require_distinct(nodes, step)
     loops = [node.origin for node in nodes]
+    if not around and not loops:
+        raise step.error(f"no loop is around every use of {variable.name} in a loop (lines "
+                         f"{', '.join(str(s.line) for s in uses)}): name the loop")
     for loop in loops:
-        if loop not in around:
+        # a privatized loop may hold some of the uses only (a scalar each of two nests
+        # reuses): _check proves that no value crosses its bounds, either way
+        if loop not in around and (step.name == "expand" or not any(
+                loop in s.loops for s in uses)):
             raise step.error(f"{loop.var}@{loop.line} is not around every use of "
                              f"{variable.name}")
     if step.name == "privatize":
@@ -51,7 +54,7 @@ def apply(program: Program, step: Step, context: Context) -> Applied:
         private = Private(variable, loop, "expand", by,
                           new.expansion_name(variable, by[0]))
     _check(new, private, context, step)
-    new.private[variable.key] = private
+    new.with_private(private)
     context.require_order(new, step)
     if step.name == "privatize":
         return Applied(new, f"every read of {variable.name} in an iteration of {loop.var} "
