@@ -414,3 +414,36 @@ def test_the_readme_transform_commands_run(capsys: pytest.CaptureFixture[str],
     assert codes == [0, 0, 0, 1]
     assert "interchange(i, j) is illegal: D1 S1->S1 RAW on A [<,>] would become [>,<]" in \
         capsys.readouterr().err
+
+
+# Gram-Schmidt with more columns than rows: the columns of Q past the rank are rounding
+# noise, which any reordering of the norm's sum changes completely
+GRAM_SCHMIDT = (Path(__file__).parent / "data" / "kernels" / "gramschmidt.py").read_text()
+
+
+def _reordered(norm_text: str) -> object:
+    """The kernel with its norm summed backwards (a reordered reduction) and ``norm_text``
+    written where its Q column is set."""
+    source = GRAM_SCHMIDT.replace("for i in range(M):\n            nrm",
+                                  "for i in range(M - 1, -1, -1):\n            nrm")
+    namespace: dict = {}
+    exec(source.replace("Q[i, k] = A[i, k] / R[k, k]", norm_text), namespace)
+    return namespace["gramschmidt"]
+
+
+def test_outputs_that_amplify_rounding_are_checked_within_the_originals_own_moves() -> None:
+    from loclab.transform.inputs import make_inputs
+    from loclab.transform.verify import compare_runs
+
+    sizes = {"M": 12, "N": 16}
+    program = transform(GRAM_SCHMIDT, "parallel(j@14)").program
+    inputs = make_inputs(program, sizes)
+    namespace: dict = {}
+    exec(GRAM_SCHMIDT, namespace)
+    original = namespace["gramschmidt"]
+    reordered = compare_runs(original, _reordered("Q[i, k] = A[i, k] / R[k, k]"), program,
+                             inputs, sizes, length=12)
+    assert reordered.ok and "it amplifies rounding" in str(reordered)
+    wrong = compare_runs(original, _reordered("Q[i, k] = A[i, k] / R[k, k] * (1 + 1e-9)"),
+                         program, inputs, sizes, length=12)
+    assert not wrong.ok and "Q (12 x 16): DIFFERS" in str(wrong)

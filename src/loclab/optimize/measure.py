@@ -84,7 +84,7 @@ def runnable_original(result: Any, inputs: Mapping[str, Any], sizes: Mapping[str
         if isinstance(err, NumbaError) or not getattr(function, "signatures", None):
             return None, describe(err), None
         raise original_failed(err, program, sizes, supplier) from None
-    return function, None, Reference(arguments, returned)
+    return function, None, Reference(arguments, returned, inputs, function)
 
 
 def scalar_types(original: Any, program: Any) -> tuple[tuple[str, str], ...]:
