@@ -42,8 +42,8 @@ PYTHON_INSTANCES_PER_SECOND = 1_000_000
 MAX_COMPILED_INSTANCES = 2**34
 # Where a candidate differs past the tolerance of its reordered sums, the original runs again
 # on inputs moved by one unit in the last place (random signs), this many times: an output
-# element that moved past the tolerance may then differ by this factor times the most any
-# such element of its array moved
+# element that lost half its digits to those moves may then differ by this factor times the
+# most any such element of its array moved
 SENSITIVITY_RUNS = 2
 SENSITIVITY_FACTOR = 8
 
@@ -243,16 +243,18 @@ def _nudged(value: Any, rng: np.random.Generator) -> Any:
 
 def _within_moves(compared: Compared, expected: Any, actual: Any, moved: np.ndarray
                   ) -> Compared:
-    """``compared`` accepted where the elements the original's own moves took past the
-    tolerance (the sensitive ones) differ by no more than ``SENSITIVITY_FACTOR`` times the
-    most any of them moved, and every other element by no more than the tolerance. (Each
-    sensitive element against its own move would be a lottery: two random moves of a noise
-    column leave some of its elements nearly where they were.)"""
+    """``compared`` accepted where the sensitive elements (those the original's own moves
+    cost half their digits: a condition past 1e8) differ by no more than
+    ``SENSITIVITY_FACTOR`` times the most any of them moved, and every other element by no
+    more than the tolerance. (Each sensitive element against its own move would be a
+    lottery: two random moves of a noise column leave some of its elements nearly where they
+    were; a bar at the tolerance, which long sums raise, is one too.)"""
     expected, actual = np.asarray(expected, dtype=float), np.asarray(actual, dtype=float)
     if expected.shape != actual.shape or expected.shape != moved.shape or not np.array_equal(
             np.isnan(expected), np.isnan(actual)):
         return compared
-    sensitive = moved > compared.tolerance
+    scale = max(float(np.max(np.abs(np.nan_to_num(expected)), initial=0.0)), 1.0)
+    sensitive = moved > math.sqrt(float(np.finfo(np.float64).eps)) * scale
     if not sensitive.any():
         return compared
     difference = np.abs(np.nan_to_num(expected) - np.nan_to_num(actual))
