@@ -260,3 +260,33 @@ def _load(node: ast.expr) -> ast.expr:
         if isinstance(child, (ast.Name, ast.Subscript)):
             child.ctx = ast.Load()
     return node
+
+
+# the ranges a scratch row is written and read over (M or more elements are sized by loclab)
+# (shrinking with i, "i, M" and "0, M - i" leave the last iteration short of what earlier
+# ones write: no copy of one iteration holds the final values)
+SCRATCH_RANGES = ("0, M", "1, M", "0, M - 1", "0, i", "i, M", "0, M - i", "0, 2", "M - 2, M")
+
+
+@st.composite
+def scratch_nests(draw: Callable[[st.SearchStrategy[object]], object]) -> str:
+    """An argument row ``t`` each iteration of ``i`` (and of ``j`` inside, sometimes) writes
+    over one range and then reads over another (doitgen's ``total``): privatizable where
+    every read lands on a write of its own iteration, its final value the caller's where the
+    last iteration writes all that any writes; sometimes read after the loops too, or each
+    write reading the element before it."""
+    write = draw(st.sampled_from(SCRATCH_RANGES))
+    read = write if draw(st.booleans()) else draw(st.sampled_from(SCRATCH_RANGES))
+    inner = draw(st.booleans())
+    chained = " + t[p - 1]" if draw(st.integers(0, 3)) == 0 and write.startswith("1") else ""
+    pad = "        " if inner else "    "
+    lines = ["def f(A, B, t, N, M):", "    for i in range(N):"]
+    if inner:
+        lines.append("        for j in range(2):")
+    lines += [f"{pad}    for p in range({write}):",
+              f"{pad}        t[p] = A[i, p] * 2.0{chained}",
+              f"{pad}    for p in range({read}):",
+              f"{pad}        B[i, p] = t[p] + 1.0"]
+    if draw(st.integers(0, 3)) == 0:
+        lines.append("    B[0, 0] = t[1]")
+    return "\n".join(lines) + "\n"

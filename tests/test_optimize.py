@@ -413,3 +413,14 @@ def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def test_a_scratch_row_the_caller_sees_is_private_to_the_parallel_loop_and_copied_back():
+    """doitgen's ``total``: an argument each ``r, q`` fills before reading; a copy per
+    iteration of the parallel ``r`` (not per ``r, q``), the last one's values copied back."""
+    kernels = Path(__file__).parent / "data" / "kernels"
+    chosen, result = kept(kernels / "doitgen.py", "doitgen", NR=6, NQ=7, NP=8)
+    (nest,) = chosen
+    assert texts(nest)[0] == "privatize(total, r@3)" and nest.plan.parallel
+    assert "total_own = total.copy()" in result.source
+    assert result.verify(NR=5, NQ=4, NP=9).ok

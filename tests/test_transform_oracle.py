@@ -15,7 +15,7 @@ iterations of the loop.
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from loclab.errors import UsageError
@@ -24,7 +24,7 @@ from loclab.transform.steps import Context, IllegalStep
 from loclab.transform.verify import OriginalFailed
 from loclab.transform.storage import StorageError
 from tests.nestgen import nests, war_nests
-from tests.reorder import privatizing_nests
+from tests.reorder import privatizing_nests, scratch_nests
 from tests.transform_replay import carried_pairs, judge, reversed_pairs, run_backwards
 
 SIZES = ({"N": 5, "M": 4}, {"N": 7, "M": 6})
@@ -247,3 +247,33 @@ def test_a_scalar_private_to_one_loop_keeps_its_dependences_in_another() -> None
         transform(TWO_LOOPS_ONE_SCALAR, "privatize(t, i@3); parallel(j@7)")
     with pytest.raises(IllegalStep, match="may see a value written before it"):
         transform(TWO_LOOPS_ONE_SCALAR, "privatize(t, i@3); privatize(t, j@7)")
+
+
+SHRINKING_SCRATCH = ("def f(A, B, t, N, M):\n    for i in range(N):\n"
+                     "        for p in range(0, M - i):\n            t[p] = A[i, p] * 2.0\n"
+                     "        for p in range(0, M - i):\n            B[i, p] = t[p] + 1.0\n")
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(scratch_nests(), st.booleans())
+@example(SHRINKING_SCRATCH, False)
+def test_scratch_rows_privatized_and_copied_back_compute_the_same(source: str,
+                                                                  inner: bool) -> None:
+    """A scratch argument privatized per iteration, the loop then parallel: accepted only
+    where the replay (the last writing iteration's copy taken as the caller's, found by
+    running) agrees with the original."""
+    loop = "j@3" if inner and "for j" in source else "i@2"
+    check(source, f"privatize(t, {loop}); parallel(i@2)")
+
+
+def test_a_scratch_row_the_last_iteration_leaves_partly_unwritten_is_no_private_copy() -> None:
+    source = ("def f(A, B, t, N, M):\n    for i in range(N):\n        for p in range(i):\n"
+              "            t[p] = A[i, p]\n        for p in range(i):\n"
+              "            B[i, p] = t[p]\n")
+    accepted = transform(source, "privatize(t, i@2); parallel(i@2)")  # the last row: all
+    assert "t[...] = t_own" in accepted.source
+    with pytest.raises(IllegalStep, match="writes elements of t its last iteration does not"):
+        transform(source.replace("range(i)", "range(i, M)"), "privatize(t, i@2)")
+    with pytest.raises(IllegalStep, match="used outside i@2 too"):
+        transform(source + "    B[0, 0] = t[0]\n", "privatize(t, i@2)")

@@ -14,7 +14,7 @@ vectorized) loop has two iterations that touch one location (one writing), reduc
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,7 +119,8 @@ def judge(source: str, program: Any, sizes: Mapping[str, int]) -> Verdict:
     place = _placer(program)
     visible = set(_arguments(source))
     expected = _flow([(s, None) for s in original], lambda s, r, l: l, visible)
-    actual = _flow(replay, place, visible)
+    copied_back = {p.variable.name for p in program.private.values() if p.last}
+    actual = _flow(replay, place, visible, copied_back)
     problems += expected.differences(actual)[:3]
     problems += _parallel_conflicts(replay, program, place)[:3]
     return Verdict(problems)
@@ -152,11 +153,14 @@ class _Grouped(dict):  # type: ignore[type-arg]
 def _placer(program: Any) -> Callable[[Step, Run | None, tuple], tuple]:
     """Where an access goes under the recipe's storage: a private copy per iteration of the
     loop it is private to (and of the loops around), an element per expanded iteration."""
-    private = {p.variable.name: p for p in program.private.values()}
+    private: dict[str, list[Any]] = defaultdict(list)  # (a variable private to two loops)
+    for p in program.private.values():
+        private[p.variable.name].append(p)
 
     def place(step: Step, run: Run | None, location: tuple) -> tuple:
-        found = private.get(location[0])
-        if found is None or found.loop.line not in step.loops:
+        found = next((p for p in private.get(location[0], []) if p.loop.line in step.loops),
+                     None)
+        if found is None:
             return location  # outside its loop a variable is the original one
         if found.kind == "expand":
             depths = [loop.depth for loop in found.expand_by]
@@ -173,7 +177,10 @@ def _arguments(source: str) -> list[str]:
 
 
 def _flow(replay: Sequence[tuple[Step, Run | None]], place: Callable[..., tuple],
-          visible: set[str]) -> Flow:
+          visible: set[str], copied_back: Collection[str] = ()) -> Flow:
+    """Who wrote what each read reads and what each visible location holds at the end; a
+    private array ``copied_back`` ends as its copy of the last iteration that wrote it (the
+    latest in the original order, found here by running, not from the recipe)."""
     writer: dict[tuple, object] = {}
     reads: dict[tuple[Instance, tuple], object] = {}
     for step, run in replay:
@@ -186,6 +193,11 @@ def _flow(replay: Sequence[tuple[Step, Run | None]], place: Callable[..., tuple]
                 reads[step.instance, location] = writer.get(where, fresh)
     final = {where: value for where, value in writer.items()
              if len(where) == 2 and where[0] in visible}
+    for name in copied_back:
+        own = [where for where in writer if where[0] == name and len(where) == 4]
+        if own:
+            last = max(where[3] for where in own)
+            final.update({where[:2]: writer[where] for where in own if where[3] == last})
     return Flow(reads, final)  # type: ignore[arg-type]
 
 

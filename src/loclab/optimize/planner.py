@@ -157,10 +157,16 @@ def top_loops(analysis: Analysis) -> list[Loop]:
     return [node for node in analysis.nest.body if isinstance(node, Loop)]
 
 
-def privatize_step(nest: Nest, name: str, within: Loop) -> Step:
+def privatize_step(nest: Nest, name: str, within: Loop, parallel: Loop | None = None
+                   ) -> Step:
     """``privatize(name)``: private to the innermost loop around its uses, those inside
     ``within`` where other nests use the scalar too (deriche's ``ym1``, each of four
-    nests' running value), a loop the step then names."""
+    nests' running value), a loop the step then names. An array is private to the loop
+    run in ``parallel`` instead, where given: a copy per iteration of that loop, not one
+    allocated per iteration of the loops inside it (doitgen's scratch row ``total``: one
+    per ``r``, not per ``r, q``)."""
+    if parallel is not None and any(v.name == name and v.is_array for v in nest.variables):
+        return make_step("privatize", name, label(parallel))
     uses = [s for s in nest.statements if any(a.variable.name == name for a in s.accesses)]
     inside = [s for s in uses if within in s.loops]
     if len(inside) == len(uses) or not inside:
@@ -173,7 +179,7 @@ def privatize_step(nest: Nest, name: str, within: Loop) -> Step:
 
 def _remedy_step(nest: Nest, remedy: Remedy, loop: Loop) -> Step | None:
     if remedy.kind == "privatize":
-        return privatize_step(nest, remedy.variable, loop)
+        return privatize_step(nest, remedy.variable, loop, loop)
     if remedy.kind in ("expand", "copy"):
         return make_step(remedy.kind, remedy.variable, label(loop))
     return None
@@ -278,7 +284,7 @@ def _order_plan(context: Context, top: Loop, option: Interchange, accesses: list
     target = parallel[0]
     needed = tuple(option.legal_after) + (
         tuple(option.privatizing) if target not in option.parallel else ())
-    before = [Decision(privatize_step(context.analysis.nest, r.variable, top),
+    before = [Decision(privatize_step(context.analysis.nest, r.variable, top, target),
                        f"{r.label()}: a copy per band iteration, so that the band may be "
                        f"reordered and {target.var} run in parallel")
               for r in dict.fromkeys(needed) if r.kind == "privatize"]

@@ -31,7 +31,8 @@ def lower(program: Program) -> Lowered:
     schedule = Schedule(program)
     markers = buffer_markers(program, schedule)
     code = Codegen(schedule, [m.marker for m in markers]).run()
-    return Lowered(program, code, placements(program), expansions(program, schedule), markers)
+    return Lowered(program, code, placements(program, schedule),
+                   expansions(program, schedule), markers)
 
 
 def emit_code(program: Program, emit: str,
@@ -49,7 +50,7 @@ def emit_code(program: Program, emit: str,
 
         return emit_cuda(CudaOutput(program, typed(program, dict(array_types or {})),
                                     [(a.name, b.name) for a, b in overlaps or []],
-                                    lowered.buffers),
+                                    lowered.buffers, lowered.placements),
                          lowered.code)
     if emit in ("python", "numba"):
         from loclab.transform.emit_python import PythonOutput, emit_python

@@ -121,6 +121,11 @@ class _Emitter:
                  expansions: dict[str, Expansion], buffers: list[BufferMarker]) -> None:
         from loclab.nest.c import _generator
 
+        copied = [p.private.variable.name for p in placements.values() if p.private.last]
+        if copied:
+            raise UsageError(f"--emit c: {copied[0]} is private to each iteration and copied "
+                             "back from the last one: loclab does not write that in C yet "
+                             "(leave it shared)")
         self.program = program
         self.syntax = program.syntax
         self.generator = _generator()

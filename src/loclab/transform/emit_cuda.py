@@ -44,7 +44,7 @@ from loclab.transform.buffers import BufferMarker
 from loclab.transform.cuda_staging import (ASYNC_HELPERS, Staging, buffer_size,
                                            largest_slice, leading_marks, reads_of,
                                            shared_layout)
-from loclab.transform.storage import copy_suffix
+from loclab.transform.storage import Placement, copy_suffix
 from loclab.transform.subscripts import unsigned_arrays
 from loclab.transform.tree import LoopNode, Program, Reduction, Unit
 
@@ -68,6 +68,7 @@ class CudaOutput:
     # pairs of arrays that may share memory: the function refuses to run when they do
     overlaps: list[tuple[str, str]] = field(default_factory=list)
     buffers: list[BufferMarker] = field(default_factory=list)  # staged slices
+    placements: dict[str, Placement] = field(default_factory=dict)  # private scalars' places
 
 
 def array_types(program: Program, given: dict[str, str] | None = None) -> dict[str, np.dtype]:
@@ -462,7 +463,7 @@ class _Emitter:
 
     def renames(self, unit: Unit) -> dict[str, str]:
         out: dict[str, str] = {}
-        for placement in _placements(self.program):
+        for placement in self.out.placements.values():
             suffix = copy_suffix(unit, placement)
             if suffix and placement.private.loop in unit.loops:
                 out[placement.private.variable.name] = placement.private.variable.name + suffix
@@ -1069,12 +1070,6 @@ def _base(node: ast.expr) -> str:
     while isinstance(node, ast.Subscript):
         node = node.value
     return node.id if isinstance(node, ast.Name) else ""
-
-
-def _placements(program: Program) -> list[Any]:
-    from loclab.transform.storage import placements
-
-    return list(placements(program).values())
 
 
 def _increment(target: ast.expr, value: ast.expr) -> ast.expr | None:

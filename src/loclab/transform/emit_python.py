@@ -140,6 +140,7 @@ class _Emitter:
             self.line(depth, f"{item.var} = {value(item.start)}")
             self.allocations(node, depth)
             self.block(item.body, depth, loops + [item])
+            self.copy_back(node, depth)
             return
         parallel = node.parallel and not self.out.numba
         function = "prange" if node.parallel and self.out.numba else "range"
@@ -160,13 +161,20 @@ class _Emitter:
         before = len(self.lines)
         self.allocations(node, depth + 1)
         self.block(item.body, depth + 1, loops + [item])
+        self.copy_back(node, depth + 1)
         if len(self.lines) == before:
             self.line(depth + 1, "pass")
 
     def allocations(self, node: LoopNode, depth: int) -> None:
-        """Arrays private to each iteration of this loop: allocated at its start."""
+        """Arrays private to each iteration of this loop: allocated at its start (one copied
+        back: a copy of the array, so that the elements no iteration writes keep their
+        values)."""
         for key, placement in self.out.placements.items():
             if node not in placement.nodes or not placement.private.variable.is_array:
+                continue
+            private = placement.private
+            if private.last:
+                self.line(depth, f"{private.name} = {private.variable.name}.copy()")
                 continue
             allocation = self.syntax.allocations.get(placement.private.variable.name)
             if allocation is None:
@@ -223,9 +231,24 @@ class _Emitter:
             self.atomics = True
         self.line(depth, ast.unparse(syntax))
 
+    def copy_back(self, node: LoopNode, depth: int) -> None:
+        """At the end of the last iteration, the caller's array gets the private copy."""
+        for placement in self.out.placements.values():
+            private = placement.private
+            if not private.last or node not in placement.nodes:
+                continue
+            last = " and ".join(f"{loop.var} == {value(v)}"
+                                for loop, v in zip(private.loop.enclosing, placement.last))
+            self.line(depth, f"if {last}:  # the last iteration: the values the caller sees")
+            self.line(depth + 1, f"{private.variable.name}[...] = {private.name}")
+
     def renames(self, unit: Unit) -> dict[str, str]:
         out: dict[str, str] = {}
         for placement in self.out.placements.values():
+            private = placement.private
+            if private.last and private.loop in unit.loops:
+                out[private.variable.name] = private.name
+                continue
             suffix = copy_suffix(unit, placement)
             if suffix and placement.private.loop in unit.loops:
                 out[placement.private.variable.name] = placement.private.variable.name + suffix

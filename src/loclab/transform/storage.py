@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 from typing import TYPE_CHECKING
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from loclab.errors import LoclabError
 from loclab.nest.ir import Loop
@@ -41,6 +41,8 @@ class Placement:
     nodes: tuple[LoopNode, ...]  # declared at the start of these loops' bodies (none: the
     # function's); each holds the uses of a different set of iterations
     copies: tuple[str, ...]  # ids of the unrolled loops whose copies get names of their own
+    # copied back: the values of the loops around (outermost first) at the last iteration
+    last: tuple[Value, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,7 @@ def touching(program: Program, key: str) -> list[Unit]:
             if any(a.variable.key == key for s in u.statements for a in s.accesses)]
 
 
-def placements(program: Program) -> dict[str, Placement]:
+def placements(program: Program, schedule: Schedule) -> dict[str, Placement]:
     """Where each private (or local) variable is declared; refuses what cannot be."""
     out: dict[str, Placement] = {}
     for key, private in program.private.items():
@@ -65,8 +67,17 @@ def placements(program: Program) -> dict[str, Placement]:
             continue
         units = [u for u in touching(program, private.variable.key)
                  if private.loop in u.loops]
-        if units:
-            out[key] = _place(program, private, units)
+        if not units:
+            continue
+        placement = _place(program, private, units)
+        if private.last and (placement.copies or len(placement.nodes) != 1):
+            raise StorageError(
+                f"{private.variable.name} is private to each iteration of "
+                f"{private.loop.var}@{private.loop.line} and copied back from the last one, "
+                "but its uses are now in several loops or unrolled copies: privatize it "
+                "after unrolling no loop around it, or leave it shared")
+        out[key] = replace(placement, last=tuple(parameter_value(schedule, text)
+                                                 for text in private.last))
     return out
 
 

@@ -132,7 +132,11 @@ class Private:
     loop: Loop  # private per iteration of this loop (and of the loops around it)
     kind: str  # "privatize", "local" (declared in the loop body), "expand"
     expand_by: tuple[Loop, ...] = ()  # expanded: the loops that index its new dimensions
-    name: str = ""  # expanded: the new array's name
+    name: str = ""  # expanded: the new array's name; copied back: the private copy's
+    # copied back (an array the caller sees, a scratch row each iteration fills first): the
+    # values of the loops around and of ``loop`` at the last iteration (isl functions of the
+    # sizes), whose copy the caller's array receives
+    last: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

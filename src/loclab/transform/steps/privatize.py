@@ -11,10 +11,13 @@ expansion, which distribution needs when ``x`` ends up in two loops.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from loclab.nest.ir import Loop, Variable
 from loclab.transform.recipe import LoopRef, Step
 from loclab.transform.steps import (Applied, Context, IllegalStep, find_loop, no_keywords,
                                     require_distinct)
+from loclab.transform.storage import single
 from loclab.transform.tree import Private, Program
 
 NAMES = ("privatize", "expand")
@@ -53,9 +56,14 @@ def apply(program: Program, step: Step, context: Context) -> Applied:
         loop = by[-1]
         private = Private(variable, loop, "expand", by,
                           new.expansion_name(variable, by[0]))
-    _check(new, private, context, step)
+    private = _check(new, private, context, step)
     new.with_private(private)
     context.require_order(new, step)
+    if step.name == "privatize" and private.last:
+        return Applied(new, f"every read of {variable.name} in an iteration of {loop.var} "
+                            "reads a value written in that iteration, and the last iteration "
+                            "writes every element any iteration writes: its copy is the "
+                            "value the caller sees")
     if step.name == "privatize":
         return Applied(new, f"every read of {variable.name} in an iteration of {loop.var} "
                             "reads a value written in that iteration, and none is needed "
@@ -85,7 +93,9 @@ def _enclosing(uses: list) -> list[Loop]:
     return common or []
 
 
-def _check(program: Program, private: Private, context: Context, step: Step) -> None:
+def _check(program: Program, private: Private, context: Context, step: Step) -> Private:
+    """``private`` where it is legal (with the last iteration's values to copy back, for an
+    array whose final values are needed); else IllegalStep naming why."""
     remedies = context.remedies
     variable, loop = private.variable, private.loop
     if variable.scope and private.kind == "privatize":
@@ -95,7 +105,57 @@ def _check(program: Program, private: Private, context: Context, step: Step) -> 
         raise IllegalStep(f"{step} is illegal: a read of {variable.name} in an iteration of "
                           f"{loop.var}@{loop.line} may see a value written before it or in "
                           "another iteration")
-    if remedies.live_out(loop, variable.key):
-        where = "the caller sees it" if variable.is_argument else "it is read after the loop"
+    if not remedies.live_out(loop, variable.key):
+        return private
+    where = "the caller sees it" if variable.is_argument else "it is read after the loop"
+    if not variable.is_array or private.kind != "privatize":
         raise IllegalStep(f"{step} is illegal: {where}, and the loop's last value would be "
                           f"lost")
+    last = _last_iteration(program, private, step, where)
+    return replace(private, last=last,
+                   name=program.fresh_name(f"{variable.name}_own"))
+
+
+def _last_iteration(program: Program, private: Private, step: Step, where: str
+                    ) -> tuple[str, ...]:
+    """The values of ``private.loop`` and the loops around it at their last iteration, as
+    isl functions of the sizes, where that iteration writes every element of the array any
+    iteration writes (doitgen's scratch row ``total``, filled anew for each ``r, q``): its
+    copy then holds the values the original leaves, the rest keeping the caller's. Else
+    IllegalStep: the array used outside the loop too (a read there needs the values of its
+    own time), a loop counting down, a write isl cannot place, or an earlier iteration
+    writing an element the last one does not."""
+    import islpy as isl
+
+    model = program.model
+    variable, loop = private.variable, private.loop
+    name = f"{loop.var}@{loop.line}"
+    uses = model.accesses.get(variable.key, [])
+    inside = {id(s) for s in loop.statements()}
+    if any(id(s) not in inside for s, _ in uses):
+        raise IllegalStep(f"{step} is illegal: {where}, and {variable.name} is used outside "
+                          f"{name} too, where a private copy's values would be missed")
+    if any(outer.step <= 0 for outer in loop.enclosing):
+        raise IllegalStep(f"{step} is illegal: {where}, and a loop around counts down: "
+                          "loclab copies the last iteration's values back only for loops "
+                          "counting up")
+    writes = [(s, a) for s, a in uses if a.write]
+    if not all(model.exact(s, a) for s, a in writes):
+        raise IllegalStep(f"{step} is illegal: {where}, and isl cannot place every write of "
+                          f"{variable.name}: which iteration writes last is unknown")
+    depth = loop.depth + 1
+    written: isl.Map | None = None
+    for statement, access in writes:
+        relation = model.access_map(statement, access)
+        relation = relation.project_out(isl.dim_type.in_, depth,
+                                        relation.dim(isl.dim_type.in_) - depth)
+        relation = relation.set_tuple_name(isl.dim_type.in_, "E")
+        written = relation if written is None else written.union(relation)
+    assert written is not None  # (privatizable: some write inside)
+    last = written.domain().lexmax()
+    if not written.range().is_subset(written.intersect_domain(last).range()):
+        raise IllegalStep(f"{step} is illegal: {where}, and an earlier iteration of {name} "
+                          f"writes elements of {variable.name} its last iteration does not: "
+                          "no one copy holds the values the original leaves")
+    point = written.domain().lexmax_pw_multi_aff()
+    return tuple(str(single(point.get_pw_aff(k), model.header)) for k in range(depth))
