@@ -15,11 +15,11 @@ CPU_VARIANTS = [(name, variant.name) for name in case_names()
 
 def sizes_for(case, variant) -> list:
     """Every test size; for an auto row, which plans and compiles anew at each size (two to
-    ten seconds each), the first (degenerate), the middle and the last."""
+    ten seconds each), the first (degenerate) and the last (CI's 15 minutes)."""
     dims = list(case.test_dims)
     if variant.name not in AUTO_VARIANTS:
         return dims
-    return [dims[k] for k in sorted({0, len(dims) // 2, len(dims) - 1})]
+    return [dims[k] for k in sorted({0, len(dims) - 1})]
 
 
 @pytest.mark.parametrize("case_name, variant_name", CPU_VARIANTS)

@@ -219,7 +219,7 @@ def check_kept(source: str) -> None:
                              f"{source}\n{result.source}\n" + "\n".join(verdict.problems))
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, database=None,
+@settings(max_examples=40, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_kept_recipes_compute_the_same_as_the_original(data: st.DataObject) -> None:

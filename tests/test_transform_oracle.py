@@ -134,7 +134,7 @@ def check_carried(source: str, recipe: str, refusal: IllegalStep) -> None:
                        f"{dependence.id} carried by {node.name}:\n{source}"
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, database=None,
+@settings(max_examples=45, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_accepted_recipes_compute_the_same(data: st.DataObject) -> None:
@@ -142,7 +142,7 @@ def test_accepted_recipes_compute_the_same(data: st.DataObject) -> None:
     check(source, data.draw(recipes(source)))
 
 
-@settings(max_examples=70, deadline=None, derandomize=True, database=None,
+@settings(max_examples=50, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_recipes_on_nests_with_privatizable_scalars(data: st.DataObject) -> None:
