@@ -447,3 +447,11 @@ def test_outputs_that_amplify_rounding_are_checked_within_the_originals_own_move
     wrong = compare_runs(original, _reordered("Q[i, k] = A[i, k] / R[k, k] * (1 + 1e-9)"),
                          program, inputs, sizes, length=12)
     assert not wrong.ok and "Q (12 x 16): DIFFERS" in str(wrong)
+
+
+def test_a_loop_a_scratch_row_keeps_sequential_names_the_copy_back_remedy() -> None:
+    doitgen = Path(__file__).parent / "data" / "kernels" / "doitgen.py"
+    with pytest.raises(IllegalStep, match=r"privatize\(total, r\) first, where its last "
+                                          "iteration writes all that any iteration writes"):
+        transform(doitgen.read_text(), "parallel(r@3)")
+    assert transform(doitgen.read_text(), "privatize(total, r); parallel(r)").steps[0].legal

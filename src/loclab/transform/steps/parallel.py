@@ -87,8 +87,13 @@ def _remedy(program: Program, node: LoopNode, carried: Carried, context: Context
     if any(p.loop in loop.enclosing or loop in p.loop.enclosing
            for p in program.privates_of(carried.key)):
         return ""
-    if remedies.privatizable(loop, carried.key) and not remedies.live_out(loop, carried.key):
-        return f": privatize({carried.name}) first"
+    if remedies.privatizable(loop, carried.key):
+        if not remedies.live_out(loop, carried.key):
+            return f": privatize({carried.name}) first"
+        if any(v.key == carried.key and v.is_array for v in program.nest.variables):
+            return (f": privatize({carried.name}, {node.name}) first, where its last "
+                    "iteration writes all that any iteration writes (its copy then goes "
+                    "back)")
     dependences = list(carried.dependences)
     if dependences and all(d.kind == "WAR" for d in dependences) \
             and remedies.copy(loop, carried.key, dependences) is not None:
