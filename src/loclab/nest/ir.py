@@ -10,6 +10,8 @@ treats those conservatively.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Union
 
@@ -176,8 +178,22 @@ class Nest:
 
 def common_loops(first: Statement, second: Statement) -> tuple[Loop, ...]:
     """The loops enclosing both statements (the same loop nodes), outermost first."""
+    return _shared(first.loops, second.loops)
+
+
+def loops_around_all(statements: Sequence[Statement]) -> tuple[Loop, ...]:
+    """The loops enclosing every one of ``statements``, outermost first (none where there
+    is no statement)."""
+    if not statements:
+        return ()
+    return functools.reduce(lambda loops, s: _shared(loops, s.loops), statements[1:],
+                            tuple(statements[0].loops))
+
+
+def _shared(first: Sequence[Loop], second: Sequence[Loop]) -> tuple[Loop, ...]:
+    """The leading loops two chains of enclosing loops share (the same loop nodes)."""
     common: list[Loop] = []
-    for a, b in zip(first.loops, second.loops):
+    for a, b in zip(first, second):
         if a is not b:
             break
         common.append(a)

@@ -5,11 +5,11 @@ into ``tmp[i]`` and its column update ``y[j] += A[i, j] * tmp[i]``) may have no 
 is parallel for all of them without atomic updates (``i`` updates ``y`` from every
 iteration). Distributed (``distribute`` of each loop whose body holds several statements or
 loops, innermost first, where the transformer proves it: bicg's two sums in one ``j`` loop
-come apart too), each piece gets the first of: its outer loop parallel without
-atomic updates; its inner loop strip-mined and the strips run in parallel outside the
-outer loop (atax's column update: each thread owns a strip of ``y`` and reads each row a
-strip at a time); its two loops interchanged and the new outer one parallel; its outer
-loop parallel with atomic updates; else it stays sequential. Each choice is probed with the transformer
+come apart too), each piece gets the first of: its outer loop parallel without atomic
+updates; its inner loop strip-mined and the strips run in parallel outside the outer loop
+(atax's column update: each thread owns a strip of ``y`` and reads each row a strip at a
+time); its two loops interchanged and the new outer one parallel; its outer loop parallel
+with atomic updates; else it stays sequential. Each choice is probed with the transformer
 after the ones before it, so the plan holds as built; measurement then decides between it
 and the planner's other plans (``loclab.optimize.planner``).
 """

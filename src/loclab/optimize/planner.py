@@ -33,7 +33,7 @@ from loclab.deps.interchange import Interchange, perfect_bands
 from loclab.deps.model import Model
 from loclab.deps.remedies import Remedy
 from loclab.nest.expr import Poly
-from loclab.nest.ir import Loop, Nest
+from loclab.nest.ir import Loop, Nest, loops_around_all
 from loclab.optimize.locality import (ArrayAccess, Reuse, array_accesses, band_reuse,
                                       order_score, stride)
 from loclab.optimize.tiles import TileChoice, choose_tile
@@ -171,10 +171,7 @@ def privatize_step(nest: Nest, name: str, within: Loop, parallel: Loop | None = 
     inside = [s for s in uses if within in s.loops]
     if len(inside) == len(uses) or not inside:
         return make_step("privatize", name)
-    common = list(inside[0].loops)
-    for statement in inside[1:]:
-        common = [a for a, b in zip(common, statement.loops) if a is b]
-    return make_step("privatize", name, label(common[-1]))
+    return make_step("privatize", name, label(loops_around_all(inside)[-1]))
 
 
 def _remedy_step(nest: Nest, remedy: Remedy, loop: Loop) -> Step | None:

@@ -180,6 +180,12 @@ class Program:
         """The storage of its own the variable ``key`` has, loop by loop."""
         return [p for p in self.private.values() if p.variable.key == key]
 
+    def privates_near(self, key: str, loop: Loop) -> list[Private]:
+        """The storage ``key`` has at ``loop``, at a loop around it or at one inside it
+        (not at loops apart from it: another nest's)."""
+        return [p for p in self.privates_of(key)
+                if loop in p.loop.enclosing or p.loop in loop.enclosing]
+
     def private_in(self, key: str, loops: Sequence[Loop]) -> Private | None:
         """The private storage a use of ``key`` inside ``loops`` (a statement's) reads and
         writes; None where it uses the variable itself."""
@@ -189,11 +195,12 @@ class Program:
         """Give ``private.variable`` its storage at ``private.loop``: it replaces what the
         variable had at a loop around or inside that one, and joins what it has at loops
         apart from it (each of two nests privatizing the scalar they both use)."""
-        key, loop = private.variable.key, private.loop
-        kept = {k: p for k, p in self.private.items() if p.variable.key != key or (
-            loop not in p.loop.enclosing and p.loop not in loop.enclosing)}
+        key = private.variable.key
+        replaced = self.privates_near(key, private.loop)
+        kept = {k: p for k, p in self.private.items() if p not in replaced}
         taken = {k for k in kept if kept[k].variable.key == key}
-        self.private = {**kept, (key if key not in taken else f"{key}@{loop.line}"): private}
+        self.private = {**kept, (key if key not in taken else
+                                 f"{key}@{private.loop.line}"): private}
 
     def loops(self) -> list[LoopNode]:
         return list(loops_of(self.body))

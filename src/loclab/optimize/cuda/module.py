@@ -138,8 +138,9 @@ def emit_function(function: ast.FunctionDef, filename: str, line_offset: int,
 
 def _host_scalars(body: Sequence[ast.stmt], typing: Typing) -> dict[str, np.dtype]:
     """The names statements outside the loops assign (one name or a chain of names a
-    statement, not an array allocation), each an int64 where the translator types its value as an integer (sizes,
-    shapes, lengths, integer constants and names under integer arithmetic), else a float64
+    statement, not an array allocation), each an int64 where the translator types its
+    value as an integer (sizes, shapes, lengths, integer constants and names under integer
+    arithmetic), else a float64
     (a float taken for an integer would be truncated; an integer taken for a float is
     exact). ``typing`` learns each name as it goes: a later value may read it."""
     translator = Translator(typing, lambda name, indices, t: "", lambda node: "")

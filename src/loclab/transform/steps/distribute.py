@@ -87,8 +87,7 @@ def _expandable(program: Program, node: LoopNode,
                 key = variable.key
                 if key in found or variable.is_array or variable.is_argument:
                     continue
-                near = [p for p in program.privates_of(key)  # (not those of other nests)
-                        if node.origin in p.loop.enclosing or p.loop in node.origin.enclosing]
+                near = program.privates_near(key, node.origin)  # (not another nest's)
                 private = near[0] if near else None
                 if private is not None and private.kind != "expand" \
                         and node.origin in private.loop.enclosing:

@@ -84,8 +84,7 @@ def _listed(carried: Carried) -> str:
 def _remedy(program: Program, node: LoopNode, carried: Carried, context: Context) -> str:
     remedies = context.remedies
     loop = node.origin
-    if any(p.loop in loop.enclosing or loop in p.loop.enclosing
-           for p in program.privates_of(carried.key)):
+    if program.privates_near(carried.key, loop):
         return ""
     if remedies.privatizable(loop, carried.key):
         if not remedies.live_out(loop, carried.key):

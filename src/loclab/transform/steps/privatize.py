@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from loclab.nest.ir import Loop, Variable
+from loclab.nest.ir import Variable, loops_around_all
 from loclab.transform.recipe import LoopRef, Step
 from loclab.transform.steps import (Applied, Context, IllegalStep, find_loop, no_keywords,
                                     require_distinct)
@@ -30,7 +30,7 @@ def apply(program: Program, step: Step, context: Context) -> Applied:
     new = program.clone()
     variable = find_variable(new, step.args[0].var, step)
     uses = [s for s in new.nest.statements if any(a.variable is variable for a in s.accesses)]
-    around = _enclosing([s for s in uses if s.loops])
+    around = loops_around_all([s for s in uses if s.loops])
     nodes = [find_loop(new, ref, step) for ref in step.args[1:]]
     require_distinct(nodes, step)
     loops = [node.origin for node in nodes]
@@ -82,15 +82,6 @@ def find_variable(program: Program, name: str, step: Step) -> Variable:
     if len(found) > 1:
         raise step.error(f"{name} names {len(found)} variables declared in different blocks")
     return found[0]
-
-
-def _enclosing(uses: list) -> list[Loop]:
-    """The loops around every use, outermost first."""
-    common: list[Loop] | None = None
-    for statement in uses:
-        loops = list(statement.loops)
-        common = loops if common is None else [a for a, b in zip(common, loops) if a is b]
-    return common or []
 
 
 def _check(program: Program, private: Private, context: Context, step: Step) -> Private:
