@@ -449,6 +449,46 @@ def test_outputs_that_amplify_rounding_are_checked_within_the_originals_own_move
     assert not wrong.ok and "Q (12 x 16): DIFFERS" in str(wrong)
 
 
+# The Levinson-Durbin recursion on random coefficients: each step divides by a beta that
+# shrinks, so the last coefficients lose about eight digits at N = 30 (the moves of the
+# original on inputs a unit away reach 1e-7), far past the tolerance of a reordered sum
+LEVINSON = """
+def levinson(r, y, N):
+    y[0] = -r[0]
+    beta = 1.0
+    alpha = -r[0]
+    for k in range(1, N):
+        beta = (1 - alpha * alpha) * beta
+        total = 0.0
+        for i in range(ORDER):
+            total += r[k - i - 1] * y[i]
+        alpha = -(r[k] + total) / beta
+        y[k] = alpha * SCALE
+"""
+
+
+def test_a_recurrence_that_loses_eight_digits_is_checked_within_the_originals_own_moves(
+) -> None:
+    from loclab.transform.inputs import make_inputs
+    from loclab.transform.verify import compare_runs
+
+    def compiled(order: str, scale: str) -> object:
+        namespace: dict = {}
+        exec(LEVINSON.replace("ORDER", order).replace("SCALE", scale), namespace)
+        return namespace["levinson"]
+
+    sizes = {"N": 30}
+    program = transform(LEVINSON.replace("ORDER", "k").replace("SCALE", "1"), []).program
+    inputs = make_inputs(program, sizes)
+    original = compiled("k", "1")
+    reordered = compare_runs(original, compiled("k - 1, -1, -1", "1"), program, inputs, sizes,
+                             length=30)
+    assert reordered.ok and "it amplifies rounding" in str(reordered)
+    wrong = compare_runs(original, compiled("k - 1, -1, -1", "(1 + 1e-6)"), program, inputs,
+                         sizes, length=30)
+    assert not wrong.ok and "y (30): DIFFERS" in str(wrong)
+
+
 def test_a_loop_a_scratch_row_keeps_sequential_names_the_copy_back_remedy() -> None:
     doitgen = Path(__file__).parent / "data" / "kernels" / "doitgen.py"
     with pytest.raises(IllegalStep, match=r"privatize\(total, r\) first, where its last "
