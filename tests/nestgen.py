@@ -414,6 +414,33 @@ def piece_nests(draw: Draw) -> str:
         parts[k] + "\n" for k in order)
 
 
+@st.composite
+def array_reduction_nests(draw: Draw) -> str:
+    """Two loops updating an array with one operator (``Y[j] += ...``, ``max``, ``*=``),
+    sometimes under a guard, beside a scalar sum or a plain write, the outer loop counting
+    down or by steps, the inner one triangular: reductions into arrays and their
+    look-alikes (a target read elsewhere, two targets apart)."""
+    outer = draw(st.sampled_from(["range(N)", "range(N - 1, -1, -1)", "range(1, N, 2)"]))
+    inner = draw(st.sampled_from(["range(M)", "range(i)", "range(i + 1, M)"]))
+    target = draw(st.sampled_from(["Y[j]", "Y[i]", "Y[j + 1]", "B[j, i % 2]", "B[0, j]"]))
+    value = draw(st.sampled_from(["A[i, j]", "A[i, j] * Z[j]", "A[i, j] * Y[0]",
+                                  "A[i, j] + Z[i]"]))
+    update = draw(st.sampled_from([f"{target} += {value}", f"{target} -= {value}",
+                                   f"{target} *= {value}",
+                                   f"{target} = max({target}, {value})",
+                                   f"{target} = min({value}, {target})"]))
+    body = [f"        for j in {inner}:"]
+    if draw(st.booleans()):
+        body += ["            if A[i, j] > 0.5:", f"                {update}"]
+    else:
+        body.append(f"            {update}")
+    beside = draw(st.sampled_from(["", "            s += A[i, j]", "            Z[i] = A[i, 0]"]))
+    if beside:
+        body.append(beside)
+    return ("def f(A, B, Y, Z, N, M):\n    s = 0.0\n    for i in " + outer + ":\n"
+            + "\n".join(body) + "\n    return s\n")
+
+
 # --------------------------------------------------------------------------- interpreter
 
 

@@ -136,6 +136,7 @@ def plan(source: str, function: str | None = None, *, filename: str = "<source>"
     from loclab.deps.model import Model
     from loclab.hw import detect_cpu
     from loclab.optimize.build import Source
+    from loclab.optimize.copies import with_copies
     from loclab.optimize.measure import timing_sizes
     from loclab.optimize.pieces import piece_plans
     from loclab.optimize.planner import Context, loop_extents, plan_nest, top_loops
@@ -151,9 +152,10 @@ def plan(source: str, function: str | None = None, *, filename: str = "<source>"
     context = Context(analysis, Model(analysis.nest, analysis.params),
                       loop_extents(analysis, sizes), element_bytes, cpu.l1d_bytes,
                       cpu.l2_bytes, threads or numba.get_num_threads())
-    return Planned(code, as_written, sizes, [_with_pieces(plan_nest(context, top),
-                                                          piece_plans(code, context, top))
-                                             for top in top_loops(analysis)], context)
+    return Planned(code, as_written, sizes,
+                   [_with_pieces(with_copies(context, plan_nest(context, top)),
+                                 piece_plans(code, context, top))
+                    for top in top_loops(analysis)], context)
 
 
 def _with_pieces(plans: list[Any], pieces: list[Any]) -> list[Any]:

@@ -85,7 +85,8 @@ def plan_steps(source: Source, done: Sequence[Step], plan: NestPlan,
         tile_loops = {(node.origin.var, node.origin.line): node.label
                       for node in program.loops() if node.tile}
     steps += [d.step for d in (*plan.after, *plan.registers, *plan.lanes) if d.step]
-    steps += [make_step("parallel", tile_loops.get((loop.var, loop.line), plan.name(loop)))
+    steps += [make_step("parallel", tile_loops.get((loop.var, loop.line), plan.name(loop)),
+                        keywords=[("copies", True)] if loop in plan.copies else [])
               for loop, _ in plan.parallel]
     return steps
 

@@ -99,6 +99,8 @@ class NestPlan:
     names: tuple[tuple[str, str], ...] = ()
     registers: tuple[Decision, ...] = ()  # unroll-and-jam of the tile's loops (after tiling)
     lanes: tuple[Decision, ...] = ()  # vectorize the innermost loops that carry a sum
+    # parallel loops whose reductions into arrays use a copy per thread, not atomic updates
+    copies: tuple[Loop, ...] = ()
 
     def name(self, loop: Loop) -> str:
         return dict(self.names).get(label(loop), label(loop))
@@ -108,7 +110,8 @@ class NestPlan:
         """What makes two plans the same recipe."""
         return (tuple(d.step for d in self.before), self.band and self.band.loops,
                 tuple(d.step for d in self.after), tuple(loop for loop, _ in self.parallel),
-                tuple(d.step for d in self.registers), tuple(d.step for d in self.lanes))
+                tuple(d.step for d in self.registers), tuple(d.step for d in self.lanes),
+                self.copies)
 
     def fallbacks(self) -> list["NestPlan"]:
         """This plan, then the same without its register tiles, without its vector lanes,
@@ -124,7 +127,7 @@ class Context:
 
     analysis: Analysis
     model: Model
-    extents: Mapping[str, int]  # each loop's iterations at the sizes the code is tuned at
+    extents: Mapping[str, int]  # iterations at the tuning sizes, by variable and by label
     element_bytes: int
     l1_bytes: int
     l2_bytes: int
@@ -140,7 +143,8 @@ class Context:
 
 def loop_extents(analysis: Analysis, sizes: Mapping[str, int]) -> dict[str, int]:
     """Each loop variable's iteration count at ``sizes`` (the largest size where a bound is
-    not a constant there: a triangular loop, a data-dependent one)."""
+    not a constant there: a triangular loop, a data-dependent one): by variable, the most
+    of the loops that share it; by label (``i@5``), each loop's own."""
     values = {name: Poly.const(value) for name, value in sizes.items()}
     largest = max(sizes.values(), default=1)
     extents: dict[str, int] = {}
@@ -150,6 +154,7 @@ def loop_extents(analysis: Analysis, sizes: Mapping[str, int]) -> dict[str, int]
         count = (-(-(stop - start) // abs(loop.step)) if start is not None
                  and stop is not None else largest)
         extents[loop.var] = max(extents.get(loop.var, 0), max(count, 1))
+        extents[label(loop)] = max(count, 1)
     return extents
 
 

@@ -221,7 +221,8 @@ class _Emitter:
         else:
             if node.parallel or node.vectorized:
                 pragma = " ".join(["parallel for"] * node.parallel + ["simd"] * node.vectorized)
-                self.line(depth, f"#pragma omp {pragma}" + _reduction_clause(node))
+                self.line(depth, f"#pragma omp {pragma}" + _reduction_clause(node,
+                                                                              self.program))
             compare = "<" if item.step > 0 else ">"
             step = {1: f"{item.var}++", -1: f"{item.var}--"}.get(
                 item.step, f"{item.var} += {item.step}")
@@ -244,7 +245,7 @@ class _Emitter:
         """The generalized reductions parallel loops around the unit make its updates."""
         touched = {a.variable.key for s in unit.statements for a in s.accesses if a.write}
         return [reduction for item in loops for reduction in item.node.reductions
-                if not reduction.scalar and reduction.key in touched]
+                if not reduction.scalar and not reduction.copy and reduction.key in touched]
 
     def mark(self, item: Mark, depth: int) -> None:
         buffer: BufferMarker = item.marker.payload
@@ -428,10 +429,29 @@ def _declare(declaration: Any, name: str, generator: Any) -> str:
     return generator.visit(twin) + ";"
 
 
-def _reduction_clause(node: LoopNode) -> str:
-    ops = {"+": "+", "*": "*", "&": "&", "|": "|", "^": "^", "min": "min", "max": "max"}
-    scalars = [r for r in node.reductions if r.scalar]
-    return "".join(f" reduction({ops[r.op]}: {r.name})" for r in scalars)
+def _reduction_clause(node: LoopNode, program: Program) -> str:
+    """OpenMP's reductions of a parallel loop: each scalar's, and each array's that has a
+    copy per thread (``copies=True``: an array section, which needs the array's declared
+    extents)."""
+    clauses = []
+    for reduction in node.reductions:
+        if reduction.scalar:
+            clauses.append(f" reduction({reduction.op}: {reduction.name})")
+        elif reduction.copy:
+            clauses.append(f" reduction({reduction.op}: {reduction.name}"
+                           f"{_section(program, reduction)})")
+    return "".join(clauses)
+
+
+def _section(program: Program, reduction: Reduction) -> str:
+    """``[0:N][0:M]``: the whole of a declared array, as an OpenMP array section."""
+    variable = next(v for v in program.nest.variables if v.key == reduction.key)
+    extents = variable.extents or ()
+    if len(extents) != program.rank(reduction.key) or any(e is None for e in extents):
+        raise UsageError(f"--emit c: {reduction.name} has no declared extents (a pointer): "
+                         f"OpenMP cannot give each thread a copy of it; declare it as "
+                         f"{reduction.name}[N] or drop copies=True")
+    return "".join(f"[0:{poly(extent)}]" for extent in extents if extent is not None)
 
 
 # -- expressions ------------------------------------------------------------------------------

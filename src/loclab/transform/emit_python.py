@@ -8,8 +8,12 @@ by what they are in the new loops (``A[i][j + 1]`` in the second copy of an unro
 its private variables renamed per copy of an unroll-and-jam (``c_1``), an expanded variable
 indexed by its loops (``tmp_x[i]``), a staged array read from its buffer. Under Numba a
 generalized reduction (an array element updated by iterations of a parallel loop) becomes an
-atomic add (:func:`loclab.cpu.atomics.atomic_add`); a scalar reduction is left to Numba, which
-combines a ``prange`` loop's ``s += e`` per thread.
+atomic add (:func:`loclab.cpu.atomics.atomic_add`), or, where ``parallel`` was given
+``copies=True``, an update of the thread's copy of the array: the loop's iterations are split
+into one chunk per thread by hand (``prange`` over the chunks; Numba names no thread), each
+chunk updates its own copy, and the copies are combined into the array after the loop, in
+chunk order. A scalar reduction is left to Numba, which combines a ``prange`` loop's
+``s += e`` per thread.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from loclab.transform.codegen import Call, Code, For, If, Mark, Select, Value, p
 from loclab.transform.python_program import FunctionSyntax
 from loclab.transform.storage import Expansion, Placement, copy_suffix
 from loclab.transform.subscripts import unsigned_arrays
-from loclab.transform.tree import LoopNode, Program, Reduction, Unit
+from loclab.transform.tree import Chunks, LoopNode, Program, Reduction, Unit
 from loclab.transform.versioning import as_written_branch, overlap_helper
 
 INDENT = "    "
@@ -60,6 +64,7 @@ class _Emitter:
         self.syntax: FunctionSyntax = output.program.syntax
         self.lines: list[str] = []
         self.atomics = False
+        self.threads = False  # get_num_threads: a loop split into chunks by hand
         self.expanded_done: set[str] = set()
         self.unsigned: set[str] = set()
         if output.numba:  # arrays whose subscripts isl proves non-negative, and loclab's own
@@ -107,6 +112,8 @@ class _Emitter:
                              "negative-index test")
             if self.atomics:
                 lines.append("from loclab.cpu.atomics import atomic_add")
+            if self.threads:
+                lines.append("from numba import get_num_threads")
         elif (self.out.expansions or self.out.buffers or self.out.overlaps) and not any(
                 l.startswith("import numpy as np") for l in lines):
             lines.append("import numpy as np")
@@ -142,6 +149,9 @@ class _Emitter:
             self.block(item.body, depth, loops + [item])
             self.copy_back(node, depth)
             return
+        if node.chunks is not None and node.parallel and self.out.numba:
+            self.chunked(item, depth, loops)
+            return
         parallel = node.parallel and not self.out.numba
         function = "prange" if node.parallel and self.out.numba else "range"
         start, stop = value(item.start), value(item.stop)
@@ -164,6 +174,57 @@ class _Emitter:
         self.copy_back(node, depth + 1)
         if len(self.lines) == before:
             self.line(depth + 1, "pass")
+
+    def chunked(self, item: For, depth: int, loops: list[For]) -> None:
+        """A parallel loop whose reductions into arrays go to a copy per thread: the copies
+        (filled with the operator's identity, or with the array for an idempotent one),
+        ``prange`` over one chunk of iterations per thread, then the copies combined into
+        the array element by element, in chunk order."""
+        node, names = item.node, item.node.chunks
+        assert names is not None
+        self.threads = True
+        chunk, count = names.chunk, names.count
+        self.line(depth, f"{count} = get_num_threads()")
+        for reduction in node.reductions:
+            if reduction.copy:
+                self.line(depth, _copies_allocation(reduction, count,
+                                                    self.program.rank(reduction.key)))
+        self.line(depth, f"for {chunk} in prange({count}):")
+        for reduction in node.reductions:
+            if reduction.copy and reduction.op in _IDEMPOTENT:
+                self.line(depth + 1, f"{reduction.copy}[{chunk}] = {reduction.name}")
+        iterations = bare(_tiles(item))
+        if not (iterations.isidentifier() or iterations.isdigit()):
+            iterations = f"({iterations})"
+        first = f"{chunk} * {iterations} // {count}"
+        after = f"({chunk} + 1) * {iterations} // {count}"
+        self.line(depth + 1, f"for {names.index} in range({first}, {after}):")
+        start = value(item.start)
+        offset = f"{item.step} * {names.index}" if item.step != 1 else names.index
+        self.line(depth + 2, f"{item.var} = {offset if start == '0' else f'{start} + {offset}'}")
+        self.allocations(node, depth + 2)
+        self.block(item.body, depth + 2, loops + [item])
+        self.copy_back(node, depth + 2)
+        for reduction in node.reductions:
+            if reduction.copy:
+                self.combine(reduction, names, depth)
+
+    def combine(self, reduction: Reduction, names: Chunks, depth: int) -> None:
+        """``array[e] op= copies[c, e]`` for every element, chunk by chunk (the elements in
+        parallel: each is one thread's)."""
+        rank = self.program.rank(reduction.key)
+        elements = names.elements[:rank]
+        for d, element in enumerate(elements):
+            self.line(depth + d, f"for {element} in {'prange' if d == 0 else 'range'}("
+                                 f"{reduction.name}.shape[{d}]):")
+        self.line(depth + rank, f"for {names.chunk} in range({names.count}):")
+        target = f"{reduction.name}[{', '.join(elements)}]"
+        part = f"{reduction.copy}[{names.chunk}, {', '.join(elements)}]"
+        inner = depth + rank + 1
+        if reduction.op in ("max", "min"):
+            self.line(inner, f"{target} = {reduction.op}({target}, {part})")
+        else:
+            self.line(inner, f"{target} {reduction.op}= {part}")
 
     def allocations(self, node: LoopNode, depth: int) -> None:
         """Arrays private to each iteration of this loop: allocated at its start (one copied
@@ -229,6 +290,13 @@ class _Emitter:
             syntax = _Atomic(reduction, unit).visit(syntax)
             ast.fix_missing_locations(syntax)
             self.atomics = True
+        for item in loops:
+            if item.node.chunks is None or not self.out.numba:
+                continue
+            for copied in item.node.reductions:
+                if copied.copy:
+                    syntax = _OwnCopy(copied, item.node.chunks.chunk).visit(syntax)
+        ast.fix_missing_locations(syntax)
         self.line(depth, ast.unparse(syntax))
 
     def copy_back(self, node: LoopNode, depth: int) -> None:
@@ -270,7 +338,7 @@ class _Emitter:
         touched = {a.variable.key for s in unit.statements for a in s.accesses if a.write}
         for item in loops:
             for reduction in item.node.reductions:
-                if not reduction.scalar and reduction.key in touched:
+                if not reduction.scalar and not reduction.copy and reduction.key in touched:
                     return reduction
         return None
 
@@ -320,6 +388,64 @@ class _Atomic(ast.NodeTransformer):
         return ast.parse(f"atomic_add({array}, {flat}, {increment})").body[0]
 
 
+class _OwnCopy(ast.NodeTransformer):
+    """An update of a reduced array, ``y[j] += v`` (or ``y[j] = max(y[j], v)``), as one of
+    the chunk's copy, ``y_copies[c, j] += v``: the target and its own reads only (other
+    elements of the array, which the loop never updates, are read from the array)."""
+
+    def __init__(self, reduction: Reduction, chunk: str) -> None:
+        self.reduction = reduction
+        self.chunk = chunk
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.stmt:
+        if self._reduced(node.target):
+            node.target = self._own(node.target, ast.Store())
+        return node
+
+    def visit_Assign(self, node: ast.Assign) -> ast.stmt:
+        target = node.targets[0]
+        if len(node.targets) != 1 or not self._reduced(target):
+            return node
+        same = ast.dump(loaded(target))
+        node.value = _Replace(same, self._own(target, ast.Load())).visit(node.value)
+        node.targets = [self._own(target, ast.Store())]
+        return node
+
+    def _reduced(self, target: ast.expr) -> bool:
+        return isinstance(target, ast.Subscript) and _flatten(target)[0] == self.reduction.name
+
+    def _own(self, target: ast.expr, context: ast.expr_context) -> ast.Subscript:
+        _, indices = _flatten(target)
+        items = [ast.Name(self.chunk, ast.Load()), *(loaded(i) for i in indices)]
+        return ast.Subscript(ast.Name(self.reduction.copy, ast.Load()),
+                             ast.Tuple(items, ast.Load()), context)
+
+
+class _Replace(ast.NodeTransformer):
+    """Every occurrence of one expression (by its dump) replaced by another."""
+
+    def __init__(self, dump: str, replacement: ast.expr) -> None:
+        self.dump = dump
+        self.replacement = replacement
+
+    def visit(self, node: ast.AST) -> ast.AST:
+        if isinstance(node, ast.expr) and ast.dump(node) == self.dump:
+            return copy.deepcopy(self.replacement)
+        return super().visit(node)
+
+
+# How a copy of a reduced array starts: the operator's identity, or, for an idempotent
+# operator (x op x == x), the array itself
+_IDENTITY = {"+": "np.zeros", "|": "np.zeros", "^": "np.zeros", "*": "np.ones"}
+_IDEMPOTENT = {"max", "min", "&"}
+
+
+def _copies_allocation(reduction: Reduction, count: str, rank: int) -> str:
+    shape = ", ".join([count, *(f"{reduction.name}.shape[{d}]" for d in range(rank))])
+    allocate = _IDENTITY.get(reduction.op, "np.empty")
+    return f"{reduction.copy} = {allocate}(({shape}), {reduction.name}.dtype)"
+
+
 def _tiles(item: For) -> str:
     """How many values a loop from start to stop by step takes (a loop counting down, as
     the user wrote it, from start down to stop: the span and the step turned around)."""
@@ -327,8 +453,9 @@ def _tiles(item: For) -> str:
     step = abs(item.step)
     span = high - low if isinstance(high, Poly) and isinstance(low, Poly) else None
     if span is None:
-        return f"({value(high)} - ({value(low)}) + {step - 1}) // {step}"
-    return poly((span + Poly.const(step - 1)).floordiv(step))
+        return f"({value(high)} - ({value(low)}) + {step - 1}) // {step}" if step != 1 \
+            else f"({value(high)} - ({value(low)}))"
+    return poly((span + Poly.const(step - 1)).floordiv(step)) if step != 1 else poly(span)
 
 
 class _Unsigned(ast.NodeTransformer):

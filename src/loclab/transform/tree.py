@@ -45,6 +45,7 @@ class LoopNode:
     # (a block loop, ``threads`` of them); "" on the host or in one thread.
     gpu: str = ""
     threads: int = 0
+    chunks: "Chunks | None" = None  # a parallel loop whose reductions into arrays use copies
 
     @property
     def line(self) -> int:
@@ -114,12 +115,28 @@ def loops_of(body: list[Node]) -> Iterator[LoopNode]:
 class Reduction:
     """A variable a parallel loop updates with one associative operator: a scalar is
     combined per thread (Numba's reductions, OpenMP's ``reduction`` clause), an array element
-    updated atomically (a generalized reduction)."""
+    updated atomically (a generalized reduction), or in a copy of the array per thread
+    (``copy``: the name of the copies), the copies combined into the array after the
+    loop."""
 
     key: str
     name: str
     op: str
     scalar: bool
+    copy: str = ""
+
+
+@dataclass(frozen=True)
+class Chunks:
+    """The names a parallel loop with copies of arrays needs where its iterations are split
+    into one chunk per thread by hand (Numba's ``prange`` gives no thread number): the chunk,
+    how many, the iteration within the run of all, and an index per dimension of the arrays
+    to combine."""
+
+    chunk: str
+    count: str
+    index: str
+    elements: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -204,6 +221,11 @@ class Program:
 
     def loops(self) -> list[LoopNode]:
         return list(loops_of(self.body))
+
+    def rank(self, key: str) -> int:
+        """How many subscripts the accesses of an array have."""
+        return max(len(a.subscripts) for s in self.nest.statements for a in s.accesses
+                   if a.variable.key == key)
 
     def fresh_name(self, wanted: str) -> str:
         """``wanted``, or with a number when the function already uses it."""

@@ -5,26 +5,34 @@ Legal when the loop carries no dependence in the current order (after the recipe
 privatizations), or only dependences of a reduction: every statement inside it that touches
 the variable updates it with one associative operator (``s += e``, ``hist[k] += v``). A
 scalar reduction is combined per thread; an array element is updated atomically (a
-generalized reduction). Anything else names the dependence and what would remove it.
+generalized reduction), or, with ``copies=True``, in a copy of the whole array per thread,
+the copies combined into the array after the loop (the lectures' privatized generalized
+reduction: no atomics, at the cost of a copy per thread to fill and to add up; which is
+faster depends on the array against the loop's work, so ``loclab optimize`` measures both).
+Anything else names the dependence and what would remove it.
 """
 
 from __future__ import annotations
 
 from loclab.transform.legality import Carried
 from loclab.transform.recipe import Step
+from dataclasses import replace
+
 from loclab.transform.steps import (Applied, Context, IllegalStep, expect_args, find_loops,
-                                    no_keywords, reductions_of, witness)
-from loclab.transform.tree import LoopNode, Program, Reduction
+                                    reductions_of, switch, witness)
+from loclab.transform.tree import Chunks, LoopNode, Program, Reduction
 
 NAMES = ("parallel",)
 
 
 def apply(program: Program, step: Step, context: Context) -> Applied:
-    expect_args(step, 1, 1, "parallel(loop)")
-    no_keywords(step)
+    expect_args(step, 1, 1, "parallel(loop[, copies=True])")
+    copies = switch(step, "copies")
     new = program.clone()
     nodes = find_loops(new, step.args[0], step)
     marked, refused, reason = mark_parallel(new, nodes, step, context)
+    if copies:
+        reason = _with_copies(new, marked, step)
     if refused:  # copies of one loop (distributed): the others stay sequential
         lines = ", ".join(str(_first_line(n)) for n in marked)
         reason += f" in the loop{'s' if len(marked) > 1 else ''} holding line {lines}; " \
@@ -66,6 +74,31 @@ def mark_parallel(program: Program, nodes: list[LoopNode], step: Step, context: 
                              f"{r.name}" for r in reductions.values())
         reason = f"{name} carries only reductions ({combined})"
     return marked, refused, reason
+
+
+def _with_copies(program: Program, marked: list[LoopNode], step: Step) -> str:
+    """Give each marked loop's reductions into arrays a copy per thread (names for the
+    copies and the chunks); why that is legal."""
+    arrays = sorted({r.name for node in marked for r in node.reductions if not r.scalar})
+    if not arrays:
+        raise step.error(f"{marked[0].name} updates no array by a reduction: there is "
+                         "nothing to copy (drop copies=True)")
+    for node in marked:
+        ranks = [program.rank(r.key) for r in node.reductions if not r.scalar]
+        if not ranks:
+            continue
+        node.reductions = tuple(r if r.scalar else replace(
+            r, copy=program.fresh_name(f"{r.name}_copies")) for r in node.reductions)
+        node.chunks = Chunks(program.fresh_name(f"{node.name}_chunk"),
+                             program.fresh_name(f"{node.name}_chunks"),
+                             program.fresh_name(f"{node.name}_index"),
+                             tuple(program.fresh_name(f"{node.name}_e{d}")
+                                   for d in range(max(ranks))))
+    combined = ", ".join(f"{r.op} on {r.name}" for r in marked[0].reductions if r.copy)
+    return (f"{marked[0].name} carries only reductions: {combined} in a copy per thread, "
+            "the copies combined after the loop"
+            + "".join(f"; reduction {r.op} on {r.name}" for r in marked[0].reductions
+                      if r.scalar))
 
 
 def _first_line(node: LoopNode) -> int:
