@@ -5,9 +5,9 @@ For every top-level loop of the function the planner proposes plans from the mos
 to the least, and the builder (``loclab.optimize.build``) keeps the first one every step of
 which the transformer proves legal:
 
-0. ``distributed``: a band perfect but for statements on scalars around one loop chain
-   (the lectures' golden MMM), its scalars expanded and the band distributed, so that the
-   chain joins the band in a better order, tiled (``distributed_plans``);
+0. ``distributed``: a band perfect but for statements around one loop chain (the lectures'
+   golden MMM, 2mm's ``tmp[i, j] = 0.0``), its scalars expanded and the band distributed,
+   so that the chain joins the band in a better order, tiled (``distributed_plans``);
 1. ``tiled``: the perfect band at the top put in the legal order whose innermost accesses are
    unit-stride (and whose outermost loop is parallel), tiled where a tile keeps reused or
    strided data in cache (tile size from the cache model, ``loclab.optimize.tiles``), its
@@ -400,10 +400,11 @@ def innermost_loops(top: Loop, band: tuple[Loop, ...] = (),
 
 
 def distributed_plans(context: Context, top: Loop) -> list[NestPlan]:
-    """Where the band at the top is perfect but for statements on scalars around one loop
-    chain (mmm's ``s = 0.0``, ``for k: s += ...``, ``C[i, j] = s``), or its body is loop
-    chains alone (gemm's ``for j: C[i, j] *= beta`` before ``for k: for j: ...``): the
-    scalars expanded over the band, the band distributed (a nest for each statement or chain
+    """Where the band at the top is perfect but for statements around one loop chain (mmm's
+    ``s = 0.0``, ``for k: s += ...``, ``C[i, j] = s``; 2mm's ``tmp[i, j] = 0.0`` beside
+    ``for k: tmp[i, j] += ...``; covariance's division and mirror after its sum), or its body
+    is loop chains alone (gemm's ``for j: C[i, j] *= beta`` before ``for k: for j: ...``):
+    the scalars among them expanded over the band, the band distributed (a nest for each statement or chain
     beside the one with the most work, one for that chain), and that nest, the band and the
     chain together, in its best orders by locality, tiled or not, its outermost loop
     parallel; only where some order of it has better locality than the one as written. The
@@ -424,8 +425,6 @@ def distributed_plans(context: Context, top: Loop) -> list[NestPlan]:
     inside = chain[-1].body
     scalars = sorted({a.variable.name for s in around for a in s.accesses
                       if a.write and not a.variable.is_array})
-    if around and not scalars:
-        return []
     loops = (*band, *chain)
     line = min(s.line for s in inside)
     names = tuple((label(loop), f"{loop.var}@{line}") for loop in loops)
