@@ -50,7 +50,7 @@ def test_a_column_update_runs_over_rows_with_a_copy_of_y_per_thread() -> None:
 def test_every_iteration_of_a_loop_counting_down_or_by_steps_lands_in_one_chunk(header):
     source = COLUMN_SUMS.replace("range(M)", header)
     result = transform(source, "parallel(i, copies=True)", emit="numba")
-    for rows in (1, 2, 3, 11, 40):
+    for rows in (1, 3, 40):
         assert result.verify(M=rows, N=4).ok, (rows, result.source)
 
 
