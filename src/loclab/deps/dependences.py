@@ -417,3 +417,9 @@ def _merge_stars(vectors: dict[tuple[str, ...], list[tuple[str, ...]]]
                     changed = True
                     break
     return vectors
+
+
+def union_maps(union: "isl.UnionMap") -> list["isl.Map"]:
+    """The maps of a union map (one per pair of statements, or of their copies)."""
+    maps = union.get_map_list()
+    return [maps.get_at(k) for k in range(maps.n_map())]

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from loclab.deps.dependences import Dependence
+from loclab.deps.dependences import Dependence, union_maps
 from loclab.deps.model import Model
 from loclab.nest.ir import Access, Loop, Node, Statement
 
@@ -120,7 +120,7 @@ class Remedies:
             return True  # unknown: copying out is always correct
         ordinals = {s.ordinal for s in loop.statements()}
         return any(int(m.get_tuple_name(isl.dim_type.in_)[1:]) in ordinals
-                   for m in _maps(flow.get_may_dependence()))
+                   for m in union_maps(flow.get_may_dependence()))
 
     # -- privatization ----------------------------------------------------------------------
     def privatization(self, loop: Loop, key: str) -> Remedy | None:
@@ -158,7 +158,7 @@ class Remedies:
             return False
         inside = {s.ordinal for s in loop.statements()}
         same = " and ".join(f"x{k} = y{k}" for k in range(loop.depth + 1))
-        for dependence in _maps(flow.get_may_dependence()):
+        for dependence in union_maps(flow.get_may_dependence()):
             source = dependence.get_tuple_name(isl.dim_type.in_)
             sink = dependence.get_tuple_name(isl.dim_type.out)
             if int(source[1:]) not in inside:
@@ -354,12 +354,6 @@ def reduction_operator(statements: list[Statement], key: str,
                             for a, b in carried):
         return None
     return ops.pop()
-
-
-def _maps(union: "isl.UnionMap") -> list["isl.Map"]:
-    """The maps of a union map (one per pair of statements)."""
-    maps = union.get_map_list()
-    return [maps.get_at(k) for k in range(maps.n_map())]
 
 
 def _symbols(access: Access) -> set[str]:

@@ -25,7 +25,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from loclab.deps.dependences import (Dependence, Use, compute_dependences,
-                                     dependence_relations, direction_vectors)
+                                     dependence_relations, direction_vectors, union_maps)
 from loclab.deps.model import Model
 from loclab.deps.remedies import reduction_operator
 from loclab.nest.ir import common_loops
@@ -260,6 +260,27 @@ class Checker:
                     f"{self.model.header}{{ {self.schedule.instance(statement, placed)} }}"))
         return out
 
+    def relations_within(self, node: LoopNode) -> list[tuple[Use, Use, "isl.UnionMap"]]:
+        """The relations between copies that both lie inside a loop of the tree (every
+        instance of a copy inside it is: its unit is), the others' maps dropped before any
+        isl work on them: a step on one nest of a long function asks about that nest
+        only, and 2mm's second product, register-tiled, asked about the first's sixteen
+        copies too."""
+        import islpy as isl
+
+        inside = {f"u{self.schedule.by_unit[id(unit)].number}" for unit in node.units()}
+        out = []
+        for first, second, copies in self.relations:
+            maps = [m for m in union_maps(copies)
+                    if _unit(m.get_tuple_name(isl.dim_type.in_)) in inside
+                    and _unit(m.get_tuple_name(isl.dim_type.out)) in inside]
+            if maps:
+                union = isl.UnionMap.from_map(maps[0])
+                for more in maps[1:]:
+                    union = union.union(isl.UnionMap.from_map(more))
+                out.append((first, second, union))
+        return out
+
     def same_execution(self, copies: "isl.UnionMap", node: LoopNode) -> "isl.UnionMap":
         """The pairs whose times agree on every level outside the loop (one execution)."""
         import islpy as isl
@@ -288,7 +309,7 @@ class Checker:
         groups: dict[str, list[tuple[Use, Use, isl.UnionMap]]] = {}
         witnesses: dict[str, dict[str, int]] = {}
         inside = self.within(node)
-        for first, second, copies in self.relations:
+        for first, second, copies in self.relations_within(node):
             copies = copies.intersect_domain(inside).intersect_range(inside)
             pairs = self.timed(copies).intersect(carried_at)
             if not pairs.is_empty():
@@ -351,3 +372,7 @@ def evaluate(expression: str, xs: list[int], params: dict[int, int], model: Mode
                     f"{fixed or 'true'}) }}")
     return int(value.sample_point().get_coordinate_val(isl.dim_type.set, 0).to_python())
 
+
+def _unit(instance_name: str) -> str:
+    """``u3`` of ``S5u3``: the copy an instance belongs to."""
+    return "u" + instance_name.split("u")[-1]

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from loclab.deps.dependences import union_maps
 from loclab.nest.ir import Loop, Variable
 from loclab.transform.recipe import Step
 from loclab.transform.steps import (Applied, Context, expect_args, find_loop, no_keywords,
@@ -122,18 +123,13 @@ def _graph(program: Program, node: LoopNode, context: Context):
             child_of[checker.schedule.by_unit[id(unit)].number] = index
     graph = nx.DiGraph()
     graph.add_nodes_from(range(len(node.body)))
-    for _, _, copies in checker.relations:
-        for pair in _maps(checker.same_execution(copies, node)):
+    for _, _, copies in checker.relations_within(node):
+        for pair in union_maps(checker.same_execution(copies, node)):
             source = _unit_number(pair.get_tuple_name(isl.dim_type.in_))
             sink = _unit_number(pair.get_tuple_name(isl.dim_type.out))
             if source in child_of and sink in child_of:
                 graph.add_edge(child_of[source], child_of[sink])
     return graph
-
-
-def _maps(union: "isl.UnionMap") -> list["isl.Map"]:
-    maps = union.get_map_list()
-    return [maps.get_at(k) for k in range(maps.n_map())]
 
 
 def _unit_number(name: str) -> int:
