@@ -495,3 +495,34 @@ def test_a_loop_a_scratch_row_keeps_sequential_names_the_copy_back_remedy() -> N
                                           "iteration writes all that any iteration writes"):
         transform(doitgen.read_text(), "parallel(r@3)")
     assert transform(doitgen.read_text(), "privatize(total, r); parallel(r)").steps[0].legal
+
+
+CSR_ROWS = """
+def csr(indptr, indices, data, x, y, N):
+    for i in range(N):
+        total = 0.0
+        for k in range(indptr[i], indptr[i + 1]):
+            total += data[k] * x[indices[k]]
+        y[i] = total
+"""
+
+
+def test_a_sparse_row_loop_is_parallel_once_its_sum_is_privatized() -> None:
+    """The row's loop runs between data-dependent bounds, kept as written as one block:
+    its iterations keep their order inside the block's time (they once shared one, and the
+    sum's own dependences looked broken: privatize(total) was refused)."""
+    result = transform(CSR_ROWS, "privatize(total); parallel(i)")
+    assert result.steps[1].reason == "i carries no dependence"
+    rng = np.random.default_rng(3)
+    indptr = np.concatenate([[0], np.cumsum(rng.integers(0, 5, 40))])
+    indices = rng.integers(0, 40, int(indptr[-1]))
+    data, x = rng.random(int(indptr[-1])), rng.random(40)
+    namespace: dict = {}
+    exec(CSR_ROWS, namespace)
+    expected, actual = np.full(40, np.nan), np.full(40, np.nan)
+    namespace["csr"](indptr, indices, data, x, expected, 40)
+    result.compile()(indptr, indices, data, x, actual, 40)
+    assert np.array_equal(expected, actual)
+    with pytest.raises(IllegalStep, match=r"parallel\(i\) is illegal: i carries D1 S1->S1 WAW "
+                                          "on total"):
+        transform(CSR_ROWS, "parallel(i)")

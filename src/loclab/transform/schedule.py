@@ -202,10 +202,13 @@ def _simplified(out: "isl.UnionMap", domain: str, schedule: str) -> "isl.UnionMa
 
 def _inner_times(statement: Statement, unit: Unit, top: list[IrNode]) -> list[str]:
     """The statement's time inside a block kept as written (positions and its inner loops'
-    variables below the unit's loops); a plain statement unit adds nothing."""
-    if len(unit.statements) == 1:
-        return []
+    variables below the unit's loops); a plain statement unit adds nothing. A block of one
+    statement inside loops of its own (a CSR row's ``for k in range(indptr[i], ...)``) has
+    their times too: without them two of its iterations ran at one time, and a dependence
+    between them looked broken (privatize(total) was refused for a CSR matvec)."""
     depth = len(unit.loops)
+    if len(unit.statements) == 1 and len(statement.loops) == depth:
+        return []
     path = _ir_path(statement, top)
     times = [str(path[depth])]
     for level in range(depth, len(statement.loops)):
