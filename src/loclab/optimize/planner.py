@@ -404,12 +404,12 @@ def distributed_plans(context: Context, top: Loop) -> list[NestPlan]:
     ``s = 0.0``, ``for k: s += ...``, ``C[i, j] = s``; 2mm's ``tmp[i, j] = 0.0`` beside
     ``for k: tmp[i, j] += ...``; covariance's division and mirror after its sum), or its body
     is loop chains alone (gemm's ``for j: C[i, j] *= beta`` before ``for k: for j: ...``):
-    the scalars among them expanded over the band, the band distributed (a nest for each statement or chain
-    beside the one with the most work, one for that chain), and that nest, the band and the
-    chain together, in its best orders by locality, tiled or not, its outermost loop
-    parallel; only where some order of it has better locality than the one as written. The
-    transformer judges every step; the copies of a distributed loop are named by the line of
-    the chain's first statement."""
+    the scalars among them expanded over the band, the band distributed (a nest for each
+    statement or chain beside the one with the most work, one for that chain), and that
+    nest, the band and the chain together, in its best orders by locality, tiled or not, its
+    outermost loop parallel; only where some order of it has better locality than the one as
+    written. The transformer judges every step; the copies of a distributed loop are named by
+    the line of the chain's first statement."""
     band = _band_at(context.analysis, top)
     below = [c for c in band[-1].body if isinstance(c, Loop)]
     around = [c for c in band[-1].body if not isinstance(c, Loop)]

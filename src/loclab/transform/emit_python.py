@@ -288,7 +288,6 @@ class _Emitter:
         reduction = self.atomic(unit, loops)
         if reduction is not None and self.out.numba:
             syntax = _Atomic(reduction, unit).visit(syntax)
-            ast.fix_missing_locations(syntax)
             self.atomics = True
         for item in loops:
             if item.node.chunks is None or not self.out.numba:

@@ -29,7 +29,7 @@ from loclab.deps.dependences import (Dependence, Use, compute_dependences,
 from loclab.deps.model import Model
 from loclab.deps.remedies import reduction_operator
 from loclab.nest.ir import common_loops
-from loclab.transform.schedule import Placed, Schedule
+from loclab.transform.schedule import Placed, Schedule, unit_number
 from loclab.transform.tree import LoopNode, Program
 
 if TYPE_CHECKING:
@@ -245,7 +245,7 @@ class Checker:
         return tuple(signs), tuple(node.name for node in shared), sizes
 
     def _placed(self, instance_name: str) -> Placed:
-        number = int(instance_name.split("u")[-1])
+        number = unit_number(instance_name)
         return self.schedule.placed[number]
 
     def within(self, node: LoopNode) -> "isl.UnionSet":
@@ -268,12 +268,12 @@ class Checker:
         copies too."""
         import islpy as isl
 
-        inside = {f"u{self.schedule.by_unit[id(unit)].number}" for unit in node.units()}
+        inside = {self.schedule.by_unit[id(unit)].number for unit in node.units()}
         out = []
         for first, second, copies in self.relations:
             maps = [m for m in union_maps(copies)
-                    if _unit(m.get_tuple_name(isl.dim_type.in_)) in inside
-                    and _unit(m.get_tuple_name(isl.dim_type.out)) in inside]
+                    if unit_number(m.get_tuple_name(isl.dim_type.in_)) in inside
+                    and unit_number(m.get_tuple_name(isl.dim_type.out)) in inside]
             if maps:
                 union = isl.UnionMap.from_map(maps[0])
                 for more in maps[1:]:
@@ -371,8 +371,3 @@ def evaluate(expression: str, xs: list[int], params: dict[int, int], model: Mode
     value = isl.Set(f"{model.header}{{ [v] : exists ({coords} : v = {expression} and "
                     f"{fixed or 'true'}) }}")
     return int(value.sample_point().get_coordinate_val(isl.dim_type.set, 0).to_python())
-
-
-def _unit(instance_name: str) -> str:
-    """``u3`` of ``S5u3``: the copy an instance belongs to."""
-    return "u" + instance_name.split("u")[-1]

@@ -200,6 +200,12 @@ def _simplified(out: "isl.UnionMap", domain: str, schedule: str) -> "isl.UnionMa
     return out.union(isl.UnionMap.from_map(simple))
 
 
+def unit_number(instance_name: str) -> int:
+    """3 of ``S5u3``: the copy (placed unit) an instance belongs to (``Schedule.instance``
+    names them)."""
+    return int(instance_name.split("u")[-1])
+
+
 def _inner_times(statement: Statement, unit: Unit, top: list[IrNode]) -> list[str]:
     """The statement's time inside a block kept as written (positions and its inner loops'
     variables below the unit's loops); a plain statement unit adds nothing. A block of one

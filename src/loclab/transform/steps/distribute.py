@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from loclab.deps.dependences import union_maps
 from loclab.nest.ir import Loop, Variable
 from loclab.transform.recipe import Step
+from loclab.transform.schedule import unit_number
 from loclab.transform.steps import (Applied, Context, expect_args, find_loop, no_keywords,
                                     replace_node)
 from loclab.transform.tree import LoopNode, Node, Private, Program, units_of
@@ -125,12 +126,8 @@ def _graph(program: Program, node: LoopNode, context: Context):
     graph.add_nodes_from(range(len(node.body)))
     for _, _, copies in checker.relations_within(node):
         for pair in union_maps(checker.same_execution(copies, node)):
-            source = _unit_number(pair.get_tuple_name(isl.dim_type.in_))
-            sink = _unit_number(pair.get_tuple_name(isl.dim_type.out))
+            source = unit_number(pair.get_tuple_name(isl.dim_type.in_))
+            sink = unit_number(pair.get_tuple_name(isl.dim_type.out))
             if source in child_of and sink in child_of:
                 graph.add_edge(child_of[source], child_of[sink])
     return graph
-
-
-def _unit_number(name: str) -> int:
-    return int(name.split("u")[-1])

@@ -14,10 +14,10 @@ Anything else names the dependence and what would remove it.
 
 from __future__ import annotations
 
-from loclab.transform.legality import Carried
-from loclab.transform.recipe import Step
 from dataclasses import replace
 
+from loclab.transform.legality import Carried
+from loclab.transform.recipe import Step
 from loclab.transform.steps import (Applied, Context, IllegalStep, expect_args, find_loops,
                                     reductions_of, switch, witness)
 from loclab.transform.tree import Chunks, LoopNode, Program, Reduction
