@@ -441,6 +441,32 @@ def array_reduction_nests(draw: Draw) -> str:
             + "\n".join(body) + "\n    return s\n")
 
 
+@st.composite
+def contraction_nests(draw: Draw) -> str:
+    """Three loops updating ``C`` with a product of two 2-D reads whose subscripts are drawn
+    from the loops (matrix products and their transposes: ``A[j, k]`` down a column as
+    ``j`` runs), the inner bound sometimes triangular, the operands sometimes ``C`` itself
+    or an array written beside (look-alikes the packer must leave alone), a scaling loop
+    before or not: contractions, packed or not."""
+    order = draw(st.permutations(["i", "j", "k"]))
+    inner = draw(st.sampled_from(["range(N)", "range(N)", f"range({order[0]} + 1)",
+                                  f"range({order[1]}, N)"]))
+    target = draw(st.sampled_from(["C[i, j]", "C[j, i]", "C[i, j]"]))
+    pairs = ["i, k", "k, i", "j, k", "k, j"]
+    left = draw(st.sampled_from(["A[" + p + "]" for p in pairs] + ["C[k, j]"]))
+    right = draw(st.sampled_from(["B[" + p + "]" for p in pairs] + ["A[j, k]"]))
+    update = f"{target} += alpha * {left} * {right}"
+    lines = ["def f(A, B, C, alpha, N):"]
+    if draw(st.booleans()):
+        lines += ["    for i in range(N):", "        for j in range(N):",
+                  "            C[i, j] *= 0.5"]
+    lines += [f"    for {order[0]} in range(N):", f"        for {order[1]} in range(N):",
+              f"            for {order[2]} in {inner}:", f"                {update}"]
+    if draw(st.sampled_from([False, False, True])):
+        lines.append(f"                B[{order[0]}, {order[2]}] = C[i, j]")
+    return "\n".join(lines) + "\n"
+
+
 # --------------------------------------------------------------------------- interpreter
 
 

@@ -102,6 +102,21 @@ def test_a_band_whose_body_is_nests_is_distributed_to_tile_the_deepest():
     assert result.verify(NI=19, NJ=21, NK=23).ok
 
 
+def test_a_distributed_band_whose_outer_loop_carries_a_dependence_runs_an_inner_one():
+    """trmm's row ``i`` reads rows later iterations update (a WAR ``i`` carries): once
+    distributed, the product nest runs ``j`` in parallel, in its tile loop inside the
+    sequential ones, rather than being refused whole (before: the nest stayed as written,
+    ``j`` parallel over the unit-stride-less order, 2.4x against 5.3x now on 2 cores)."""
+    chosen, result = kept(Path(__file__).parent / "data" / "kernels" / "trmm.py", "trmm",
+                          M=64, N=72)
+    (nest,) = chosen
+    assert nest.plan.level == "distributed"
+    assert "parallel(jj@4)" in texts(nest)
+    assert "j carries no dependence (run in parallel inside i, which carries D2 WAR on B " \
+        in nest.plan.parallel[0][1]
+    assert result.verify(M=19, N=21).ok and result.verify(M=3, N=2).ok
+
+
 # 2mm's first product: an array element set beside the loop that sums into it
 FIRST_OF_TWO_MM = """
 def product(tmp, A, B, alpha, NI, NJ, NK):

@@ -306,6 +306,58 @@ def test_copying_removes_a_war_and_staging_reads_a_slice() -> None:
         transform(MATMUL, "privatize(tmp); stage(B, j); interchange(i, j)")
 
 
+SYRK = '''
+def syrk(A, C, alpha, M, N):
+    for i in range(N):
+        for k in range(M):
+            for j in range(i + 1):
+                C[i, j] += alpha * A[i, k] * A[j, k]
+'''
+
+
+@pytest.mark.parametrize("emit", ["python", "numba"])
+def test_staging_using_a_loop_packs_only_the_reads_that_move_with_it(emit: str) -> None:
+    """BLIS's packing as a step: ``A[j, k]`` (down a column as ``j`` runs) is copied panel by
+    panel, transposed; ``A[i, k]``, the same in every iteration of ``jj``, stays on ``A``
+    (one box for both would span every row between the two tiles). Under Numba the buffer
+    is allocated once per iteration of the parallel loop, at the tile's shape, and filled by
+    loops."""
+    recipe = ("tile(i=8, k=8, j=8); unroll(k, 4, jam=True); "
+              "stage(A, jj, transpose=True, using=j); parallel(ii)")
+    result = transform(SYRK, recipe, emit=emit, assume_distinct=True)
+    kept, packed = (("A[uintp(i), uintp(k)]", "A[uintp(j), uintp(k)]") if emit == "numba"
+                    else ("A[i, k]", "A[j, k]"))
+    assert kept in result.source and packed not in result.source
+    assert result.steps[2].reason.startswith("A is only read inside jj: each iteration "
+                                             "A[j, k] reads its slice from A_jj, kept "
+                                             "transposed")
+    if emit == "numba":
+        assert "A_jj = np.empty((8, 8,), dtype=A.dtype)" in result.source
+        assert result.source.index("A_jj = np.empty") > result.source.index("prange")
+        assert "A_jj[uintp(A_jj_i1 - A_jj_lo1), uintp(A_jj_i0 - A_jj_lo0)] = " \
+               "A[A_jj_i0, A_jj_i1]" in result.source
+    else:
+        assert "].T.copy()" in result.source
+    for sizes in ({"M": 13, "N": 21}, {"M": 3, "N": 5}, {"M": 8, "N": 16}):
+        assert result.verify(**sizes).ok, sizes
+
+
+def test_staging_using_a_loop_is_refused_where_it_names_no_read() -> None:
+    for recipe, message in [
+            ("tile(i=8, k=8, j=8); stage(A, jj, using=ii)", "ii is not a loop inside jj@"),
+            ("tile(i=8, k=8, j=8); stage(C, kk, using=k)", "no read of C inside kk@4 "
+                                                            "moves with k"),
+            ("tile(i=8, k=8, j=8); stage(C, kk, using=j)", "C is written inside kk"),
+            ("tile(i=8, k=8, j=8); stage(A, ii, using=q)", "q"),
+            ("tile(i=8, k=8, j=8); stage(A, jj, using=True)", "unknown option using=True")]:
+        with pytest.raises((UsageError, IllegalStep), match=re.escape(message)):
+            transform(SYRK, recipe)
+    only_i = "def f(A, B, N):\n    for i in range(N):\n        for j in range(N):\n" \
+             "            B[i, j] = A[i, 0] * 2\n"
+    with pytest.raises(UsageError, match=re.escape("no read of A inside i@2 moves with j")):
+        transform(only_i, "stage(A, i, using=j)")
+
+
 def test_a_block_loclab_cannot_express_is_kept_as_written_and_said() -> None:
     source = ("def f(A, X, N):\n    for i in range(N):\n        if X[i] > 0:\n"
               "            A[i] = A[i] + 1\n")

@@ -138,6 +138,7 @@ def plan(source: str, function: str | None = None, *, filename: str = "<source>"
     from loclab.optimize.build import Source
     from loclab.optimize.copies import with_copies
     from loclab.optimize.measure import timing_sizes
+    from loclab.optimize.packing import with_packs
     from loclab.optimize.pieces import piece_plans
     from loclab.optimize.planner import Context, loop_extents, plan_nest, top_loops
 
@@ -153,7 +154,8 @@ def plan(source: str, function: str | None = None, *, filename: str = "<source>"
                       loop_extents(analysis, sizes), element_bytes, cpu.l1d_bytes,
                       cpu.l2_bytes, threads or numba.get_num_threads())
     return Planned(code, as_written, sizes,
-                   [_with_pieces(with_copies(context, plan_nest(context, top)),
+                   [_with_pieces(with_copies(context, with_packs(context,
+                                                                 plan_nest(context, top))),
                                  piece_plans(code, context, top))
                     for top in top_loops(analysis)], context)
 
@@ -347,6 +349,8 @@ def _nest_result(chosen: Any, tiles: Mapping[str, int], tuned: bool) -> NestResu
                                              f", {size} by measurement" if tuned else "")))
     reasons += [(str(d.step), d.reason) for d in (*plan.after, *plan.registers, *plan.lanes)
                 if d.step]
+    staged = [str(s) for s in chosen.steps if s.name == "stage"]
+    reasons += [(step, pack.reason) for step, pack in zip(staged, plan.packs)]
     parallel_steps = [str(s) for s in chosen.steps if s.name == "parallel"]
     reasons += [(step, why) for step, (_, why) in zip(parallel_steps, plan.parallel)]
     loops = tuple(loop.var for loop in plan.top.statements()[0].loops) \

@@ -12,11 +12,14 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loclab.errors import UsageError
 from loclab.optimize.planner import NestPlan
 from loclab.transform.recipe import Step, make_step
+
+if TYPE_CHECKING:
+    from loclab.optimize.packing import Pack
 
 
 @dataclass(frozen=True)
@@ -85,10 +88,18 @@ def plan_steps(source: Source, done: Sequence[Step], plan: NestPlan,
         tile_loops = {(node.origin.var, node.origin.line): node.label
                       for node in program.loops() if node.tile}
     steps += [d.step for d in (*plan.after, *plan.registers, *plan.lanes) if d.step]
+    steps += [pack_step(plan, pack, tile_loops) for pack in plan.packs]
     steps += [make_step("parallel", tile_loops.get((loop.var, loop.line), plan.name(loop)),
                         keywords=[("copies", True)] if loop in plan.copies else [])
               for loop, _ in plan.parallel]
     return steps
+
+
+def pack_step(plan: NestPlan, pack: "Pack", tile_loops: Mapping[tuple[str, int], str]) -> Step:
+    """``stage(A, jj, transpose=True, using=j)``: the pack's reads staged at the tile loop
+    of its loop."""
+    return make_step("stage", pack.array, tile_loops[(pack.loop.var, pack.loop.line)],
+                     keywords=[("transpose", True), ("using", plan.name(pack.loop))])
 
 
 def choose(source: Source, plans: Sequence[Sequence[NestPlan]],

@@ -88,13 +88,16 @@ def footprint(accesses: list[ArrayAccess], band: tuple[Loop, ...], tile: int,
 
 def choose_tile(accesses: list[ArrayAccess], band: tuple[Loop, ...],
                 extents: Mapping[str, int], element_bytes: int, l1_bytes: int,
-                l2_bytes: int, threads: int = 1) -> TileChoice:
-    """The largest tile of ``TILE_SIZES`` whose data fits half the L1, else half the L2;
-    no larger than leaves each of ``threads`` a tile of the band's outermost loop (the
-    parallel one: 1024 rows in tiles of 128 would keep 8 of 16 cores busy)."""
+                l2_bytes: int, threads: int = 1, l2_only: bool = False) -> TileChoice:
+    """The largest tile of ``TILE_SIZES`` whose data fits half the L1, else half the L2
+    (only the L2 where ``l2_only``: a packed panel, whose copy a larger tile pays for over
+    more iterations); no larger than leaves each of ``threads`` a tile of the band's
+    outermost loop (the parallel one: 1024 rows in tiles of 128 would keep 8 of 16 cores
+    busy)."""
     outermost = max(extents.get(band[0].var, 1), 1)
     shared = [t for t in TILE_SIZES if -(-outermost // t) >= threads] or [TILE_SIZES[0]]
-    for cache, capacity in (("L1", l1_bytes), ("L2", l2_bytes)):
+    caches = (("L1", l1_bytes), ("L2", l2_bytes))
+    for cache, capacity in caches[1:] if l2_only else caches:
         fitting = [t for t in TILE_SIZES
                    if footprint(accesses, band, t, extents) * element_bytes <= capacity // 2]
         if fitting and (fitting[-1] >= SMALLEST_L1_TILE or cache == "L2"):

@@ -167,7 +167,8 @@ class Buffer:
     loop: LoopNode
     name: str  # the buffer's name
     transposed: bool = False  # a 2-D slice kept column by column (``transpose=True``)
-    # copy: the reads that read the copy, as written (empty: every read of the array)
+    # the reads that read the buffer, as written (empty: every read of the array): copy's
+    # reads that see no write of the loop, stage's ``using=`` reads
     reads: frozenset[str] = frozenset()
 
     def serves(self, text: str) -> bool:
