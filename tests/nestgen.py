@@ -447,10 +447,10 @@ def contraction_nests(draw: Draw) -> str:
     from the loops (matrix products and their transposes: ``A[j, k]`` down a column as
     ``j`` runs), the inner bound sometimes triangular, the operands sometimes ``C`` itself
     or an array written beside (look-alikes the packer must leave alone), a scaling loop
-    before or not: contractions, packed or not."""
+    before or a scaling after the sum (trmm's) or neither: contractions, packed or not."""
     order = draw(st.permutations(["i", "j", "k"]))
     inner = draw(st.sampled_from(["range(N)", "range(N)", f"range({order[0]} + 1)",
-                                  f"range({order[1]}, N)"]))
+                                  f"range({order[1]}, N)", f"range({order[0]} + 1, N)"]))
     target = draw(st.sampled_from(["C[i, j]", "C[j, i]", "C[i, j]"]))
     pairs = ["i, k", "k, i", "j, k", "k, j"]
     left = draw(st.sampled_from(["A[" + p + "]" for p in pairs] + ["C[k, j]"]))
@@ -464,6 +464,8 @@ def contraction_nests(draw: Draw) -> str:
               f"            for {order[2]} in {inner}:", f"                {update}"]
     if draw(st.sampled_from([False, False, True])):
         lines.append(f"                B[{order[0]}, {order[2]}] = C[i, j]")
+    if draw(st.booleans()):  # trmm's scaling after the sum: a band around one loop chain
+        lines.append(f"            {target} = alpha * {target}")
     return "\n".join(lines) + "\n"
 
 

@@ -104,16 +104,19 @@ def test_a_band_whose_body_is_nests_is_distributed_to_tile_the_deepest():
 
 def test_a_distributed_band_whose_outer_loop_carries_a_dependence_runs_an_inner_one():
     """trmm's row ``i`` reads rows later iterations update (a WAR ``i`` carries): once
-    distributed, the product nest runs ``j`` in parallel, in its tile loop inside the
-    sequential ones, rather than being refused whole (before: the nest stayed as written,
-    ``j`` parallel over the unit-stride-less order, 2.4x against 5.3x now on 2 cores)."""
+    distributed, the product nest runs ``j`` in parallel, its tile loop leading the tile
+    loops, the point loops in the order of unit strides (i, k, j), rather than being
+    refused whole (before: the nest stayed as written, ``j`` parallel over an order with no
+    unit-stride access)."""
     chosen, result = kept(Path(__file__).parent / "data" / "kernels" / "trmm.py", "trmm",
                           M=64, N=72)
     (nest,) = chosen
     assert nest.plan.level == "distributed"
+    assert "permute(i@6, k@6, j@6)" in texts(nest)
+    assert any(t.startswith("tile(j@6=") for t in texts(nest))
     assert "parallel(jj@4)" in texts(nest)
-    assert "j carries no dependence (run in parallel inside i, which carries D2 WAR on B " \
-        in nest.plan.parallel[0][1]
+    assert "j carries no dependence (its tile loop first, outside i's, which carries D2 " \
+           "WAR on B " in nest.plan.parallel[0][1]
     assert result.verify(M=19, N=21).ok and result.verify(M=3, N=2).ok
 
 

@@ -71,6 +71,9 @@ class TiledBand:
     choice: TileChoice
     reuse: Reuse
     names: tuple[tuple[str, str], ...] = ()  # a loop's name in the recipe, where not label()
+    # the loop whose tile loop leads the tile loops (the parallel one, where the band's
+    # outermost carries a dependence: trmm's jj outside ii and kk); None: the band's order
+    lead: Loop | None = None
 
     @property
     def key(self) -> str:
@@ -79,8 +82,10 @@ class TiledBand:
 
     def step(self, tile: int) -> Step:
         names = dict(self.names)
+        loops = self.loops if self.lead is None else (
+            self.lead, *(loop for loop in self.loops if loop is not self.lead))
         return make_step("tile", keywords=[(names.get(label(loop), label(loop)), tile)
-                                           for loop in self.loops])
+                                           for loop in loops])
 
 
 @dataclass(frozen=True)
@@ -475,12 +480,13 @@ def distributed_plans(context: Context, top: Loop) -> list[NestPlan]:
         target = _distributed_target(context, order)
         outer = order[0]
         why = ((target, f"{target.var} (outermost) carries no dependence once distributed"
-                if target is outer else f"{target.var} carries no dependence (run in "
-                f"parallel inside {outer.var}, which carries "
+                if target is outer else f"{target.var} carries no dependence (its tile loop "
+                f"first, outside {outer.var}'s, which carries "
                 f"{_first_carried(context.report(outer))})"),)
         choice = choose_tile(accesses, order, context.extents, context.element_bytes,
                              context.l1_bytes, context.l2_bytes, context.threads)
-        tiled = TiledBand(order, choice, band_reuse(accesses, loops, order), names)
+        tiled = TiledBand(order, choice, band_reuse(accesses, loops, order), names,
+                          None if target is outer else target)
         summed = {loop: f"{', '.join(scalars)} (expanded)" for loop in chain} if scalars \
             else {}
         plans.append(NestPlan(top, "distributed", tuple(steps), tiled, (), why, (), names,
@@ -498,8 +504,9 @@ def _first_carried(report: LoopReport) -> str:
 def _distributed_target(context: Context, order: tuple[Loop, ...]) -> Loop:
     """The loop of a distributed band to run in parallel: the outermost, unless it carries a
     dependence distribution keeps (trmm's ``i``: row ``i`` reads rows later iterations
-    update) and a loop inside it carries none (trmm's ``j``: run in parallel in its tile
-    loop, inside the sequential ones); the transformer judges either way."""
+    update) and a loop inside it carries none (trmm's ``j``: its tile loop leads the tile
+    loops, the point loops keep their order for locality); the transformer judges either
+    way."""
     free = [loop for loop in order if context.report(loop).parallel]
     return order[0] if order[0] in free or not free else free[0]
 
