@@ -469,6 +469,29 @@ def contraction_nests(draw: Draw) -> str:
     return "\n".join(lines) + "\n"
 
 
+@st.composite
+def inner_order_nests(draw: Draw) -> str:
+    """doitgen's shape and its look-alikes: an outer loop over ``r`` holding a loop over
+    ``p`` with a statement or none beside an inner loop over ``s`` (its bound sometimes
+    triangular) that sums a product into a row, a scalar, or ``A`` itself, read down a
+    column or along a row; the row written back after or not: inner nests to reorder under
+    a parallel loop, or to leave alone."""
+    inner = draw(st.sampled_from(["range(M)", "range(M)", "range(p)", "range(p, M)"]))
+    target = draw(st.sampled_from(["T[p]", "T[p]", "B[r, p]", "T[s]", "A[r, p]"]))
+    operand = draw(st.sampled_from(["C[s, p]", "C[p, s]", "C[s, p] * T[s]", "A[r, s]"]))
+    before = draw(st.sampled_from([f"{target} = 0.0", "", "t = 1.0", f"{target} = A[r, p]"]))
+    lines = ["def f(A, B, C, T, N, M):", "    t = 0.0", "    for r in range(N):",
+             "        for p in range(M):"]
+    if before:
+        lines.append(f"            {before}")
+    lines += [f"            for s in {inner}:", f"                {target} += A[r, s] * {operand}"]
+    if before == "t = 1.0":
+        lines.append("                t += C[s, p]")
+    if draw(st.booleans()):
+        lines += ["        for p in range(M):", "            A[r, p] = T[p]"]
+    return "\n".join(lines + ["    return t"]) + "\n"
+
+
 # --------------------------------------------------------------------------- interpreter
 
 

@@ -137,6 +137,7 @@ def plan(source: str, function: str | None = None, *, filename: str = "<source>"
     from loclab.hw import detect_cpu
     from loclab.optimize.build import Source
     from loclab.optimize.copies import with_copies
+    from loclab.optimize.inner import with_inner_orders
     from loclab.optimize.measure import timing_sizes
     from loclab.optimize.packing import with_packs
     from loclab.optimize.pieces import piece_plans
@@ -154,9 +155,8 @@ def plan(source: str, function: str | None = None, *, filename: str = "<source>"
                       loop_extents(analysis, sizes), element_bytes, cpu.l1d_bytes,
                       cpu.l2_bytes, threads or numba.get_num_threads())
     return Planned(code, as_written, sizes,
-                   [_with_pieces(with_copies(context, with_packs(context,
-                                                                 plan_nest(context, top))),
-                                 piece_plans(code, context, top))
+                   [_with_pieces(with_copies(context, with_packs(context, with_inner_orders(
+                       context, plan_nest(context, top)))), piece_plans(code, context, top))
                     for top in top_loops(analysis)], context)
 
 

@@ -441,7 +441,7 @@ def distributed_plans(context: Context, top: Loop) -> list[NestPlan]:
     nests_alone = len(below) >= 2 and not around
     if not (around_one_chain or nests_alone):
         return []
-    chains = [_chain(loop) for loop in below]
+    chains = [chain_of(loop) for loop in below]
     if any(not chain[-1].body or any(isinstance(c, Loop) for c in chain[-1].body)
            for chain in chains):
         return []
@@ -511,7 +511,7 @@ def _distributed_target(context: Context, order: tuple[Loop, ...]) -> Loop:
     return order[0] if order[0] in free or not free else free[0]
 
 
-def _chain(loop: Loop) -> list[Loop]:
+def chain_of(loop: Loop) -> list[Loop]:
     """``loop`` and the loops each alone in the body of the one before."""
     chain = [loop]
     while len(chain[-1].body) == 1 and isinstance(chain[-1].body[0], Loop):
