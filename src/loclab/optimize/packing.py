@@ -14,7 +14,9 @@ same order), so the result is bit-identical.
 A read qualifies where it is 2-D, affine, strided in the innermost loop and unit-stride once
 transposed, its array is not written anywhere in the nest (a copy would go stale) and some
 loop of the band leaves it invariant (otherwise every copied element is read once: the copy
-costs what it saves). The planner offers the packed plan before the same plan unpacked; the
+costs what it saves); and only where the innermost loop writes a new element each iteration
+(one that sums into an element, gemm's ``k`` in the order ``i, j, k``, runs no vector loop
+for the packed panel to feed, without leave to reorder the sum). The planner offers the packed plan before the same plan unpacked; the
 search measures both.
 """
 
@@ -73,6 +75,9 @@ def band_packs(context: Context, top: Loop, band: TiledBand) -> tuple[Pack, ...]
     inner = order[-1]
     statements = [s for s in top.statements() if s.loops and s.loops[-1] in order]
     written = {a.variable.key for s in top.statements() for a in s.accesses if a.write}
+    if any(a.access.write and stride(a.access.subscripts, inner.var) == "invariant"
+           for a in array_accesses(context.model, statements)):
+        return ()  # the innermost loop sums into one element: no vector loop to feed
     found: dict[str, list[ArrayAccess]] = {}
     for access in array_accesses(context.model, statements):
         if not access.access.write and access.access.variable.key not in written \
