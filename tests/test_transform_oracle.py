@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from loclab.errors import UsageError
 from loclab.transform import transform
+from loclab.transform.prefixes import PREFIXES
 from loclab.transform.steps import Context, IllegalStep
 from loclab.transform.verify import OriginalFailed
 from loclab.transform.storage import StorageError
@@ -107,12 +108,14 @@ def check_refusal(source: str, recipe: str, refusal: IllegalStep) -> None:
     refused = next(k for k, step in enumerate(steps) if str(refusal).startswith(step))
     original = Context.require_order
     try:
-        Context.require_order = lambda self, program, step: None  # type: ignore[assignment]
+        Context.require_order = (  # type: ignore[assignment]
+            lambda self, program, step, changed=(): None)
         unchecked = transform(source, "; ".join(steps[:refused + 1]))
     except (UsageError, StorageError, IllegalStep):
         return
     finally:
         Context.require_order = original  # type: ignore[assignment]
+        PREFIXES.clear()  # the unchecked states must not serve a checked run
     found = [reversed_pairs(source, unchecked.program, sizes, dependence.source_statement.line,
                             dependence.sink_statement.line, dependence.kind,
                             dependence.array)

@@ -217,6 +217,7 @@ def _run(origin: Origin, recipe: str | Sequence[Step], emit: str | None, languag
     from loclab.transform.emit import emit_code
     from loclab.transform.legality import Dependences
     from loclab.transform.output import header
+    from loclab.transform.prefixes import PREFIXES, State
     from loclab.transform.recipe import parse_recipe
     from loclab.transform.steps import Context, registry
 
@@ -236,12 +237,20 @@ def _run(origin: Origin, recipe: str | Sequence[Step], emit: str | None, languag
     gpu = next((step for step in steps if step.name in GPU_STEPS), None)
     if gpu is not None and emit != "cuda":
         raise UsageError(f"{gpu}: grid and block map loops onto a GPU: emit cuda")
-    program = _program(origin, language)
-    context = Context(Dependences(program.model), Remedies(program.model))
-    results: list[StepResult] = []
-    copied: str | None = None
-    mapped: str | None = None
-    for step in steps:
+    function = (origin.source, origin.filename, origin.function, origin.offset, language,
+                origin.include_dirs, tuple(sorted(origin.defines.items())))
+    texts = tuple(str(step) for step in steps)
+    done, state = PREFIXES.longest(function, texts)
+    if state is None:
+        program = _program(origin, language)
+        context = Context(Dependences(program.model), Remedies(program.model))
+        results: list[StepResult] = []
+        copied: str | None = None
+        mapped: str | None = None
+    else:
+        program, context, results = state.program, state.context, list(state.results)
+        copied, mapped = state.copied, state.mapped
+    for number, step in enumerate(steps[done:], done + 1):
         if copied is not None and step.name not in AFTER_COPIES:
             raise UsageError(f"{step}: loops cannot move once {copied} copies a slice for "
                              "them: reorder loops first")
@@ -255,6 +264,8 @@ def _run(origin: Origin, recipe: str | Sequence[Step], emit: str | None, languag
         applied = known[step.name].apply(program, step, context)
         program = applied.program
         results.append(StepResult(str(step), True, applied.reason))
+        PREFIXES.keep(function, texts[:number],
+                      State(program, context, tuple(results), copied, mapped))
     recipe_text = "; ".join(r.step for r in results)
     overlaps = [] if assume_distinct or not results else may_overlap(program.nest)
     as_written = _program(origin, language) if overlaps and language == "c" else None

@@ -8,6 +8,7 @@ why the step is legal. A step that would break a dependence raises :class:`Illeg
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -55,9 +56,15 @@ class Context:
     def checker(self, program: Program) -> Checker:
         return Checker(program, self.dependences)
 
-    def require_order(self, program: Program, step: Step) -> None:
-        """Refuse the step when the new tree breaks a dependence."""
-        violation = self.checker(program).violation()
+    def require_order(self, program: Program, step: Step,
+                      changed: Sequence[LoopNode] = ()) -> None:
+        """Refuse the step when the new tree breaks a dependence: of the top-level nests
+        that hold the statements of the ``changed`` loops (of the new tree or the one
+        before the step) where given, else of the whole function."""
+        moved = {id(s) for node in changed for unit in node.units() for s in unit.statements}
+        tops = [top for top in program.body if isinstance(top, LoopNode) and any(
+            id(s) in moved for unit in top.units() for s in unit.statements)]
+        violation = self.checker(program).violation(tops)
         if violation is not None:
             raise IllegalStep(f"{step} is illegal: {violation}{self.hint(violation)}",
                               violation)

@@ -64,7 +64,7 @@ def apply(program: Program, step: Step, context: Context) -> Applied:
             new.with_private(Private(variable, loops[-1], "expand", loops,
                                      new.expansion_name(variable, loops[0])))
             expanded.append(variable.name)
-    context.require_order(new, step)
+    context.require_order(new, step, pieces)
     shape = " | ".join(", ".join(_label(c) for c in p.body) for p in pieces)
     return Applied(new, f"{len(pieces)} loops ({shape}), every dependence forward"
                         + (f"; expanded {', '.join(expanded)}" if expanded else ""))

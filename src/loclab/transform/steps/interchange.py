@@ -31,7 +31,7 @@ def apply(program: Program, step: Step, context: Context) -> Applied:
     else:
         order = permuted(band, nodes, step)
     rebuild_band(new, band, order)
-    context.require_order(new, step)
+    context.require_order(new, step, order)
     names = ", ".join(n.name for n in order)
     return Applied(new, f"every dependence keeps its source first in the order ({names})")
 

@@ -30,7 +30,7 @@ def apply(program: Program, step: Step, context: Context) -> Applied:
                          f"({between} is between them)")
     tiles = [stripmine(new, node, size, None, step) for node, size in zip(points, sizes)]
     rebuild_band(new, band_of(new, tiles + band, step), tiles + band)
-    context.require_order(new, step)
+    context.require_order(new, step, tiles)
     shape = " x ".join(str(s) for s in sizes)
     return Applied(new, f"tiles of {shape}: every dependence keeps its source first with "
                         f"the tile loops ({', '.join(t.name for t in tiles)}) outside")

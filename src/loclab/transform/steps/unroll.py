@@ -52,7 +52,7 @@ def apply(program: Program, step: Step, context: Context) -> Applied:
         _unroll(new, node, factor, jam, guarded=trips is not None and trips <= factor)
     name = nodes[0].name
     if jam:
-        context.require_order(new, step)
+        context.require_order(new, step, nodes)
         return Applied(new, f"unroll-and-jam of {name} by {factor}: every dependence "
                             "keeps its source first with the copies innermost")
     return Applied(new, f"unrolling {name} by {factor} keeps every iteration in its "
