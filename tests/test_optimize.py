@@ -6,6 +6,7 @@ and by execution, the choices it makes by measurement, and its command line."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -376,9 +377,12 @@ def test_tuned_tiles_are_checked_stored_and_found_again(tmp_path, monkeypatch):
     assert first.search is not None and first.search.evaluated <= 3
     assert all(t.status == "valid" for t in first.search.trials)
     entries = json.loads(cache.read_text())["entries"]["a CPU"]
-    assert "optimize/recipes.py::transpose" in entries
+    (variant,) = entries
+    assert variant.startswith("optimize/recipes.py::transpose#")
     again = tune()
     assert again.search is None and again.tiles == first.tiles and again.cached
+    other = [replace(plans[0], parallel=())]  # another recipe: its own tiles
+    assert search.cache_variant(found.code, other) != variant.removeprefix("optimize/")
 
 
 def test_an_original_numba_refuses_is_optimized_and_verified_as_python(monkeypatch, tmp_path):

@@ -8,12 +8,13 @@ kept (``fastest_recipe``). Then its tiles: the cache model's tile of each band i
 configuration; the local search of ``loclab tune`` steps one band's tile one size up or down
 the list while that is faster (``tune_tiles``). A configuration whose output differs is never
 kept. The best tiles are stored in the tuning cache under this CPU,
-``optimize/FILE::FUNCTION`` and the sizes, where the next ``loclab optimize`` of the same
-function at the same sizes finds them.
+``optimize/FILE::FUNCTION#RECIPE`` (a digest of the recipe) and the sizes, where the next
+``loclab optimize`` of the same function with the same recipe at the same sizes finds them.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,6 +101,16 @@ def fastest_recipe(source: Source, plans: Sequence[Sequence[NestPlan]],
     return min(valid, key=lambda k: candidates[k].attempt.summary.median), candidates
 
 
+def cache_variant(source: Source, plans: Sequence[NestPlan]) -> str:
+    """``<file>::<function>#<digest>``: the digest of the recipe at the cache model's tiles,
+    so that tiles tuned for one recipe never serve another (a newer loclab, or a rerun that
+    measured another recipe fastest, found syrk's old tile and kept it untuned)."""
+    chosen, _ = choose(source, [[plan] for plan in plans])
+    recipe = "; ".join(str(step) for c in chosen for step in c.steps)
+    digest = hashlib.sha256(recipe.encode()).hexdigest()[:12]
+    return f"{Path(source.filename).name}::{source.function}#{digest}"
+
+
 def space(bands: Sequence[TiledBand]) -> Space:
     """Every band's tile from the list of sizes, the model's choice the default."""
     return Space(values={band.key: TILE_SIZES for band in bands},
@@ -110,10 +121,10 @@ def tune_tiles(source: Source, plans: Sequence[NestPlan], original: Any,
                inputs: Mapping[str, Any], sizes: Mapping[str, int], device: str,
                cache_path: Path | None, timing: Budget = TUNE_TIMING,
                on_trial: Callable[[Trial], None] | None = None) -> Tuned:
-    """The tiles of ``plans``' bands: from the cache where it has this function at these
-    sizes on this device, else searched and stored."""
+    """The tiles of ``plans``' bands: from the cache where it has this function with this
+    recipe at these sizes on this device, else searched and stored."""
     bands = [plan.band for plan in plans if plan.band is not None]
-    variant = f"{Path(source.filename).name}::{source.function}"
+    variant = cache_variant(source, plans)
     path = cache_path or cache.default_path()
     entry = cache.load(path).lookup(device, CACHE_CASE, variant, sizes)
     if entry and set(entry["params"]) == {band.key for band in bands}:
