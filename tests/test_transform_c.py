@@ -10,7 +10,7 @@ import pytest
 
 from loclab.cli import main
 from loclab.errors import UsageError
-from loclab.transform import transform_file
+from loclab.transform import transform, transform_file
 from loclab.transform.steps import IllegalStep
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
@@ -52,6 +52,28 @@ def test_c_recipes_compile_and_compute_the_same(file: str, function: str, recipe
     assert result.emit == "c"
     check = result.verify()
     assert check.ok, str(check)
+
+
+SYRK_C = """
+void syrk(int N, int M, double alpha, double A[N][M], double C[N][N]) {
+    for (int i = 0; i < N; i++)
+        for (int k = 0; k < M; k++)
+            for (int j = 0; j <= i; j++)
+                C[i][j] += alpha * A[i][k] * A[j][k];
+}
+"""
+
+
+def test_c_packs_only_the_reads_staging_names_by_a_loop() -> None:
+    """``using=j`` in C: the buffer holds ``A[j][k]``'s panel, transposed; ``A[i][k]`` is
+    still read from ``A``."""
+    result = transform(SYRK_C, "tile(i=8, k=8, j=8); stage(A, jj, transpose=True, using=j); "
+                               "parallel(ii)", "syrk", language="c")
+    assert "A_jj[(k) - A_jj_lo1][(j) - A_jj_lo0]" in result.source
+    assert "alpha * A[i][k]" in result.source
+    for sizes in ({"N": 21, "M": 13}, {"N": 3, "M": 9}):
+        check = result.verify(**sizes)
+        assert check.ok, str(check)
 
 
 def test_c_out_keeps_the_file_and_marks_parallel_loops() -> None:
