@@ -41,10 +41,9 @@ class BufferMarker:
     @functools.cached_property
     def bounded_extents(self) -> list[int | None]:
         """Per dimension, the largest slice at any sizes where that is a number (a tile's
-        width: 64 even where the sizes are smaller), else None: a buffer allocated at a
-        constant shape has constant strides, which LLVM folds into the addresses of a
-        vectorized loop (syrk's packed panel: 45 ms against 68 ms at the sizes' extents,
-        2 cores)."""
+        width: 64 even where the sizes are smaller), else None: the shape Numba allocates a
+        staged buffer at reads as a number, where isl's largest slice over the sizes is a
+        piecewise expression several lines long."""
         functions = self.marker.functions
         return [_bounded(functions[f"lo{k}"], functions[f"hi{k}"]) for k in range(self.rank)]
 
