@@ -16,8 +16,8 @@ transposed, its array is not written anywhere in the nest (a copy would go stale
 loop of the band leaves it invariant (otherwise every copied element is read once: the copy
 costs what it saves); and only where the innermost loop writes a new element each iteration
 (one that sums into an element, gemm's ``k`` in the order ``i, j, k``, runs no vector loop
-for the packed panel to feed, without leave to reorder the sum). The planner offers the packed plan before the same plan unpacked; the
-search measures both.
+for the packed panel to feed, without leave to reorder the sum). The planner offers the
+packed plan before the same plan unpacked; the search measures both.
 """
 
 from __future__ import annotations
