@@ -24,9 +24,9 @@ import itertools
 from dataclasses import replace
 
 from loclab.nest.ir import Loop
-from loclab.optimize.locality import array_accesses, order_score, stride
+from loclab.optimize.locality import array_accesses, order_score
 from loclab.optimize.planner import (Context, Decision, NestPlan, chain_of, label,
-                                     register_tiles)
+                                     register_tiles, unit_stride_texts)
 from loclab.transform.recipe import make_step
 
 # the plans whose parallel loops are as the planner found them, untiled
@@ -54,7 +54,7 @@ def _inner_steps(context: Context, plan: NestPlan
     parallel = [loop for loop, _ in plan.parallel]
     steps: list[Decision] = []
     registers: list[Decision] = []
-    for loop in _inside(plan.top):
+    for loop in context.analysis.nest.loops:  # outermost first
         if not any(p in loop.enclosing[:-1] for p in parallel):
             continue
         found = _reordered(context, loop)
@@ -62,15 +62,6 @@ def _inner_steps(context: Context, plan: NestPlan
             steps += found[0]
             registers += found[1]
     return tuple(steps), tuple(registers)
-
-
-def _inside(top: Loop) -> list[Loop]:
-    """Every loop below ``top``, outermost first."""
-    out: list[Loop] = []
-    for child in top.body:
-        if isinstance(child, Loop):
-            out += [child, *_inside(child)]
-    return out
 
 
 def _reordered(context: Context, loop: Loop
@@ -97,7 +88,6 @@ def _reordered(context: Context, loop: Loop
     scalars = sorted({a.variable.name for s in around for a in s.accesses
                       if a.write and not a.variable.is_array})
     inner = best[-1].var
-    units = sorted({a.text for a in accesses if stride(a.subscripts, inner) == "unit"})
     steps = [Decision(make_step("expand", name, label(loop)),
                       f"{name} carries a value around the {chain[0].var} loop: an element "
                       f"per iteration of {loop.var} lets {loop.var} be distributed")
@@ -108,7 +98,7 @@ def _reordered(context: Context, loop: Loop
                               f"of their own, so that {loop.var} and {chain[0].var} may be "
                               "reordered"))
     steps.append(Decision(make_step("permute", *(renamed[label(v)] for v in best)),
-                          f"innermost {inner}: {', '.join(units) or 'no access'} unit-stride "
+                          f"innermost {inner}: {unit_stride_texts(accesses, inner)} unit-stride "
                           f"(locality score {order_score(accesses, loops, best)} against "
                           f"{order_score(accesses, loops, loops)} as written)"))
     return steps, list(register_tiles(accesses, best, renamed))

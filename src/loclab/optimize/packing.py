@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 
 from loclab.nest.ir import Loop
 from loclab.optimize.locality import ArrayAccess, array_accesses, stride
-from loclab.optimize.planner import Context, NestPlan, TiledBand
+from loclab.optimize.planner import Context, NestPlan
 from loclab.optimize.tiles import choose_tile
 
 
@@ -45,44 +45,38 @@ def with_packs(context: Context, plans: list[NestPlan]) -> list[NestPlan]:
     them."""
     out: list[NestPlan] = []
     for plan in plans:
-        if plan.band is not None and not plan.packs:
-            band = _in_the_l2(context, plan)
-            packs = band_packs(context, plan.top, band)
-            if packs:
-                out.append(replace(plan, packs=packs, band=band))
+        packed = _packed(context, plan) if plan.band is not None and not plan.packs else None
+        if packed is not None:
+            out.append(packed)
         out.append(plan)
     return out
 
 
-def _in_the_l2(context: Context, plan: NestPlan) -> TiledBand:
-    """The plan's band with the tile that fits the L2 (BLIS keeps its packed panel there):
-    at the L1's tile (16 for syrk) the copy of each 16 x 16 panel costs a sixteenth of the
-    work it serves, and the packed plan measures slower than the unpacked one it beats at
-    64 (47 against 121 ms, 2 cores, 2026-11-29)."""
+def _packed(context: Context, plan: NestPlan) -> NestPlan | None:
+    """The plan packing its band's reads that qualify, one pack per array, its tile the one
+    that fits the L2 (BLIS keeps its packed panel there: at the L1's tile, 16 for syrk, the
+    copy of each 16 x 16 panel costs a sixteenth of the work it serves, and the packed plan
+    measures slower than the unpacked one it beats at 64, 47 against 121 ms, 2 cores,
+    2026-11-29); None where no read qualifies."""
     band = plan.band
     assert band is not None
-    accesses = array_accesses(context.model, [s for s in plan.top.statements()
-                                              if s.loops and s.loops[-1] in band.loops])
-    choice = choose_tile(accesses, band.loops, context.extents, context.element_bytes,
-                         context.l1_bytes, context.l2_bytes, context.threads, l2_only=True)
-    return replace(band, choice=choice)
-
-
-def band_packs(context: Context, top: Loop, band: TiledBand) -> tuple[Pack, ...]:
-    """The packs of a tiled band of the nest at ``top``: one per array with a read that
-    qualifies."""
     order = band.loops
     inner = order[-1]
-    statements = [s for s in top.statements() if s.loops and s.loops[-1] in order]
-    written = {a.variable.key for s in top.statements() for a in s.accesses if a.write}
+    accesses = array_accesses(context.model, [s for s in plan.top.statements()
+                                              if s.loops and s.loops[-1] in order])
     if any(a.access.write and stride(a.access.subscripts, inner.var) == "invariant"
-           for a in array_accesses(context.model, statements)):
-        return ()  # the innermost loop sums into one element: no vector loop to feed
+           for a in accesses):
+        return None  # the innermost loop sums into one element: no vector loop to feed
+    written = {a.variable.key for s in plan.top.statements() for a in s.accesses if a.write}
     found: dict[str, list[ArrayAccess]] = {}
-    for access in array_accesses(context.model, statements):
+    for access in accesses:
         if not access.access.write and access.access.variable.key not in written \
                 and _packable(access, order):
             found.setdefault(access.access.variable.name, []).append(access)
+    if not found:
+        return None
+    choice = choose_tile(accesses, order, context.extents, context.element_bytes,
+                         context.l1_bytes, context.l2_bytes, context.threads, l2_only=True)
     packs = []
     for array, reads in found.items():
         texts = ", ".join(sorted({a.text for a in reads}))
@@ -92,8 +86,8 @@ def band_packs(context: Context, top: Loop, band: TiledBand) -> tuple[Pack, ...]
             f"packing: {texts} strided in the innermost loop {inner.var}: each tile's "
             f"panel copied transposed into a contiguous buffer that {inner.var} reads with "
             f"unit stride, the copy reused across {', '.join(reused)} (tile "
-            f"{band.choice.tile})")))
-    return tuple(packs)
+            f"{choice.tile})")))
+    return replace(plan, packs=tuple(packs), band=replace(band, choice=choice))
 
 
 def _packable(access: ArrayAccess, order: tuple[Loop, ...]) -> bool:

@@ -224,16 +224,21 @@ def parallel_reason(report: LoopReport) -> str:
     return f"{report.var} is parallel once " + "; ".join(parts)
 
 
+def _first_carried(report: LoopReport) -> str:
+    """The first dependence a loop carries that nothing removes (else the first it carries),
+    with its direction vector: 'D2 WAR on B [<,=,<]'."""
+    first = (report.unresolved or report.carried)[0]
+    return f"{first.id} {first.kind} on {first.array} [{','.join(first.direction)}]"
+
+
 def blocked_reason(report: LoopReport) -> str:
     """Why a loop stays sequential: the dependence it carries that nothing removes."""
     blocking = report.unresolved or report.carried
     if not blocking:
         return f"{report.var}: sequential"
-    first = blocking[0]
     scan = next((r for r in report.remedies if r.kind == "scan"), None)
     why = (f"{scan.label()}: not a DOALL loop" if scan else
-           f"it carries {first.id} {first.kind} on {first.array} "
-           f"[{','.join(first.direction)}], which no remedy removes")
+           f"it carries {_first_carried(report)}, which no remedy removes")
     return f"{report.var} stays sequential: {why}"
 
 
@@ -329,6 +334,11 @@ def _order_plan(context: Context, top: Loop, option: Interchange, accesses: list
                     registers=register_tiles(accesses, option.order, {}) if band else (),
                     lanes=vector_lanes(context, innermost_loops(top, option.band,
                                                                 option.order)))
+
+
+def unit_stride_texts(accesses: list[ArrayAccess], var: str) -> str:
+    """The accesses unit-stride in loop ``var``, as written ('no access' where none is)."""
+    return ", ".join(sorted({a.text for a in accesses if _unit(a, var)})) or "no access"
 
 
 def _unit(access: ArrayAccess, var: str) -> bool:
@@ -473,9 +483,8 @@ def distributed_plans(context: Context, top: Loop) -> list[NestPlan]:
         steps = list(before)
         if order != loops:
             inner = order[-1].var
-            units = sorted({a.text for a in accesses if stride(a.subscripts, inner) == "unit"})
             steps.append(Decision(make_step("permute", *(renamed[label(loop)] for loop in order)),
-                                  f"innermost {inner}: {', '.join(units) or 'no access'} "
+                                  f"innermost {inner}: {unit_stride_texts(accesses, inner)} "
                                   "unit-stride"))
         target = _distributed_target(context, order)
         outer = order[0]
@@ -494,11 +503,6 @@ def distributed_plans(context: Context, top: Loop) -> list[NestPlan]:
         if target is outer:  # untiled, an inner parallel loop would fork per iteration
             plans.append(NestPlan(top, "distributed", tuple(steps), None, (), why, (), names))
     return plans
-
-
-def _first_carried(report: LoopReport) -> str:
-    first = (report.unresolved or report.carried)[0]
-    return f"{first.id} {first.kind} on {first.array} [{','.join(first.direction)}]"
 
 
 def _distributed_target(context: Context, order: tuple[Loop, ...]) -> Loop:
