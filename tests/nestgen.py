@@ -492,6 +492,44 @@ def inner_order_nests(draw: Draw) -> str:
     return "\n".join(lines + ["    return t"]) + "\n"
 
 
+@st.composite
+def stencil_nests(draw: Draw) -> str:
+    """A time loop over one to three sweeps: loops over rows ``i`` (sometimes with a loop
+    over ``j`` inside), each writing one of ``A``, ``B``, ``C`` from reads of them at offsets
+    of -2 to 2 (jacobi's sweep and copy-back, seidel's update in place, heat's two arrays),
+    sometimes a statement between the sweeps or a sum into ``S[0]`` across steps: nests that
+    time tiling straightens with a shift and a skew, and look-alikes it must leave alone."""
+    two_d = draw(st.booleans())
+    lines = ["def f(A, B, C, S, N, M):", "    for t in range(M):"]
+    for _ in range(draw(st.integers(1, 3))):
+        target = draw(st.sampled_from(["A", "B", "C"]))
+        low = draw(st.sampled_from([1, 1, 2]))
+        lines.append(f"        for i in range({low}, N - 1):")
+        indent = "            "
+        if two_d:
+            lines.append(f"{indent}for j in range(1, N - 1):")
+            indent += "    "
+
+        def ref(name: str) -> str:
+            di = draw(st.integers(-2, 2))
+            rows = f"i + {di}" if di else "i"
+            if not two_d:
+                return f"{name}[{rows}]"
+            dj = draw(st.integers(-1, 1))
+            return f"{name}[{rows}, {f'j + {dj}' if dj else 'j'}]"
+
+        reads = [ref(draw(st.sampled_from(["A", "B", "C"])))
+                 for _ in range(draw(st.integers(1, 3)))]
+        written = f"{target}[i, j]" if two_d else f"{target}[i]"
+        lines.append(f"{indent}{written} = 0.5 * ({' + '.join(reads)})")
+        if draw(st.sampled_from([False] * 7 + [True])):
+            lines.append(f"{indent}S[0] += {written}")
+    if draw(st.sampled_from([False] * 5 + [True])):
+        lines.insert(2, "        A[0" + (", 0" if two_d else "") + "] = B[1" +
+                     (", 1" if two_d else "") + "]")
+    return "\n".join(lines) + "\n"
+
+
 # --------------------------------------------------------------------------- interpreter
 
 

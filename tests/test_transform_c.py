@@ -76,6 +76,31 @@ def test_c_packs_only_the_reads_staging_names_by_a_loop() -> None:
         assert check.ok, str(check)
 
 
+JACOBI_C = """
+void jacobi(int T, int N, double A[N], double B[N]) {
+    for (int t = 0; t < T; t++) {
+        for (int i = 1; i < N - 1; i++)
+            B[i] = (A[i - 1] + A[i] + A[i + 1]) / 3.0;
+        for (int i = 1; i < N - 1; i++)
+            A[i] = B[i];
+    }
+}
+"""
+
+
+def test_c_time_tiled_jacobi_runs_its_waves_of_tiles_in_parallel() -> None:
+    """fuse and skew in C: the copy-back one row behind, the rows skewed by twice the step,
+    square tiles in waves, the tiles of a wave under OpenMP; compiled and run at sizes the
+    tiles cut in the middle."""
+    result = transform(JACOBI_C, "fuse(i@4, i@6, 1); skew(i@4, t, 2); tile(t=4, i@4=4); "
+                                 "skew(ii@4, tt); interchange(tt, ii@4); parallel(tt)",
+                       "jacobi", language="c")
+    assert "#pragma omp parallel for" in result.source
+    for sizes in ({"T": 9, "N": 13}, {"T": 2, "N": 30}, {"T": 5, "N": 3}):
+        check = result.verify(**sizes)
+        assert check.ok, str(check)
+
+
 def test_c_out_keeps_the_file_and_marks_parallel_loops() -> None:
     result = transform_file(EXAMPLES / "reductions.c", "reduction", "parallel(i)")
     original = (EXAMPLES / "reductions.c").read_text()

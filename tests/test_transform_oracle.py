@@ -35,19 +35,34 @@ REFUSAL_SIZES = SIZES + ({"N": 12, "M": 20}, {"N": 20, "M": 11})
 
 @st.composite
 def recipes(draw, source: str) -> str:
-    """1-3 steps on the nest's loops (named var@line) and scalars."""
+    """1-3 steps on the nest's loops (named var@line) and scalars; fusions of adjacent
+    loops and skews by a loop around."""
     import loclab
 
     nest = loclab.analyze(source).nest
     loops = [f"{l.var}@{l.line}" for l in nest.loops]
     scalars = sorted({v.name for v in nest.variables if not v.is_array})
+    # fuse takes a loop and the loop right after it; skew a loop and one around it
+    adjacent = [(f"{a.var}@{a.line}", f"{b.var}@{b.line}")
+                for body in [nest.body] + [l.body for l in nest.loops]
+                for a, b in zip(body, body[1:]) if hasattr(a, "var") and hasattr(b, "var")]
+    nested = [(f"{l.var}@{l.line}", f"{o.var}@{o.line}") for l in nest.loops
+              for o in l.enclosing if o is not l]
     steps = []
     for _ in range(draw(st.integers(1, 3))):
         kind = draw(st.sampled_from(("stripmine", "interchange", "permute", "tile",
                                      "distribute", "privatize", "expand", "unroll", "unroll",
-                                     "parallel", "parallel", "vectorize")))
+                                     "parallel", "parallel", "vectorize", "fuse", "skew")))
         loop = draw(st.sampled_from(loops))
-        if kind == "stripmine":
+        if kind == "fuse" and adjacent:
+            first, second = draw(st.sampled_from(adjacent))
+            steps.append(f"fuse({first}, {second}, {draw(st.integers(-1, 2))})")
+        elif kind == "skew" and nested:
+            inner, outer = draw(st.sampled_from(nested))
+            steps.append(f"skew({inner}, {outer}, {draw(st.sampled_from([-1, 1, 2]))})")
+        elif kind in ("fuse", "skew"):
+            steps.append(f"parallel({loop})")
+        elif kind == "stripmine":
             steps.append(f"stripmine({loop}, {draw(st.integers(1, 4))})")
         elif kind in ("interchange", "permute", "tile") and len(loops) >= 2:
             chosen = draw(st.permutations(loops))[:draw(st.integers(2, min(3, len(loops))))]

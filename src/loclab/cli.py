@@ -131,7 +131,8 @@ def build_parser() -> argparse.ArgumentParser:
     transform = commands.add_parser(
         "transform", help="apply loop transformations, checked, and emit runnable code",
         description="Apply the lectures' recipes (strip-mine, interchange, tile, distribute, "
-        "privatize, unroll, parallel, stage, copy; grid and block for CUDA) to a function's "
+        "fuse, skew, privatize, unroll, parallel, stage, copy; grid and block for CUDA) to a "
+        "function's "
         "loop nest, each step checked exactly against the dependences; print the "
         "transformed code.")
     transform.add_argument("target", metavar="FILE[::FUNCTION]", type=function_target,

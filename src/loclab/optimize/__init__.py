@@ -142,6 +142,7 @@ def plan(source: str, function: str | None = None, *, filename: str = "<source>"
     from loclab.optimize.packing import with_packs
     from loclab.optimize.pieces import piece_plans
     from loclab.optimize.planner import Context, loop_extents, plan_nest, top_loops
+    from loclab.optimize.timetile import time_tiled_plans
 
     code = Source(source, function or _only_function(source, filename), filename,
                   assume_distinct=assume_distinct)
@@ -155,8 +156,9 @@ def plan(source: str, function: str | None = None, *, filename: str = "<source>"
                       loop_extents(analysis, sizes), element_bytes, cpu.l1d_bytes,
                       cpu.l2_bytes, threads or numba.get_num_threads())
     return Planned(code, as_written, sizes,
-                   [_with_pieces(with_copies(context, with_packs(context, with_inner_orders(
-                       context, plan_nest(context, top)))), piece_plans(code, context, top))
+                   [time_tiled_plans(context, top) + _with_pieces(
+                       with_copies(context, with_packs(context, with_inner_orders(
+                           context, plan_nest(context, top)))), piece_plans(code, context, top))
                     for top in top_loops(analysis)], context)
 
 
@@ -347,6 +349,16 @@ def _nest_result(chosen: Any, tiles: Mapping[str, int], tuned: bool) -> NestResu
                                          f"{band.choice.tile} from the cache model ("
                                          f"{band.choice.reason()})" + (
                                              f", {size} by measurement" if tuned else "")))
+    if plan.wavefront is not None:
+        time, fused = (loop.var for loop in plan.wavefront)
+        why = {"skew": f"a tile's wave is the sum of its {time} and {fused} tiles: the tiles "
+                       f"it needs (the steps before it, the rows before it) are in earlier "
+                       "waves",
+               "interchange": f"the waves run one after another, the {time} tiles of one "
+                              "wave inside"}
+        before = {d.step for d in plan.before}
+        reasons += [(str(s), why[s.name]) for s in chosen.steps
+                    if s.name in why and s not in before]
     reasons += [(str(d.step), d.reason) for d in (*plan.after, *plan.registers, *plan.lanes)
                 if d.step]
     staged = [str(s) for s in chosen.steps if s.name == "stage"]

@@ -87,12 +87,25 @@ def plan_steps(source: Source, done: Sequence[Step], plan: NestPlan,
         program = source.transform([*done, *steps], emit="python").program
         tile_loops = {(node.origin.var, node.origin.line): node.label
                       for node in program.loops() if node.tile}
+    steps += wavefront_steps(plan, tile_loops)
     steps += [d.step for d in (*plan.after, *plan.registers, *plan.lanes) if d.step]
     steps += [pack_step(plan, pack, tile_loops) for pack in plan.packs]
     steps += [make_step("parallel", tile_loops.get((loop.var, loop.line), plan.name(loop)),
                         keywords=[("copies", True)] if loop in plan.copies else [])
               for loop, _ in plan.parallel]
     return steps
+
+
+def wavefront_steps(plan: NestPlan, tile_loops: Mapping[tuple[str, int], str]) -> list[Step]:
+    """``skew(ii, tt, r); interchange(tt, ii)``: a time-tiled band's tiles in waves, the
+    time loop's tile loop inside (its tiles of one wave run in parallel); ``r``, the fused
+    loop's tile over the time loop's, makes a tile's wave the sum of its two tile
+    indices."""
+    if plan.wavefront is None or plan.band is None:
+        return []
+    outer, inner = (tile_loops[(loop.var, loop.line)] for loop in plan.wavefront)
+    ratio = dict(zip(plan.band.loops, plan.band.ratios)).get(plan.wavefront[1], 1)
+    return [make_step("skew", inner, outer, ratio), make_step("interchange", outer, inner)]
 
 
 def pack_step(plan: NestPlan, pack: "Pack", tile_loops: Mapping[tuple[str, int], str]) -> Step:

@@ -43,7 +43,7 @@ from loclab.transform.recipe import Step, make_step
 if TYPE_CHECKING:
     from loclab.optimize.packing import Pack
 
-LEVELS = ("distributed", "tiled", "reordered", "as written", "sequential")
+LEVELS = ("time-tiled", "distributed", "tiled", "reordered", "as written", "sequential")
 # Remedies the transformer applies with a step before ``parallel``; reductions and atomic
 # updates are ``parallel``'s own; a scan is not a DOALL loop at all.
 STEP_REMEDIES = {"privatize", "expand", "copy"}
@@ -74,6 +74,10 @@ class TiledBand:
     # the loop whose tile loop leads the tile loops (the parallel one, where the band's
     # outermost carries a dependence: trmm's jj outside ii and kk); None: the band's order
     lead: Loop | None = None
+    # each loop's tile as a multiple of the tuned one (none: all equal): a time-tiled
+    # band's rows, many times its steps where a row is short (heat-1d's tiles of 64 steps
+    # over 16,384 points)
+    ratios: tuple[int, ...] = ()
 
     @property
     def key(self) -> str:
@@ -82,10 +86,11 @@ class TiledBand:
 
     def step(self, tile: int) -> Step:
         names = dict(self.names)
+        ratios = dict(zip(self.loops, self.ratios))
         loops = self.loops if self.lead is None else (
             self.lead, *(loop for loop in self.loops if loop is not self.lead))
-        return make_step("tile", keywords=[(names.get(label(loop), label(loop)), tile)
-                                           for loop in loops])
+        return make_step("tile", keywords=[(names.get(label(loop), label(loop)),
+                                            tile * ratios.get(loop, 1)) for loop in loops])
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,11 @@ class NestPlan:
     # parallel loops whose reductions into arrays use a copy per thread, not atomic updates
     copies: tuple[Loop, ...] = ()
     packs: tuple["Pack", ...] = ()  # reads packed tile by tile (``stage`` steps)
+    # time tiling (``loclab.optimize.timetile``): the time loop and the fused loop, whose
+    # tile loops become a wavefront once the band is tiled (the fused loop's tile loop
+    # skewed by the time loop's and put outside it); the time loop's tile loop runs in
+    # parallel
+    wavefront: tuple[Loop, Loop] | None = None
 
     def name(self, loop: Loop) -> str:
         return dict(self.names).get(label(loop), label(loop))
@@ -122,7 +132,7 @@ class NestPlan:
         return (tuple(d.step for d in self.before), self.band and self.band.loops,
                 tuple(d.step for d in self.after), tuple(loop for loop, _ in self.parallel),
                 tuple(d.step for d in self.registers), tuple(d.step for d in self.lanes),
-                self.copies, tuple((p.array, p.loop) for p in self.packs))
+                self.copies, tuple((p.array, p.loop) for p in self.packs), self.wavefront)
 
     def fallbacks(self) -> list["NestPlan"]:
         """This plan, then the same without its register tiles, without its vector lanes,

@@ -108,10 +108,18 @@ class Codegen:
         context = isl.Set(f"{self.model.header}{{ : {sizes} }}")  # sizes are never negative
         build = isl.AstBuild.from_context(context)
         # "atomic": one loop per tree loop, its remainder cases as guards inside, rather than
-        # a copy of the whole nest per case of the sizes modulo the unroll factors
+        # a copy of the whole nest per case of the sizes modulo the unroll factors; but
+        # "separate" for the level of an innermost fused loop: its statements' ranges differ
+        # by their shifts, and guards in the innermost loop kept a time-tiled stencil from
+        # vectorizing (jacobi-2d, 2 cores: 188 ms guarded, 142 ms separated)
         dims = ", ".join(f"t{k}" for k in range(self.schedule.depth))
-        build = build.set_options(isl.UnionMap(
-            f"{{ [{dims}] -> atomic[x] : 0 <= x < {self.schedule.depth} }}"))
+        separate = {2 * len(p.path) - 1 for p in self.schedule.placed
+                    if p.path and p.path[-1].fused}
+        atomic = " and ".join([f"0 <= x < {self.schedule.depth}"]
+                              + [f"x != {level}" for level in separate])
+        options = [f"[{dims}] -> atomic[x] : {atomic}"]
+        options += [f"[{dims}] -> separate[x] : x = {level}" for level in separate]
+        build = build.set_options(isl.UnionMap(f"{{ {'; '.join(options)} }}"))
         if self.markers:
             build, _ = build.set_at_each_domain(self._at_domain)
         tree = build.node_from_schedule_map(schedule)

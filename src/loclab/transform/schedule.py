@@ -79,8 +79,17 @@ class Schedule:
         return "" if loop.step > 0 else "-"
 
     def coordinate(self, node: LoopNode, unit: Unit) -> str:
-        """The order coordinate of the node's variable at the unit's instance."""
-        return f"{self.sign(node.origin)}x{unit.loops.index(node.origin)}"
+        """The order coordinate of the node's variable at the unit's instance: of the
+        original loop around the unit it runs (one of a fused loop's), shifted, plus the
+        values of the loops it is skewed by."""
+        origin, shift = next((loop, shift) for loop, shift in ((node.origin, 0), *node.fused)
+                             if loop in unit.loops)
+        text = f"{self.sign(origin)}x{unit.loops.index(origin)}"
+        if shift:
+            text += f" + {shift}"
+        for other, factor in node.skew:
+            text += f" + {factor}*({self.value(other, unit)})"
+        return text
 
     def lower(self, node: LoopNode, unit: Unit) -> str:
         """The first value (order coordinates) of the range the node runs over.
@@ -93,6 +102,8 @@ class Schedule:
             within = within.within
         if within is not None:
             return self.value(within, unit)
+        if not node.plain:  # one first value for every loop it runs, whatever its bounds
+            return "0"
         bound = self.model.render(node.origin.start, unit.first, "x")
         assert bound is not None, "affine bounds only"
         return f"{self.sign(node.origin)}({bound})"

@@ -46,10 +46,27 @@ class LoopNode:
     gpu: str = ""
     threads: int = 0
     chunks: "Chunks | None" = None  # a parallel loop whose reductions into arrays use copies
+    # ``fuse``: the other original loops this loop runs (their statements' instances), each
+    # with the shift added to its variable: an instance at ``x`` runs at ``x + shift``
+    fused: tuple[tuple[Loop, int], ...] = ()
+    # ``skew``: loops around it whose values, times a factor, are added to its variable
+    # (inside a tile's floor, for a tile loop); its tile loops inherit them
+    skew: tuple[tuple["LoopNode", int], ...] = ()
 
     @property
     def line(self) -> int:
         return self.origin.line
+
+    @property
+    def origins(self) -> tuple[Loop, ...]:
+        """Every original loop it runs: its own, then the ones fused into it."""
+        return (self.origin,) + tuple(loop for loop, _ in self.fused)
+
+    @property
+    def plain(self) -> bool:
+        """Whether its value is one original loop's variable (or tile of it): not fused with
+        another loop, not skewed by one."""
+        return not self.fused and not self.skew
 
     @property
     def label(self) -> str:
@@ -268,6 +285,7 @@ class Program:
         for node in loops_of(body):
             if node.within is not None:
                 node.within = mapping[id(node.within)]
+            node.skew = tuple((mapping[id(other)], factor) for other, factor in node.skew)
         buffers = [replace(b, loop=mapping[id(b.loop)]) for b in self.buffers]
         return Program(self.nest, self.model, body, self.syntax, dict(self.private), buffers,
                        set(self.names), list(self.notes))

@@ -83,11 +83,12 @@ class Context:
 
 
 def registry() -> dict[str, ModuleType]:
-    from loclab.transform.steps import (copy, distribute, gpu, interchange, parallel,
-                                        privatize, stage, stripmine, tile, unroll, vectorize)
+    from loclab.transform.steps import (copy, distribute, fuse, gpu, interchange, parallel,
+                                        privatize, skew, stage, stripmine, tile, unroll,
+                                        vectorize)
 
-    modules = (stripmine, interchange, tile, distribute, privatize, unroll, parallel, stage,
-               copy, vectorize, gpu)
+    modules = (stripmine, interchange, tile, distribute, fuse, skew, privatize, unroll,
+               parallel, stage, copy, vectorize, gpu)
     return {name: module for module in modules for name in module.NAMES}
 
 
@@ -155,6 +156,41 @@ def _opaque_reason(program: Program, loop: object) -> str:
         if unit.opaque and loop in _inner_loops(unit):
             return unit.opaque
     return "inside a block loclab cannot express"
+
+
+def require_plain(program: Program, nodes: Sequence[LoopNode], step: Step) -> None:
+    """Refuse a step that does not handle loops made by ``fuse`` or ``skew`` (their value is
+    no longer one original loop's variable), nor a loop another one is skewed by (the step
+    would replace it): tile, interchange and parallel them instead."""
+    skewed_by = {id(other) for loop in program.loops() for other, _ in loop.skew}
+    for node in nodes:
+        if not node.plain or id(node) in skewed_by:
+            what = "fused or skewed" if not node.plain else "a loop skewed by"
+            raise step.error(f"{node.label} is {what}: {step.name} takes no such loop "
+                             "(tile, stripmine, interchange or parallel it)")
+
+
+def signed_argument(value: Arg, step: Step, what: str) -> int:
+    """A whole number, negative or not, as the step's ``what``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        hint = value.hint if isinstance(value, Unparsed) else ""
+        raise step.error(f"bad {what} {str(value)!r}: a whole number, e.g. 1{hint}")
+    if abs(value) > MAX_SIZE:
+        raise step.error(f"bad {what} {value}: loclab takes at most {MAX_SIZE:,}")
+    return value
+
+
+def loop_pair(program: Program, step: Step, usage: str, what: str, default: int
+              ) -> tuple[Program, LoopNode, LoopNode, int]:
+    """``fuse(i@3, i@7[, 1])``, ``skew(j, t[, 2])``: a copy of the program, the two loops
+    the step names (apart) in it, and its whole number (``default`` where not given)."""
+    expect_args(step, 2, 3, usage)
+    no_keywords(step)
+    new = program.clone()
+    first, second = (find_loop(new, ref, step) for ref in step.args[:2])
+    require_distinct([first, second], step)
+    number = signed_argument(step.args[2], step, what) if len(step.args) == 3 else default
+    return new, first, second, number
 
 
 def require_distinct(nodes: list[LoopNode], step: Step) -> None:

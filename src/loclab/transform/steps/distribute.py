@@ -19,7 +19,7 @@ from loclab.deps.dependences import union_maps
 from loclab.nest.ir import Loop, Variable
 from loclab.transform.recipe import Step
 from loclab.transform.schedule import unit_number
-from loclab.transform.steps import (Applied, Context, expect_args, find_loop, no_keywords,
+from loclab.transform.steps import (Applied, Context, expect_args, find_loop, no_keywords, require_plain,
                                     replace_node)
 from loclab.transform.tree import LoopNode, Node, Private, Program, units_of
 
@@ -36,6 +36,7 @@ def apply(program: Program, step: Step, context: Context) -> Applied:
     no_keywords(step)
     new = program.clone()
     node = find_loop(new, step.args[0], step)
+    require_plain(new, [node], step)
     if node.tile:
         raise step.error(f"{node.label} runs over tiles: distribute the loop over "
                          f"{node.origin.var} inside it")

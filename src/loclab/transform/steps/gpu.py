@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from loclab.transform.recipe import Step
 from loclab.transform.steps import (Applied, Context, IllegalStep, band_of, expect_args,
-                                    find_loop, require_distinct, size_argument)
+                                    find_loop, require_distinct, require_plain,
+                                    size_argument)
 from loclab.transform.steps.parallel import mark_parallel
 from loclab.transform.tree import LoopNode, Program
 
@@ -51,6 +52,7 @@ def apply(program: Program, step: Step, context: Context) -> Applied:
                   for _, value in step.keywords]
     nodes = [find_loop(new, ref, step) for ref in refs]
     require_distinct(nodes, step)
+    require_plain(new, nodes, step)
     _require_band(new, nodes, step)
     _require_placement(new, nodes, step, grid)
     axes = [f"{'blockIdx' if grid else 'threadIdx'}.{axis}"

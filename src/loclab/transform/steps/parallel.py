@@ -19,7 +19,7 @@ from dataclasses import replace
 from loclab.transform.legality import Carried
 from loclab.transform.recipe import Step
 from loclab.transform.steps import (Applied, Context, IllegalStep, expect_args, find_loops,
-                                    reductions_of, switch, witness)
+                                    reductions_of, require_plain, switch, witness)
 from loclab.transform.tree import Chunks, LoopNode, Program, Reduction
 
 NAMES = ("parallel",)
@@ -30,6 +30,8 @@ def apply(program: Program, step: Step, context: Context) -> Applied:
     copies = switch(step, "copies")
     new = program.clone()
     nodes = find_loops(new, step.args[0], step)
+    if copies:
+        require_plain(new, nodes, step)
     marked, refused, reason = mark_parallel(new, nodes, step, context)
     if copies:
         reason = _with_copies(new, marked, step)

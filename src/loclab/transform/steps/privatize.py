@@ -16,7 +16,7 @@ from dataclasses import replace
 from loclab.nest.ir import Variable, loops_around_all
 from loclab.transform.recipe import LoopRef, Step
 from loclab.transform.steps import (Applied, Context, IllegalStep, find_loop, no_keywords,
-                                    require_distinct)
+                                    require_distinct, require_plain)
 from loclab.transform.storage import single
 from loclab.transform.tree import Private, Program
 
@@ -33,6 +33,7 @@ def apply(program: Program, step: Step, context: Context) -> Applied:
     around = loops_around_all([s for s in uses if s.loops])
     nodes = [find_loop(new, ref, step) for ref in step.args[1:]]
     require_distinct(nodes, step)
+    require_plain(new, nodes, step)
     loops = [node.origin for node in nodes]
     if not around and not loops:
         raise step.error(f"no loop is around every use of {variable.name} in a loop (lines "

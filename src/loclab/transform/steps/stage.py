@@ -19,7 +19,7 @@ from __future__ import annotations
 from loclab.nest.ir import Variable
 from loclab.transform.recipe import LoopRef, Step
 from loclab.transform.steps import (Applied, Context, IllegalStep, expect_args, find_loop,
-                                    find_loops)
+                                    find_loops, require_plain)
 from loclab.transform.steps.privatize import find_variable
 from loclab.transform.tree import Buffer, LoopNode, Program
 
@@ -96,6 +96,7 @@ def buffered_array(program: Program, step: Step) -> tuple:
     if not variable.is_array:
         raise step.error(f"{variable.name} is a scalar: {step.name} copies arrays")
     node: LoopNode = find_loop(program, step.args[1], step)
+    require_plain(program, list(node.loops()), step)
     reads = [(s, a) for u in node.units() for s in u.statements for a in s.accesses
              if a.variable is variable and not a.write]
     if not reads:

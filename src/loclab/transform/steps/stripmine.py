@@ -34,7 +34,7 @@ def stripmine(program: Program, node: LoopNode, size: int, name: str | None,
         raise step.error(f"{node.label} runs over tiles: strip-mine the loop over "
                          f"{node.origin.var} inside it instead")
     tile = LoopNode(name or tile_name(program, node.origin.var), node.origin, [node],
-                    tile=size, within=node.within)
+                    tile=size, within=node.within, fused=node.fused, skew=node.skew)
     replace_node(program, node, [tile])
     node.within = tile
     return tile

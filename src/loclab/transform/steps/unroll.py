@@ -20,7 +20,7 @@ from dataclasses import replace
 from loclab.transform.recipe import Step
 from loclab.transform.schedule import Schedule
 from loclab.transform.steps import (Applied, Context, expect_args, find_loops,
-                                    replace_node, size_argument, switch)
+                                    replace_node, require_plain, size_argument, switch)
 from loclab.transform.tree import LoopNode, Node, Program, Unit
 
 NAMES = ("unroll",)
@@ -37,6 +37,7 @@ def apply(program: Program, step: Step, context: Context) -> Applied:
     factor = size_argument(step.args[1], step, "unroll factor", MAX_FACTOR)
     nodes = find_loops(new, step.args[0], step)
     for node in nodes:
+        require_plain(new, list(node.loops()), step)
         if node.tile:
             raise step.error(f"{node.label} runs over tiles: unroll the loop over "
                              f"{node.origin.var} inside it")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from loclab.transform.recipe import Step
 from loclab.transform.steps import (Applied, Context, IllegalStep, expect_args, find_loops,
-                                    no_keywords, reductions_of, witness)
+                                    no_keywords, reductions_of, require_plain, witness)
 from loclab.transform.tree import LoopNode, Program, Reduction
 
 NAMES = ("vectorize",)
@@ -28,6 +28,7 @@ def apply(program: Program, step: Step, context: Context) -> Applied:
     no_keywords(step)
     new = program.clone()
     nodes = find_loops(new, step.args[0], step)
+    require_plain(new, nodes, step)
     checker = context.checker(new)
     reductions: dict[str, Reduction] = {}
     for node in nodes:

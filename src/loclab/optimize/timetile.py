@@ -1,0 +1,221 @@
+"""Time tiling of a time-iterated stencil: ``for t: nest; nest; ...`` whose arrays are past
+the L2 (issue 33, after Pluto).
+
+Parallel sweeps bring every array from memory (or the last-level cache) once per time step.
+Time tiling runs ``T`` steps over a few rows before moving on, so that the rows stay in the
+L2 between steps:
+
+1. the outer loops of the nests in ``t``'s body are **fused**, each shifted so that no
+   dependence inside one step runs backwards (jacobi's second sweep one row behind the
+   first: it reads the first sweep's rows ``i - 1 .. i + 1``);
+2. the fused loop is **skewed** by ``t`` so that no dependence between steps runs backwards
+   (row ``i`` of step ``t + 1`` reads rows up to ``i + 2`` of step ``t``: ``i + 2*t``);
+3. the band ``(t, i)`` is **tiled**: ``T`` steps over ``R = ratio * T`` rows of the
+   skewed space (about ``R + factor * T`` rows of the arrays), ``R`` as many rows as fit
+   half the L2;
+4. the tiles run in **wavefronts**: the tile loop of ``i``, skewed by ``ratio`` times the
+   tile loop of ``t`` (a tile's wave is the sum of its two tile indices), leads, and the
+   tiles of one wave run in parallel (each needs only tiles of earlier waves).
+
+The shifts and the skew factor are the smallest that make every dependence's offset
+non-negative, found on the dependence relations with isl; the transformer proves each step
+again. Inner loops (``j``) are not fused: each stays a unit-stride loop the compiler
+vectorizes (fused, the second sweep's read of the first's ``j - 1`` would be a dependence
+inside it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from loclab.nest.ir import Loop
+from loclab.optimize.locality import Reuse
+from loclab.optimize.planner import Context, Decision, NestPlan, TiledBand, label
+from loclab.optimize.tiles import TILE_SIZES, TileChoice
+from loclab.model.cache import format_bytes
+from loclab.transform.recipe import make_step
+
+if TYPE_CHECKING:
+    import islpy as isl
+
+    from loclab.deps.dependences import Use
+
+LARGEST_OFFSET = 4  # shifts and skew factors tried: a stencil's reach is a few rows
+RATIOS = tuple(2 ** k for k in range(11))  # a tile's rows over its steps: 1 to 1,024
+
+
+@dataclass(frozen=True)
+class TimeTiling:
+    """How a time loop's nests become one tileable band."""
+
+    time: Loop
+    nests: tuple[Loop, ...]  # the outer loop of each nest in the time loop's body
+    shifts: tuple[int, ...]  # each nest's shift in the fused loop (the first's is 0)
+    factor: int  # the skew of the fused loop by the time loop
+
+
+def time_tiling(context: Context, top: Loop) -> TimeTiling | None:
+    """The fusion shifts and skew factor that make ``top``'s steps one tileable band; None
+    where ``top`` is no time loop of stencil sweeps (it is parallel or counts down, its body
+    holds a statement, a nest's loop has a step, or some dependence reaches too far)."""
+    nests = tuple(top.body)
+    if context.report(top).parallel or top.step < 1 or top.stride is not None \
+            or not nests or any(not isinstance(nest, Loop) or nest.step != 1
+                                or nest.stride is not None for nest in nests):
+        return None
+    deltas = _deltas(context, top, nests)  # type: ignore[arg-type]
+    shifts = [0]
+    for b in range(1, len(nests)):
+        # within a step, each nest at least as far behind every nest before it as its
+        # dependences on that nest reach back
+        needed = [_smallest(lambda k: _never_below(deltas, a, b, 0, k)) for a in range(b)]
+        if None in needed:
+            return None
+        shifts.append(max(shifts[a] + k for a, k in enumerate(needed)))  # type: ignore
+    factor = _smallest(lambda f: all(
+        _never_below(deltas, a, b, f, shifts[b] - shifts[a], across=True)
+        for a in range(len(nests)) for b in range(len(nests))))
+    if factor is None:
+        return None
+    return TimeTiling(top, nests, tuple(shifts), factor)  # type: ignore[arg-type]
+
+
+def _smallest(holds: Callable[[int], bool]) -> int | None:
+    return next((k for k in range(LARGEST_OFFSET + 1) if holds(k)), None)
+
+
+Deltas = dict[tuple[int, int], "isl.Set"]
+
+
+def _deltas(context: Context, top: Loop, nests: tuple[Loop, ...]) -> Deltas:
+    """For each pair of nests (the source's, the sink's), the set of ``[dt, di]`` between
+    instances that depend on each other: the difference of their time steps and of their
+    values of the nest's outer loop."""
+    from loclab.deps.dependences import dependence_relations
+
+    inside = {id(s): k for k, nest in enumerate(nests) for s in nest.statements()}
+    out: Deltas = {}
+    for first, second, relation in dependence_relations(context.model):
+        a, b = (inside.get(id(use[0])) for use in (first, second))
+        if a is None or b is None:  # a statement outside the time loop: no step moves it
+            continue
+        delta = _delta(context, top, (nests[a], nests[b]), first, second, relation)
+        out[(a, b)] = out[(a, b)].union(delta) if (a, b) in out else delta
+    return out
+
+
+def _delta(context: Context, top: Loop, outers: tuple[Loop, Loop], first: "Use",
+           second: "Use", relation: "isl.Map") -> "isl.Set":
+    """``[dt, di]`` of one dependence relation's instance pairs."""
+    import islpy as isl
+
+    xs = [f"x{k}" for k in range(len(first[0].loops))]
+    ys = [f"y{k}" for k in range(len(second[0].loops))]
+    dt = f"{ys[top.depth]} - {xs[top.depth]}"
+    di = f"{ys[outers[1].depth]} - {xs[outers[0].depth]}"
+    pairs = isl.Map(f"{context.model.header}{{ [[{', '.join(xs)}] -> [{', '.join(ys)}]] -> "
+                    f"[dt, di] : dt = {dt} and di = {di} }}")
+    bare = relation.reset_tuple_id(isl.dim_type.in_).reset_tuple_id(isl.dim_type.out)
+    return bare.wrap().apply(pairs)
+
+
+def _never_below(deltas: Deltas, a: int, b: int, factor: int, shift: int,
+                 across: bool = False) -> bool:
+    """Whether every dependence from nest ``a`` to nest ``b`` has ``di + shift + factor*dt
+    >= 0``: within one step (``dt = 0``), or across steps (``dt >= 1``)."""
+    import islpy as isl
+
+    delta = deltas.get((a, b))
+    if delta is None:
+        return True
+    steps = "dt >= 1" if across else "dt = 0"
+    backwards = isl.Set(f"{{ [dt, di] : {steps} and di + {shift} + {factor}*dt < 0 }}")
+    return delta.intersect(backwards.align_params(delta.get_space())).is_empty()
+
+
+def time_tiled_plans(context: Context, top: Loop) -> list[NestPlan]:
+    """The time-tiled plan of ``top`` where its steps can be one tileable band and the
+    arrays they sweep are past the L2 (within it, parallel sweeps keep them there)."""
+    tiling = time_tiling(context, top)
+    if tiling is None:
+        return []
+    working = _working_set(context, tiling)
+    if working <= context.l2_bytes:
+        return []
+    first = tiling.nests[0]
+    choice, ratio = _tile(context, tiling, working)
+    fused = first.var
+    before = [Decision(make_step("fuse", label(first), label(nest), shift),
+                       f"the sweep at line {nest.line} joins {fused}'s loop "
+                       + (f"{shift} {'row' if shift == 1 else 'rows'} behind: its reads "
+                          "of the sweeps before it reach that far ahead" if shift else
+                          "in step: it reads nothing the sweeps before it write further "
+                          "on"))
+              for nest, shift in zip(tiling.nests[1:], tiling.shifts[1:])]
+    before.append(Decision(
+        make_step("skew", label(first), label(top), tiling.factor),
+        f"{fused} + {tiling.factor}*{top.var}: step {top.var} + 1 reads rows up to "
+        f"{tiling.factor} ahead of step {top.var}'s; skewed, no dependence runs backwards "
+        f"and ({top.var}, {fused}) can be tiled"))
+    band = TiledBand((top, first), choice, Reuse((), tuple(
+        (array, top.var) for array in _arrays(tiling))), ratios=(1, ratio))
+    why = (f"the tiles of one wave ({fused}'s tile loop skewed by {top.var}'s) need only "
+           "tiles of earlier waves")
+    return [NestPlan(top, "time-tiled", tuple(before), band,
+                     parallel=((top, why),), wavefront=(top, first),
+                     sequential=(f"{top.var} carries the steps' dependences: tiles of "
+                                 f"{choice.tile} steps run one wave after another "
+                                 f"(the sweeps' {format_bytes(working)} are past the "
+                                 f"{format_bytes(context.l2_bytes)} L2)",))]
+
+
+def _arrays(tiling: TimeTiling) -> list[str]:
+    return sorted({a.variable.name for nest in tiling.nests for s in nest.statements()
+                   for a in s.accesses if a.variable.is_array})
+
+
+def _working_set(context: Context, tiling: TimeTiling) -> int:
+    """Bytes of the arrays one step sweeps: each array as many elements as the most
+    instances a step's nest touching it runs."""
+    elements: dict[str, int] = {}
+    for nest in tiling.nests:
+        for statement in nest.statements():
+            count = 1
+            for loop in statement.loops[tiling.time.depth + 1:]:
+                count *= max(context.extents.get(label(loop), 1), 1)
+            for access in statement.accesses:
+                if access.variable.is_array:
+                    key = access.variable.key
+                    elements[key] = max(elements.get(key, 0), count)
+    return sum(elements.values()) * context.element_bytes
+
+
+def _tile(context: Context, tiling: TimeTiling, working: int) -> tuple[TileChoice, int]:
+    """The tile of the time loop and the ratio of the fused loop's tile to it. A tile of
+    ``T`` steps over ``R`` rows of the skewed space touches about ``R + factor * T`` rows of
+    every array: the largest ``T`` that leaves each thread a tile in a full wave (a wave
+    holds one tile per ``T`` steps) and for which some ``R = T * ratio`` fits half the L2,
+    with the largest such ratio (rows of a few bytes, heat-1d's, want tiles far longer
+    than they are deep)."""
+    rows = max(context.extents.get(label(tiling.nests[0]), 1), 1)
+    row_bytes = working / rows
+    steps = max(context.extents.get(label(tiling.time), 1), 1)
+    half = context.l2_bytes // 2
+
+    def footprint(tile: int, ratio: int) -> int:
+        return int((tile * ratio + tiling.factor * tile) * row_bytes)
+
+    def ratios(tile: int) -> list[int]:
+        return [r for r in RATIOS if footprint(tile, r) <= half and tile * r <= rows]
+
+    shared = [t for t in TILE_SIZES if steps // t >= context.threads] or [TILE_SIZES[0]]
+    for tile in reversed(shared):
+        fitting = ratios(tile)
+        if fitting:
+            larger = any(ratios(t) for t in TILE_SIZES if t > tile)
+            return (TileChoice(tile, "L2", context.l2_bytes, footprint(tile, fitting[-1]),
+                               context.threads if larger else 0), fitting[-1])
+    tile = TILE_SIZES[0]
+    return TileChoice(tile, "L2", context.l2_bytes, footprint(tile, 1)), 1
