@@ -37,6 +37,9 @@ class TileChoice:
     def reason(self) -> str:
         shared = (f", small enough for {self.threads} threads to get a tile each"
                   if self.threads else "")
+        if self.footprint_bytes > self.cache_bytes // 2:
+            return (f"the smallest tile's data ({format_bytes(self.footprint_bytes)}) is past "
+                    f"half the {format_bytes(self.cache_bytes)} {self.cache}")
         return (f"a tile's data ({format_bytes(self.footprint_bytes)}) fits half the "
                 f"{format_bytes(self.cache_bytes)} {self.cache}{shared}")
 
