@@ -163,9 +163,9 @@ def time_tiled_plans(context: Context, top: Loop) -> list[NestPlan]:
     first = tiling.nests[0]
     choice, ratio = _tile(context, tiling, working)
     fused = first.var
-    lanes = (f", rounded to a multiple of {tiling.spread} to keep the sweeps' dependences "
-             "out of the fused loop's vector lanes (it is the innermost)") \
-        if tiling.spread else ""
+    lanes = (f"; a multiple of {tiling.spread}, to keep the sweeps' dependences out of the "
+             "fused loop's vector lanes (it is the innermost)") \
+        if tiling.spread else " that far ahead"
     before = [Decision(make_step("fuse", label(first), label(nest), shift),
                        f"the sweep at line {nest.line} joins {fused}'s loop "
                        + (f"{shift} {'row' if shift == 1 else 'rows'} behind: its reads "
@@ -178,17 +178,15 @@ def time_tiled_plans(context: Context, top: Loop) -> list[NestPlan]:
         f"{fused} + {tiling.factor}*{top.var}: the fused loop's iteration in step "
         f"{top.var} + 1 reads what step {top.var}'s wrote up to {tiling.factor} iterations "
         f"ahead; skewed, no dependence runs backwards and ({top.var}, {fused}) can be "
-        "tiled"))
+        f"tiled: the steps sweep {format_bytes(working)}, past the "
+        f"{format_bytes(context.l2_bytes)} L2, and a tile keeps its rows there for its "
+        "steps"))
     band = TiledBand((top, first), choice, Reuse((), tuple(
         (array, top.var) for array in _arrays(tiling))), ratios=(1, ratio))
     why = (f"the tiles of one wave ({fused}'s tile loop skewed by {top.var}'s) need only "
            "tiles of earlier waves")
-    return [NestPlan(top, "time-tiled", tuple(before), band,
-                     parallel=((top, why),), wavefront=(top, first),
-                     sequential=(f"{top.var} carries the steps' dependences: tiles of "
-                                 f"{choice.tile} steps run one wave after another "
-                                 f"(the sweeps' {format_bytes(working)} are past the "
-                                 f"{format_bytes(context.l2_bytes)} L2)",))]
+    return [NestPlan(top, "time-tiled", tuple(before), band, parallel=((top, why),),
+                     wavefront=(top, first))]
 
 
 def _arrays(tiling: TimeTiling) -> list[str]:
