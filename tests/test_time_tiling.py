@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from loclab.errors import UsageError
+from loclab.model.cache import format_bytes
 from loclab.optimize import plan
 from loclab.optimize.build import choose
 from loclab.optimize.planner import label
@@ -167,7 +168,8 @@ def test_fuse_and_skew_refuse_what_they_cannot_do() -> None:
 def test_optimize_time_tiles_a_stencil_past_the_l2_and_sweeps_one_within_it() -> None:
     """jacobi-2d at 2,000 x 2,000 (64 MB: past any L2) gets the time-tiled plan first, its
     steps proved and explained; at 30 x 30 its arrays fit the L2 and it gets none. The
-    plan, at a tile that cuts the sizes, computes what the original does."""
+    plan, at a tile that cuts the sizes, computes what the original does; at the small
+    sizes a note says why no time tiling was tried."""
     source = (KERNELS / "jacobi_2d.py").read_text()
     found = plan(source, "jacobi_2d", params={"N": 2000, "TSTEPS": 500}, threads=2)
     tiled = found.plans[0][0]
@@ -183,3 +185,6 @@ def test_optimize_time_tiles_a_stencil_past_the_l2_and_sweeps_one_within_it() ->
         assert result.verify(**sizes).ok, sizes
     small = plan(source, "jacobi_2d", params={"N": 30, "TSTEPS": 10}, threads=2)
     assert all(p.level != "time-tiled" for p in small.plans[0])
+    assert small.notes == ("time tiling of t@3 not tried: its steps sweep 12.2 KiB, within "
+                           f"the {format_bytes(small.context.l2_bytes)} L2",)
+    assert found.notes == ()

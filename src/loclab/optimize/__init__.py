@@ -120,6 +120,7 @@ class Planned:
     sizes: dict[str, int]
     plans: list[list[Any]]  # loclab.optimize.planner.NestPlan, per nest
     context: Any  # loclab.optimize.planner.Context: the analysis and the machine's caches
+    notes: tuple[str, ...] = ()  # plans considered and not offered, with the number why
 
 
 def plan(source: str, function: str | None = None, *, filename: str = "<source>",
@@ -155,11 +156,14 @@ def plan(source: str, function: str | None = None, *, filename: str = "<source>"
     context = Context(analysis, Model(analysis.nest, analysis.params),
                       loop_extents(analysis, sizes), element_bytes, cpu.l1d_bytes,
                       cpu.l2_bytes, threads or numba.get_num_threads())
+    tops = top_loops(analysis)
+    time_tiled = [time_tiled_plans(context, top) for top in tops]
     return Planned(code, as_written, sizes,
-                   [time_tiled_plans(context, top) + _with_pieces(
+                   [tiled + _with_pieces(
                        with_copies(context, with_packs(context, with_inner_orders(
                            context, plan_nest(context, top)))), piece_plans(code, context, top))
-                    for top in top_loops(analysis)], context)
+                    for (tiled, _), top in zip(time_tiled, tops)], context,
+                   tuple(note for _, note in time_tiled if note))
 
 
 def _with_pieces(plans: list[Any], pieces: list[Any]) -> list[Any]:
@@ -208,7 +212,7 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
     arguments = measure.make_inputs(planned.as_written.program, sizes, inputs)
     original, original_error, reference = measure.runnable_original(
         planned.as_written, arguments, sizes, inputs)
-    notes: list[str] = []
+    notes: list[str] = list(planned.notes) if target == "cpu" else []
     if original is None:
         notes.append(f"the original does not run under Numba as written ({original_error}): "
                      "nothing measured to choose; verified against it as Python only")

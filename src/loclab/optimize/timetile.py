@@ -151,15 +151,17 @@ def _never_below(deltas: Deltas, a: int, b: int, factor: int, shift: int,
     return delta.intersect(backwards.align_params(delta.get_space())).is_empty()
 
 
-def time_tiled_plans(context: Context, top: Loop) -> list[NestPlan]:
+def time_tiled_plans(context: Context, top: Loop) -> tuple[list[NestPlan], str | None]:
     """The time-tiled plan of ``top`` where its steps can be one tileable band and the
-    arrays they sweep are past the L2 (within it, parallel sweeps keep them there)."""
+    arrays they sweep are past the L2 (within it, parallel sweeps keep them there); and,
+    where they can but are not, a note that says why not."""
     tiling = time_tiling(context, top)
     if tiling is None:
-        return []
+        return [], None
     working = _working_set(context, tiling)
     if working <= context.l2_bytes:
-        return []
+        return [], (f"time tiling of {label(top)} not tried: its steps sweep "
+                    f"{format_bytes(working)}, within the {format_bytes(context.l2_bytes)} L2")
     first = tiling.nests[0]
     choice, ratio = _tile(context, tiling, working)
     fused = first.var
@@ -186,7 +188,7 @@ def time_tiled_plans(context: Context, top: Loop) -> list[NestPlan]:
     why = (f"the tiles of one wave ({fused}'s tile loop skewed by {top.var}'s) need only "
            "tiles of earlier waves")
     return [NestPlan(top, "time-tiled", tuple(before), band, parallel=((top, why),),
-                     wavefront=(top, first))]
+                     wavefront=(top, first))], None
 
 
 def _arrays(tiling: TimeTiling) -> list[str]:
