@@ -164,14 +164,18 @@ def time_tiled_plans(context: Context, top: Loop) -> tuple[list[NestPlan], str |
                     f"{format_bytes(working)}, within the {format_bytes(context.l2_bytes)} L2")
     first = tiling.nests[0]
     choice, ratio = _tile(context, tiling, working)
+    if not ratio:
+        return [], (f"time tiling of {label(top)} not tried: a tile of {choice.tile} steps "
+                    f"over {choice.tile} rows touches {format_bytes(choice.footprint_bytes)}, "
+                    f"past half the {format_bytes(context.l2_bytes)} L2")
     fused = first.var
-    lanes = (f"; a multiple of {tiling.spread}, to keep the sweeps' dependences out of the "
-             "fused loop's vector lanes (it is the innermost)") \
+    lanes = (f" ahead; a multiple of {tiling.spread}, to keep the sweeps' dependences out "
+             "of the fused loop's vector lanes (it is the innermost)") \
         if tiling.spread else " that far ahead"
     before = [Decision(make_step("fuse", label(first), label(nest), shift),
                        f"the sweep at line {nest.line} joins {fused}'s loop "
                        + (f"{shift} {'row' if shift == 1 else 'rows'} behind: its reads "
-                          f"of the sweeps before it reach ahead{lanes}" if shift else
+                          f"of the sweeps before it reach{lanes}" if shift else
                           "in step: it reads nothing the sweeps before it write further "
                           "on"))
               for nest, shift in zip(tiling.nests[1:], tiling.shifts[1:])]
@@ -219,7 +223,9 @@ def _tile(context: Context, tiling: TimeTiling, working: int) -> tuple[TileChoic
     wave (a wave holds one tile per ``T`` steps: heat-1d's 1,200 steps in 3 tiles of 512
     kept one of 2 threads idle a wave in three) and for which some ``R = T * ratio`` fits half the L2,
     with the largest such ratio (rows of a few bytes, heat-1d's, want tiles far longer
-    than they are deep)."""
+    than they are deep). Ratio 0 where even the smallest tile is past half the L2 (heat-3d's
+    planes: its rows would not stay there, and the sweeps ran 2.6 times faster than its
+    tiles on the 16-core host)."""
     rows = max(context.extents.get(label(tiling.nests[0]), 1), 1)
     row_bytes = working / rows
     steps = max(context.extents.get(label(tiling.time), 1), 1)
@@ -231,13 +237,11 @@ def _tile(context: Context, tiling: TimeTiling, working: int) -> tuple[TileChoic
     def ratios(tile: int) -> list[int]:
         return [r for r in RATIOS if footprint(tile, r) <= half and tile * r <= rows]
 
-    shared = [t for t in TILE_SIZES if steps // t >= WAVE_TILES * context.threads] \
-        or [TILE_SIZES[0]]
-    for tile in reversed(shared):
-        fitting = ratios(tile)
-        if fitting:
-            larger = any(ratios(t) for t in TILE_SIZES if t > tile)
-            return (TileChoice(tile, "L2", context.l2_bytes, footprint(tile, fitting[-1]),
-                               context.threads if larger else 0), fitting[-1])
-    tile = TILE_SIZES[0]
-    return TileChoice(tile, "L2", context.l2_bytes, footprint(tile, 1)), 1
+    smallest = TILE_SIZES[0]
+    if not ratios(smallest):
+        return TileChoice(smallest, "L2", context.l2_bytes, footprint(smallest, 1)), 0
+    shared = [t for t in TILE_SIZES if steps // t >= WAVE_TILES * context.threads]
+    tile = next((t for t in reversed(shared) if ratios(t)), smallest)
+    larger = any(ratios(t) for t in TILE_SIZES if t > tile)
+    return (TileChoice(tile, "L2", context.l2_bytes, footprint(tile, ratios(tile)[-1]),
+                       context.threads if larger else 0), ratios(tile)[-1])
