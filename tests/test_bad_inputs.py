@@ -143,6 +143,8 @@ ROWS = [
     (f"transform {RECIPES} --apply 'fuse(i)'", 2, "usage fuse(loop, the loop right after"),
     (f"transform {RECIPES} --apply 'skew(i, j)'", 2, "j@25 is not around i@24"),
     (f"transform {RECIPES} --apply 'skew(j, i, 1.5)'", 2, "bad skew factor '1.5'"),
+    (f"transform {RECIPES} --emit cuda --apply 'skew(j, i)'", 2,
+     "the CUDA emitter takes no fused or skewed loops yet"),
     (f"transform {RECIPES} --apply 'interchange(i, i)'", 2, "names the loop i@24 twice"),
     (f"transform {RECIPES} --apply 'permute(i, j, k)'", 2, "no loop k"),
     (f"transform {RECIPES} --apply 'parallel()'", 2, "usage parallel(loop[, copies=True])"),

@@ -33,6 +33,7 @@ EMITTERS = {"python": ("python", "numba", "cuda"), "c": ("c",)}
 AFTER_COPIES = {"parallel", "stage", "copy", "privatize", "vectorize", "grid",
                 "block"}  # steps that move no loop
 GPU_STEPS = {"grid", "block"}  # steps that map loops onto a CUDA kernel's blocks and threads
+HOST_ONLY_STEPS = {"fuse", "skew"}  # steps whose loops the CUDA emitter does not take
 
 
 @dataclass(frozen=True)
@@ -237,6 +238,10 @@ def _run(origin: Origin, recipe: str | Sequence[Step], emit: str | None, languag
     gpu = next((step for step in steps if step.name in GPU_STEPS), None)
     if gpu is not None and emit != "cuda":
         raise UsageError(f"{gpu}: grid and block map loops onto a GPU: emit cuda")
+    shaped = next((step for step in steps if step.name in HOST_ONLY_STEPS), None)
+    if shaped is not None and emit == "cuda":  # its kernels' guards were never run on a GPU
+        raise UsageError(f"{shaped}: the CUDA emitter takes no fused or skewed loops yet: "
+                         "emit python, numba or c")
     function = (origin.source, origin.filename, origin.function, origin.offset, language,
                 origin.include_dirs, tuple(sorted(origin.defines.items())))
     texts = tuple(str(step) for step in steps)
