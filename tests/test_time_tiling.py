@@ -108,7 +108,7 @@ def test_a_nest_before_the_time_loop_changes_nothing_inside_it() -> None:
 def test_time_loops_it_cannot_straighten_get_no_tiling() -> None:
     """fdtd-2d's first nest runs over columns, the others over rows: no shift lines them up.
     A scalar summed across steps reaches every instance; a statement between the sweeps is
-    not a sweep."""
+    not a sweep; nor is a loop whose rows move with the outer loop."""
     assert _tiling((KERNELS / "fdtd_2d.py").read_text(), "fdtd_2d") is None
     summed = JACOBI_1D.replace("    for t", "    s = 0.0\n    for t").replace(
         "            A[i] = B[i]", "            A[i] = B[i]\n            s += B[i]")
@@ -117,6 +117,9 @@ def test_time_loops_it_cannot_straighten_get_no_tiling() -> None:
                                 "        A[0] = B[1]\n        for i in range(1, N - 1):\n"
                                 "            A")
     assert _tiling(between) is None
+    moving = JACOBI_1D.replace("for i in range(1, N - 1):\n            A", "for i in range(t, N - 1):"
+                               "\n            A")
+    assert moving != JACOBI_1D and _tiling(moving) is None  # LU's shrinking rows: no sweep
 
 
 def test_jacobi_time_tiled_computes_what_the_original_does() -> None:

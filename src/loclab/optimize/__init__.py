@@ -138,6 +138,7 @@ def plan(source: str, function: str | None = None, *, filename: str = "<source>"
     from loclab.hw import detect_cpu
     from loclab.optimize.build import Source
     from loclab.optimize.copies import with_copies
+    from loclab.optimize.fusion import fused_plans
     from loclab.optimize.inner import with_inner_orders
     from loclab.optimize.measure import timing_sizes
     from loclab.optimize.packing import with_packs
@@ -158,8 +159,9 @@ def plan(source: str, function: str | None = None, *, filename: str = "<source>"
                       cpu.l2_bytes, threads or numba.get_num_threads())
     tops = top_loops(analysis)
     time_tiled = [time_tiled_plans(context, top) for top in tops]
+    fused = fused_plans(context, tops)
     return Planned(code, as_written, sizes,
-                   [tiled + _with_pieces(
+                   [tiled + ([fused[id(top)]] if id(top) in fused else []) + _with_pieces(
                        with_copies(context, with_packs(context, with_inner_orders(
                            context, plan_nest(context, top)))), piece_plans(code, context, top))
                     for (tiled, _), top in zip(time_tiled, tops)], context,

@@ -123,7 +123,12 @@ def choose(source: Source, plans: Sequence[Sequence[NestPlan]],
     tiles = tiles or {}
     done: list[Step] = []
     chosen: list[Chosen] = []
+    absorbed: dict[int, NestPlan] = {}  # a nest fused into one before it: by its top
     for candidates in plans:
+        top = candidates[0].top
+        if id(top) in absorbed:
+            chosen.append(Chosen(absorbed_plan(top, absorbed[id(top)]), (), ()))
+            continue
         refused: list[tuple[NestPlan, str]] = []
         for plan in candidates:
             try:
@@ -134,14 +139,26 @@ def choose(source: Source, plans: Sequence[Sequence[NestPlan]],
                 continue
             done += steps
             chosen.append(Chosen(plan, tuple(steps), tuple(refused)))
+            if plan.absorbs is not None:
+                absorbed[id(plan.absorbs)] = plan
             break
     return chosen, source.transform(done)
+
+
+def absorbed_plan(top: Any, by: NestPlan) -> NestPlan:
+    """What a nest fused into the one before it keeps: no step of its own."""
+    return NestPlan(top, f"fused into line {by.top.line}")
 
 
 def tiers(source: Source, plans: Sequence[Sequence[NestPlan]]
           ) -> Iterator[tuple[list[Chosen], Any]]:
     """The whole function at each tier of ambition, built on demand: tier t starts each
     nest's choice at its t-th plan (its last, sequential, once it has no more); each tier's
-    kept plans and transformed function."""
-    for tier in range(max(len(p) for p in plans)):
-        yield choose(source, [p[tier:] or p[-1:] for p in plans])
+    kept plans and transformed function. Plans that fuse the next nest into theirs come
+    first, once; then every tier without them (else the next nest's own first plan would
+    never be measured beside its unfused neighbour)."""
+    unfused = [[plan for plan in nest if plan.absorbs is None] for nest in plans]
+    if any(plan.absorbs is not None for nest in plans for plan in nest):
+        yield choose(source, plans)
+    for tier in range(max(len(p) for p in unfused)):
+        yield choose(source, [p[tier:] or p[-1:] for p in unfused])

@@ -19,7 +19,10 @@ which the transformer proves legal:
 4. ``sequential``: nothing is parallel; the reasons are the dependences that block each loop.
 
 ``loclab.optimize.pieces`` adds, after the distributed plans, one that distributes a nest
-into pieces each run in parallel its own way (atax's column update interchanged).
+into pieces each run in parallel its own way (atax's column update interchanged);
+``loclab.optimize.timetile`` puts a time-tiled plan for a time loop of stencil sweeps before
+them all, and ``loclab.optimize.fusion`` a plan that fuses the next nest, which consumes what
+this one produces, into this one.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from loclab.transform.recipe import Step, make_step
 if TYPE_CHECKING:
     from loclab.optimize.packing import Pack
 
-LEVELS = ("time-tiled", "distributed", "tiled", "reordered", "as written", "sequential")
+LEVELS = ("time-tiled", "fused", "distributed", "tiled", "reordered", "as written", "sequential")
 # Remedies the transformer applies with a step before ``parallel``; reductions and atomic
 # updates are ``parallel``'s own; a scan is not a DOALL loop at all.
 STEP_REMEDIES = {"privatize", "expand", "copy"}
@@ -122,6 +125,9 @@ class NestPlan:
     # skewed by the time loop's and put outside it); the time loop's tile loop runs in
     # parallel
     wavefront: tuple[Loop, Loop] | None = None
+    # producer/consumer fusion (``loclab.optimize.fusion``): the next top loop, fused into
+    # this one by a step of ``before``; nothing is planned for it once this plan is kept
+    absorbs: Loop | None = None
 
     def name(self, loop: Loop) -> str:
         return dict(self.names).get(label(loop), label(loop))
@@ -132,7 +138,8 @@ class NestPlan:
         return (tuple(d.step for d in self.before), self.band and self.band.loops,
                 tuple(d.step for d in self.after), tuple(loop for loop, _ in self.parallel),
                 tuple(d.step for d in self.registers), tuple(d.step for d in self.lanes),
-                self.copies, tuple((p.array, p.loop) for p in self.packs), self.wavefront)
+                self.copies, tuple((p.array, p.loop) for p in self.packs), self.wavefront,
+                self.absorbs)
 
     def fallbacks(self) -> list["NestPlan"]:
         """This plan, then the same without its register tiles, without its vector lanes,

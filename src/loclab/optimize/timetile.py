@@ -66,13 +66,16 @@ class TimeTiling:
 def time_tiling(context: Context, top: Loop) -> TimeTiling | None:
     """The fusion shifts and skew factor that make ``top``'s steps one tileable band; None
     where ``top`` is no time loop of stencil sweeps (it is parallel or counts down, its body
-    holds a statement, a nest's loop has a step, or some dependence reaches too far)."""
+    holds a statement, a nest's loop has a step, a loop's range moves with it, or some
+    dependence reaches too far)."""
     nests = tuple(top.body)
     if context.report(top).parallel or top.step < 1 or top.stride is not None \
             or not nests or any(not isinstance(nest, Loop) or nest.step != 1
-                                or nest.stride is not None for nest in nests):
+                                or nest.stride is not None for nest in nests) \
+            or any(_bounded_by(loop, top) for loop in context.analysis.nest.loops
+                   if top in loop.enclosing and loop is not top):
         return None
-    deltas = _deltas(context, top, nests)  # type: ignore[arg-type]
+    deltas = nest_deltas(context, top, nests)  # type: ignore[arg-type]
     # fused innermost (sweeps of one loop each), a value one sweep writes and the next reads
     # an iteration later is a dependence inside the vector loop: kept lanes apart
     spread = LANES if not any(isinstance(c, Loop) for nest in nests
@@ -81,7 +84,7 @@ def time_tiling(context: Context, top: Loop) -> TimeTiling | None:
     for b in range(1, len(nests)):
         # within a step, each nest at least as far behind every nest before it as its
         # dependences on that nest reach back
-        needed = [_smallest(lambda k: _never_below(deltas, a, b, 0, k), LARGEST_OFFSET)
+        needed = [_smallest(lambda k: never_below(deltas, a, b, 0, k), LARGEST_OFFSET)
                   for a in range(b)]
         if None in needed:
             return None
@@ -91,11 +94,17 @@ def time_tiling(context: Context, top: Loop) -> TimeTiling | None:
             shift = -(-max(shift, max(after) + 1) // spread) * spread
         shifts.append(shift)
     factor = _smallest(lambda f: all(
-        _never_below(deltas, a, b, f, shifts[b] - shifts[a], across=True)
+        never_below(deltas, a, b, f, shifts[b] - shifts[a], across=True)
         for a in range(len(nests)) for b in range(len(nests))), LARGEST_OFFSET + shifts[-1])
     if factor is None:
         return None
     return TimeTiling(top, nests, tuple(shifts), factor, spread)  # type: ignore[arg-type]
+
+
+def _bounded_by(loop: Loop, top: Loop) -> bool:
+    """Whether ``loop``'s range moves with ``top``'s variable (LU's ``for j in range(i)``):
+    a time loop's sweeps cover the same rows every step."""
+    return any(bound is None or top.var in bound.symbols() for bound in (loop.start, loop.stop))
 
 
 def _smallest(holds: Callable[[int], bool], largest: int) -> int | None:
@@ -105,31 +114,32 @@ def _smallest(holds: Callable[[int], bool], largest: int) -> int | None:
 Deltas = dict[tuple[int, int], "isl.Set"]
 
 
-def _deltas(context: Context, top: Loop, nests: tuple[Loop, ...]) -> Deltas:
+def nest_deltas(context: Context, top: Loop | None, nests: tuple[Loop, ...]) -> Deltas:
     """For each pair of nests (the source's, the sink's), the set of ``[dt, di]`` between
-    instances that depend on each other: the difference of their time steps and of their
-    values of the nest's outer loop."""
+    instances that depend on each other: the difference of their steps of the time loop
+    ``top`` (0 where there is none: nests of the function's body) and of their values of
+    the nest's outer loop."""
     from loclab.deps.dependences import dependence_relations
 
     inside = {id(s): k for k, nest in enumerate(nests) for s in nest.statements()}
     out: Deltas = {}
     for first, second, relation in dependence_relations(context.model):
         a, b = (inside.get(id(use[0])) for use in (first, second))
-        if a is None or b is None:  # a statement outside the time loop: no step moves it
+        if a is None or b is None:  # a statement outside the nests: no step moves it
             continue
         delta = _delta(context, top, (nests[a], nests[b]), first, second, relation)
         out[(a, b)] = out[(a, b)].union(delta) if (a, b) in out else delta
     return out
 
 
-def _delta(context: Context, top: Loop, outers: tuple[Loop, Loop], first: "Use",
+def _delta(context: Context, top: Loop | None, outers: tuple[Loop, Loop], first: "Use",
            second: "Use", relation: "isl.Map") -> "isl.Set":
     """``[dt, di]`` of one dependence relation's instance pairs."""
     import islpy as isl
 
     xs = [f"x{k}" for k in range(len(first[0].loops))]
     ys = [f"y{k}" for k in range(len(second[0].loops))]
-    dt = f"{ys[top.depth]} - {xs[top.depth]}"
+    dt = f"{ys[top.depth]} - {xs[top.depth]}" if top is not None else "0"
     di = f"{ys[outers[1].depth]} - {xs[outers[0].depth]}"
     pairs = isl.Map(f"{context.model.header}{{ [[{', '.join(xs)}] -> [{', '.join(ys)}]] -> "
                     f"[dt, di] : dt = {dt} and di = {di} }}")
@@ -137,7 +147,7 @@ def _delta(context: Context, top: Loop, outers: tuple[Loop, Loop], first: "Use",
     return bare.wrap().apply(pairs)
 
 
-def _never_below(deltas: Deltas, a: int, b: int, factor: int, shift: int,
+def never_below(deltas: Deltas, a: int, b: int, factor: int, shift: int,
                  across: bool = False) -> bool:
     """Whether every dependence from nest ``a`` to nest ``b`` has ``di + shift + factor*dt
     >= 0``: within one step (``dt = 0``), or across steps (``dt >= 1``)."""
