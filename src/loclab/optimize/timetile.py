@@ -189,19 +189,19 @@ def time_tiled_plans(context: Context, top: Loop) -> tuple[list[NestPlan], str |
                           "in step: it reads nothing the sweeps before it write further "
                           "on"))
               for nest, shift in zip(tiling.nests[1:], tiling.shifts[1:])]
-    before.append(Decision(
+    skew = [Decision(
         make_step("skew", label(first), label(top), tiling.factor),
         f"{fused} + {tiling.factor}*{top.var}: the fused loop's iteration in step "
         f"{top.var} + 1 reads what step {top.var}'s wrote up to {tiling.factor} iterations "
         f"ahead; skewed, no dependence runs backwards and ({top.var}, {fused}) can be "
         f"tiled: the steps sweep {format_bytes(working)}, past the "
         f"{format_bytes(context.l2_bytes)} L2, and a tile keeps its rows there for its "
-        "steps"))
+        "steps")] if tiling.factor else []  # no step reads ahead of the one before: no skew
     band = TiledBand((top, first), choice, Reuse((), tuple(
         (array, top.var) for array in _arrays(tiling))), ratios=(1, ratio))
     why = (f"the tiles of one wave ({fused}'s tile loop skewed by {top.var}'s) need only "
            "tiles of earlier waves")
-    return [NestPlan(top, "time-tiled", tuple(before), band, parallel=((top, why),),
+    return [NestPlan(top, "time-tiled", tuple(before + skew), band, parallel=((top, why),),
                      wavefront=(top, first))], None
 
 
