@@ -117,8 +117,8 @@ def test_time_loops_it_cannot_straighten_get_no_tiling() -> None:
                                 "        A[0] = B[1]\n        for i in range(1, N - 1):\n"
                                 "            A")
     assert _tiling(between) is None
-    moving = JACOBI_1D.replace("for i in range(1, N - 1):\n            A", "for i in range(t, N - 1):"
-                               "\n            A")
+    moving = JACOBI_1D.replace("for i in range(1, N - 1):\n            A",
+                               "for i in range(t, N - 1):\n            A")
     assert moving != JACOBI_1D and _tiling(moving) is None  # LU's shrinking rows: no sweep
 
 
@@ -205,8 +205,8 @@ def test_optimize_time_tiles_a_stencil_past_the_l2_and_sweeps_one_within_it(
     chosen, result = choose(found.code, [[tiled]], {tiled.band.key: 8})
     ratio = tiled.band.ratios[1]
     assert [str(s) for s in chosen[0].steps][2:] == [
-        f"tile(t@3=8, i@4={8 * ratio})", f"skew(ii@4, tt@3, {ratio})", "interchange(tt@3, ii@4)",
-        "parallel(tt@3)"]
+        f"tile(t@3=8, i@4={8 * ratio})", f"skew(ii@4, tt@3, {ratio})",
+        "interchange(tt@3, ii@4)", "parallel(tt@3)"]
     for sizes in ({"TSTEPS": 11, "N": 19}, {"TSTEPS": 3, "N": 30}):
         assert result.verify(**sizes).ok, sizes
     small = plan(source, "jacobi_2d", params={"N": 30, "TSTEPS": 10}, threads=2)

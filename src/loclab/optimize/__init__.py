@@ -158,14 +158,16 @@ def plan(source: str, function: str | None = None, *, filename: str = "<source>"
                       loop_extents(analysis, sizes), element_bytes, cpu.l1d_bytes,
                       cpu.l2_bytes, threads or numba.get_num_threads())
     tops = top_loops(analysis)
-    time_tiled = [time_tiled_plans(context, top) for top in tops]
     fused = fused_plans(context, tops)
-    return Planned(code, as_written, sizes,
-                   [tiled + ([fused[id(top)]] if id(top) in fused else []) + _with_pieces(
-                       with_copies(context, with_packs(context, with_inner_orders(
-                           context, plan_nest(context, top)))), piece_plans(code, context, top))
-                    for (tiled, _), top in zip(time_tiled, tops)], context,
-                   tuple(note for _, note in time_tiled if note))
+    plans: list[list[Any]] = []
+    notes: list[str] = []
+    for top in tops:  # the most ambitious first: time-tiled, fused, then the planner's
+        tiled, note = time_tiled_plans(context, top)
+        notes += [note] if note else []
+        plans.append(tiled + ([fused[id(top)]] if id(top) in fused else []) + _with_pieces(
+            with_copies(context, with_packs(context, with_inner_orders(
+                context, plan_nest(context, top)))), piece_plans(code, context, top)))
+    return Planned(code, as_written, sizes, plans, context, tuple(notes))
 
 
 def _with_pieces(plans: list[Any], pieces: list[Any]) -> list[Any]:

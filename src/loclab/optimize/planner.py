@@ -30,6 +30,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from loclab.deps.analysis import Analysis, LoopReport
@@ -44,6 +45,9 @@ from loclab.optimize.tiles import TileChoice, choose_tile
 from loclab.transform.recipe import Step, make_step
 
 if TYPE_CHECKING:
+    import islpy as isl
+
+    from loclab.deps.dependences import Use
     from loclab.optimize.packing import Pack
 
 LEVELS = ("time-tiled", "fused", "distributed", "tiled", "reordered", "as written", "sequential")
@@ -167,6 +171,14 @@ class Context:
 
     def report(self, loop: Loop) -> LoopReport:
         return self.reports[id(loop)]
+
+    @cached_property
+    def relations(self) -> list[tuple["Use", "Use", "isl.Map"]]:
+        """The function's dependence relations (``dependences.dependence_relations``),
+        computed once for every plan that reads them (time tiling, fusion)."""
+        from loclab.deps.dependences import dependence_relations
+
+        return list(dependence_relations(self.model))
 
 
 def loop_extents(analysis: Analysis, sizes: Mapping[str, int]) -> dict[str, int]:

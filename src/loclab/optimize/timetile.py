@@ -68,18 +68,17 @@ def time_tiling(context: Context, top: Loop) -> TimeTiling | None:
     where ``top`` is no time loop of stencil sweeps (it is parallel or counts down, its body
     holds a statement, a nest's loop has a step, a loop's range moves with it, or some
     dependence reaches too far)."""
-    nests = tuple(top.body)
+    nests = tuple(node for node in top.body if isinstance(node, Loop))
     if context.report(top).parallel or top.step < 1 or top.stride is not None \
-            or not nests or any(not isinstance(nest, Loop) or nest.step != 1
-                                or nest.stride is not None for nest in nests) \
+            or not nests or len(nests) < len(top.body) \
+            or any(nest.step != 1 or nest.stride is not None for nest in nests) \
             or any(_bounded_by(loop, top) for loop in context.analysis.nest.loops
                    if top in loop.enclosing and loop is not top):
         return None
-    deltas = nest_deltas(context, top, nests)  # type: ignore[arg-type]
+    deltas = nest_deltas(context, top, nests)
     # fused innermost (sweeps of one loop each), a value one sweep writes and the next reads
     # an iteration later is a dependence inside the vector loop: kept lanes apart
-    spread = LANES if not any(isinstance(c, Loop) for nest in nests
-                              for c in nest.body) else 0  # type: ignore[attr-defined]
+    spread = LANES if not any(isinstance(c, Loop) for nest in nests for c in nest.body) else 0
     shifts = [0]
     for b in range(1, len(nests)):
         # within a step, each nest at least as far behind every nest before it as its
@@ -98,13 +97,14 @@ def time_tiling(context: Context, top: Loop) -> TimeTiling | None:
         for a in range(len(nests)) for b in range(len(nests))), LARGEST_OFFSET + shifts[-1])
     if factor is None:
         return None
-    return TimeTiling(top, nests, tuple(shifts), factor, spread)  # type: ignore[arg-type]
+    return TimeTiling(top, nests, tuple(shifts), factor, spread)
 
 
 def _bounded_by(loop: Loop, top: Loop) -> bool:
     """Whether ``loop``'s range moves with ``top``'s variable (LU's ``for j in range(i)``):
     a time loop's sweeps cover the same rows every step."""
-    return any(bound is None or top.var in bound.symbols() for bound in (loop.start, loop.stop))
+    return any(bound is None or top.var in bound.symbols()
+               for bound in (loop.start, loop.stop))
 
 
 def _smallest(holds: Callable[[int], bool], largest: int) -> int | None:
@@ -119,11 +119,9 @@ def nest_deltas(context: Context, top: Loop | None, nests: tuple[Loop, ...]) -> 
     instances that depend on each other: the difference of their steps of the time loop
     ``top`` (0 where there is none: nests of the function's body) and of their values of
     the nest's outer loop."""
-    from loclab.deps.dependences import dependence_relations
-
     inside = {id(s): k for k, nest in enumerate(nests) for s in nest.statements()}
     out: Deltas = {}
-    for first, second, relation in dependence_relations(context.model):
+    for first, second, relation in context.relations:
         a, b = (inside.get(id(use[0])) for use in (first, second))
         if a is None or b is None:  # a statement outside the nests: no step moves it
             continue
@@ -231,11 +229,11 @@ def _tile(context: Context, tiling: TimeTiling, working: int) -> tuple[TileChoic
     ``T`` steps over ``R`` rows of the skewed space touches about ``R + factor * T`` rows of
     every array: the largest ``T`` that leaves each thread ``WAVE_TILES`` tiles in a full
     wave (a wave holds one tile per ``T`` steps: heat-1d's 1,200 steps in 3 tiles of 512
-    kept one of 2 threads idle a wave in three) and for which some ``R = T * ratio`` fits half the L2,
-    with the largest such ratio (rows of a few bytes, heat-1d's, want tiles far longer
-    than they are deep). Ratio 0 where even the smallest tile is past half the L2 (heat-3d's
-    planes: its rows would not stay there, and the sweeps ran 2.6 times faster than its
-    tiles on the 16-core host)."""
+    kept one of 2 threads idle a wave in three) and for which some ``R = T * ratio`` fits
+    half the L2, with the largest such ratio (rows of a few bytes, heat-1d's, want tiles
+    far longer than they are deep). Ratio 0 where even the smallest tile is past half the
+    L2 (heat-3d's planes: its rows would not stay there, and the sweeps ran 2.6 times
+    faster than its tiles on the 16-core host)."""
     rows = max(context.extents.get(label(tiling.nests[0]), 1), 1)
     row_bytes = working / rows
     steps = max(context.extents.get(label(tiling.time), 1), 1)

@@ -162,7 +162,7 @@ def require_plain(program: Program, nodes: Sequence[LoopNode], step: Step) -> No
     """Refuse a step that does not handle loops made by ``fuse`` or ``skew`` (their value is
     no longer one original loop's variable), nor a loop another one is skewed by (the step
     would replace it): tile, interchange and parallel them instead."""
-    skewed_by = {id(other) for loop in program.loops() for other, _ in loop.skew}
+    skewed_by = skew_bases(program)
     for node in nodes:
         if not node.plain or id(node) in skewed_by:
             what = "fused or skewed" if not node.plain else "a loop skewed by"
@@ -170,14 +170,26 @@ def require_plain(program: Program, nodes: Sequence[LoopNode], step: Step) -> No
                              "(tile, stripmine, interchange or parallel it)")
 
 
-def signed_argument(value: Arg, step: Step, what: str) -> int:
-    """A whole number, negative or not, as the step's ``what``."""
+def skew_bases(program: Program) -> set[int]:
+    """The loops (by id) some loop of the program is skewed by."""
+    return {id(other) for loop in program.loops() for other, _ in loop.skew}
+
+
+def _whole_number(value: Arg, step: Step, what: str, example: int) -> int:
+    """``value`` where it is a whole number, else an error that names it as the step's
+    ``what`` (not as a loop)."""
     if isinstance(value, bool) or not isinstance(value, int):
         hint = value.hint if isinstance(value, Unparsed) else ""
-        raise step.error(f"bad {what} {str(value)!r}: a whole number, e.g. 1{hint}")
-    if abs(value) > MAX_SIZE:
-        raise step.error(f"bad {what} {value}: loclab takes at most {MAX_SIZE:,}")
+        raise step.error(f"bad {what} {str(value)!r}: a whole number, e.g. {example}{hint}")
     return value
+
+
+def signed_argument(value: Arg, step: Step, what: str) -> int:
+    """A whole number, negative or not, as the step's ``what``."""
+    number = _whole_number(value, step, what, 1)
+    if abs(number) > MAX_SIZE:
+        raise step.error(f"bad {what} {number}: loclab takes at most {MAX_SIZE:,}")
+    return number
 
 
 def loop_pair(program: Program, step: Step, usage: str, what: str, default: int
@@ -206,14 +218,12 @@ def size_argument(value: Arg, step: Step, what: str = "tile size",
                   limit: int = MAX_SIZE) -> int:
     """A whole number from 1 to ``limit``, as the step's ``what``; anything else is an
     error that says what it is (a bad size, not a loop)."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        hint = value.hint if isinstance(value, Unparsed) else ""
-        raise step.error(f"bad {what} {str(value)!r}: a whole number, e.g. 8{hint}")
-    if value < 1:
-        raise step.error(f"{what} {value} must be a positive integer")
-    if value > limit:
-        raise step.error(f"bad {what} {value}: loclab takes at most {limit:,}")
-    return value
+    number = _whole_number(value, step, what, 8)
+    if number < 1:
+        raise step.error(f"{what} {number} must be a positive integer")
+    if number > limit:
+        raise step.error(f"bad {what} {number}: loclab takes at most {limit:,}")
+    return number
 
 
 def replace_node(program: Program, old: Node, new: list[Node]) -> None:

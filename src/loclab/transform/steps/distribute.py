@@ -19,8 +19,8 @@ from loclab.deps.dependences import union_maps
 from loclab.nest.ir import Loop, Variable
 from loclab.transform.recipe import Step
 from loclab.transform.schedule import unit_number
-from loclab.transform.steps import (Applied, Context, expect_args, find_loop, no_keywords, require_plain,
-                                    replace_node)
+from loclab.transform.steps import (Applied, Context, expect_args, find_loop, no_keywords,
+                                    replace_node, require_plain)
 from loclab.transform.tree import LoopNode, Node, Private, Program, units_of
 
 if TYPE_CHECKING:

@@ -13,15 +13,15 @@ stencil one perfect band, which ``skew`` and ``tile`` then cut into time tiles.
 from __future__ import annotations
 
 from loclab.transform.recipe import Step
-from loclab.transform.steps import Applied, Context, loop_pair
+from loclab.transform.steps import Applied, Context, loop_pair, skew_bases
 from loclab.transform.tree import LoopNode, Program
 
 NAMES = ("fuse",)
 
 
 def apply(program: Program, step: Step, context: Context) -> Applied:
-    new, first, second, shift = loop_pair(
-        program, step, "fuse(loop, the loop right after it[, shift of the second])", "shift", 0)
+    usage = "fuse(loop, the loop right after it[, shift of the second])"
+    new, first, second, shift = loop_pair(program, step, usage, "shift", 0)
     _require_fusible(new, first, second, step)
     body = new.parent_body(first)
     body.remove(second)
@@ -37,7 +37,7 @@ def apply(program: Program, step: Step, context: Context) -> Applied:
 def _require_fusible(program: Program, first: LoopNode, second: LoopNode, step: Step) -> None:
     """Two loops over variables (not tiles), counting up, adjacent in one body, with nothing
     a later step attached to them (parallel, storage, buffers, skews)."""
-    skewed_by = {id(other) for loop in program.loops() for other, _ in loop.skew}
+    skewed_by = skew_bases(program)
     for node in (first, second):
         if node.tile or node.within is not None:
             raise step.error(f"{node.label} runs over tiles or inside a tile: fuse the loops "
