@@ -93,14 +93,45 @@ def test_a_band_imperfect_through_a_scalar_is_distributed_to_reorder_the_product
 
 def test_a_band_whose_body_is_nests_is_distributed_to_tile_the_deepest():
     """gemm's i loop holds C[i, j] *= beta and then the k, j loops: distributed, the product
-    nest (i, k, j) becomes a band to tile and register-tile, i parallel."""
+    nest (i, k, j) becomes a band to tile and register-tile, i parallel; the scaling nest
+    beside it runs in parallel too (before: on one thread, a pass over C sixteen threads
+    waited for)."""
     kernels = Path(__file__).parent / "data" / "kernels"
     chosen, result = kept(kernels / "gemm.py", "gemm", NI=64, NJ=64, NK=64)
     (nest,) = chosen
     assert nest.plan.level == "distributed"
     assert texts(nest)[0] == "distribute(i@3)"
     assert any(t.startswith("tile(i@8=") for t in texts(nest)) and "parallel(ii@3)" in texts(nest)
+    assert "parallel(i@5)" in texts(nest)
+    assert result.source.count("in prange(") == 2
     assert result.verify(NI=19, NJ=21, NK=23).ok
+
+
+# a column sum beside the product: its nest, distributed, carries the sum over i
+SUM_BESIDE_THE_PRODUCT = """
+def product(C, A, B, colsum, N):
+    for i in range(N):
+        for j in range(N):
+            colsum[j] += A[i, j]
+        for k in range(N):
+            for j in range(N):
+                C[i, j] += A[i, k] * B[k, j]
+"""
+
+
+def test_a_nest_beside_the_band_that_carries_a_dependence_stays_sequential(tmp_path):
+    """The column sum's nest is left sequential (i carries its sum into colsum[j]): the
+    distributed plan holds, its product nest parallel; no step names the sum's nest. And
+    a loop whose steps write rows of their own (gemm's i) is no time loop."""
+    path = tmp_path / "product.py"
+    path.write_text(SUM_BESIDE_THE_PRODUCT)
+    found = planned(path, "product", N=64)
+    assert not found.notes  # before: "time tiling of i@3 not tried: ..."
+    chosen, result = choose(found.code, found.plans)
+    (nest,) = chosen
+    assert nest.plan.level == "distributed" and not nest.plan.after
+    assert not any(t.startswith("parallel(i@5)") for t in texts(nest))
+    assert result.source.count("in prange(") == 1
 
 
 def test_a_distributed_band_whose_outer_loop_carries_a_dependence_runs_an_inner_one():

@@ -371,7 +371,8 @@ def _nest_result(chosen: Any, tiles: Mapping[str, int], tuned: bool) -> NestResu
                 if d.step]
     staged = [str(s) for s in chosen.steps if s.name == "stage"]
     reasons += [(step, pack.reason) for step, pack in zip(staged, plan.packs)]
-    parallel_steps = [str(s) for s in chosen.steps if s.name == "parallel"]
+    sides = {d.step for d in plan.after}  # parallel nests beside a distributed band's
+    parallel_steps = [str(s) for s in chosen.steps if s.name == "parallel" and s not in sides]
     reasons += [(step, why) for step, (_, why) in zip(parallel_steps, plan.parallel)]
     loops = tuple(loop.var for loop in plan.top.statements()[0].loops) \
         if plan.top.statements() else (plan.top.var,)

@@ -28,7 +28,7 @@ this one produces, into this one.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -38,7 +38,7 @@ from loclab.deps.interchange import Interchange, perfect_bands
 from loclab.deps.model import Model
 from loclab.deps.remedies import Remedy
 from loclab.nest.expr import Poly
-from loclab.nest.ir import Loop, Nest, loops_around_all
+from loclab.nest.ir import Loop, Nest, Statement, loops_around_all
 from loclab.optimize.locality import (ArrayAccess, Reuse, array_accesses, band_reuse,
                                       order_score, stride)
 from loclab.optimize.tiles import TileChoice, choose_tile
@@ -179,6 +179,28 @@ class Context:
         from loclab.deps.dependences import dependence_relations
 
         return list(dependence_relations(self.model))
+
+    def carries(self, loop: Loop, statements: Collection[Statement],
+                ignored: Collection[str] = ()) -> bool:
+        """Whether ``loop`` carries a dependence between two instances of ``statements``
+        (a nest distribution leaves beside others: it is parallel if not), dependences on
+        the variables ``ignored`` (scalars expanded over the loop) left out."""
+        import islpy as isl
+
+        from loclab.deps.dependences import deltas
+
+        inside = {id(s) for s in statements}
+        depth = loop.depth
+        names = ", ".join(f"d{k}" for k in range(depth + 1))
+        for (first, access), (second, _), relation in self.relations:
+            if id(first) not in inside or id(second) not in inside \
+                    or access.variable.name in ignored:
+                continue
+            delta = deltas(relation, depth + 1)
+            moved = isl.Set(f"{{ [{names}] : d{depth} < 0 or d{depth} > 0 }}")
+            if not delta.intersect(moved.align_params(delta.get_space())).is_empty():
+                return True
+        return False
 
 
 def loop_extents(analysis: Analysis, sizes: Mapping[str, int]) -> dict[str, int]:
@@ -500,6 +522,11 @@ def distributed_plans(context: Context, top: Loop) -> list[NestPlan]:
                         f"{'statements' if around else 'loops'} beside the {chain[0].var} "
                         f"loop become nests of their own, the {chain[0].var} loop joins the "
                         "band") for loop in reversed(band)]
+    sides = tuple(Decision(make_step("parallel", f"{top.var}@{line}"),
+                           f"the nest at line {line}, beside the band's, runs in parallel: "
+                           f"{top.var} carries no dependence between its statements")
+                  for line, statements in _side_nests(context, around, chains, chain, scalars)
+                  if not context.carries(top, statements, scalars))
     accesses = array_accesses(context.model, inside)
     orders = sorted((o for o in itertools.permutations(loops) if o[0] in band),
                     key=lambda o: (-order_score(accesses, loops, o), o != loops))
@@ -527,11 +554,35 @@ def distributed_plans(context: Context, top: Loop) -> list[NestPlan]:
                           None if target is outer else target)
         summed = {loop: f"{', '.join(scalars)} (expanded)" for loop in chain} if scalars \
             else {}
-        plans.append(NestPlan(top, "distributed", tuple(steps), tiled, (), why, (), names,
+        plans.append(NestPlan(top, "distributed", tuple(steps), tiled, sides, why, (), names,
                               register_tiles(accesses, order, renamed, summed)))
         if target is outer:  # untiled, an inner parallel loop would fork per iteration
-            plans.append(NestPlan(top, "distributed", tuple(steps), None, (), why, (), names))
+            plans.append(NestPlan(top, "distributed", tuple(steps), None, sides, why, (),
+                                  names))
     return plans
+
+
+def _side_nests(context: Context, around: list[Statement], chains: list[list[Loop]],
+                chain: list[Loop], expanded: list[str]) -> list[tuple[int, list[Statement]]]:
+    """The nests distribution makes beside the band's (the chain with the most work), each
+    as the line of its first statement (its loops' name in a step) and its statements: each
+    other loop chain (gemm's ``C[i, j] *= beta``), and the statements around the chain,
+    those on one dependence cycle together, as distribution groups them (dependences on
+    the scalars it expands left out: each band iteration has an element of its own)."""
+    import networkx as nx
+
+    by_id = {id(s): s for s in around}
+    graph = nx.DiGraph()
+    graph.add_nodes_from(by_id)
+    for (first, access), (second, _), _ in context.relations:
+        if id(first) in by_id and id(second) in by_id and first is not second \
+                and access.variable.name not in expanded:
+            graph.add_edge(id(first), id(second))
+    groups = [[by_id[k] for k in component]
+              for component in nx.strongly_connected_components(graph)]
+    groups += [list(other[0].statements()) for other in chains if other is not chain]
+    return sorted(((min(s.line for s in group), group) for group in groups),
+                  key=lambda side: side[0])
 
 
 def _distributed_target(context: Context, order: tuple[Loop, ...]) -> Loop:

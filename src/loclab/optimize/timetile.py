@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     import islpy as isl
 
     from loclab.deps.dependences import Use
+    from loclab.nest.ir import Access
 
 LARGEST_OFFSET = 4  # shifts and skew factors tried: a stencil's reach is a few rows
 RATIOS = tuple(2 ** k for k in range(11))  # a tile's rows over its steps: 1 to 1,024
@@ -66,14 +67,16 @@ class TimeTiling:
 def time_tiling(context: Context, top: Loop) -> TimeTiling | None:
     """The fusion shifts and skew factor that make ``top``'s steps one tileable band; None
     where ``top`` is no time loop of stencil sweeps (it is parallel or counts down, its body
-    holds a statement, a nest's loop has a step, a loop's range moves with it, or some
-    dependence reaches too far)."""
+    holds a statement, a nest's loop has a step, a loop's range moves with it, a step
+    writes elsewhere than the step before, or some dependence reaches too far)."""
     nests = tuple(node for node in top.body if isinstance(node, Loop))
     if context.report(top).parallel or top.step < 1 or top.stride is not None \
             or not nests or len(nests) < len(top.body) \
             or any(nest.step != 1 or nest.stride is not None for nest in nests) \
             or any(_bounded_by(loop, top) for loop in context.analysis.nest.loops
-                   if top in loop.enclosing and loop is not top):
+                   if top in loop.enclosing and loop is not top) \
+            or any(_moves_with(access, top) for nest in nests
+                   for statement in nest.statements() for access in statement.writes):
         return None
     deltas = nest_deltas(context, top, nests)
     # fused innermost (sweeps of one loop each), a value one sweep writes and the next reads
@@ -105,6 +108,14 @@ def _bounded_by(loop: Loop, top: Loop) -> bool:
     a time loop's sweeps cover the same rows every step."""
     return any(bound is None or top.var in bound.symbols()
                for bound in (loop.start, loop.stop))
+
+
+def _moves_with(write: "Access", top: Loop) -> bool:
+    """Whether a write's element moves with ``top``'s variable (gemm's row ``C[i, j]`` in
+    the ``i`` loop, or a subscript the analysis cannot read): each step of a time loop
+    writes the same arrays over again."""
+    return any(subscript is None or top.var in subscript.symbols()
+               for subscript in write.subscripts)
 
 
 def _smallest(holds: Callable[[int], bool], largest: int) -> int | None:
