@@ -205,7 +205,8 @@ def _parallel_conflicts(replay: Sequence[tuple[Step, Run]], program: Any,
                         place: Callable[..., tuple]) -> list[str]:
     """Two iterations of a parallel loop (in one iteration of the loops around it) that touch
     one location, one writing, other than through the loop's reductions (the accesses
-    written as an update's target: another read of the array is no part of it)."""
+    written as an update's target: another read of the array is no part of it) or a read
+    of a copy made before the loop or one of its iterations (``copy``, ``stage``)."""
     out: list[str] = []
     for node in program.loops():
         if not (node.parallel or node.vectorized):  # lanes reorder iterations too
@@ -225,6 +226,10 @@ def _parallel_conflicts(replay: Sequence[tuple[Step, Run]], program: Any,
             texts = step.texts or ("",) * len(step.accesses)
             for (location, write), text in zip(step.accesses, texts):
                 if location[0] in reductions and (not text or canonical(text) in targets):
+                    continue
+                if not write and text and any(
+                        b.variable.name == location[0] and b.loop in nodes[:level + 1]
+                        and b.serves(text) for b in program.buffers):
                     continue
                 key = (place(step, run, location), outer)
                 for other, other_write in seen[key].items():

@@ -299,7 +299,7 @@ def _proved(code: Any, plans: list[list[Any]], chosen: list[Any], tiles: Mapping
             continue
         tried.add(recipe)
         try:
-            verification = _verify(result, tiles, supplier)
+            verification = _verify(result, tiles, sizes, supplier)
             optimized = result.compile()
             verdict = (measure.check(original, optimized, result.program, inputs, sizes)
                        if original is not None else Check(True, None, None))
@@ -329,15 +329,18 @@ def _bug(what: Any) -> Exception:
                              f"(a bug in loclab: please report it): {what}")
 
 
-def _verify(result: Any, tiles: Mapping[str, int],
+def _verify(result: Any, tiles: Mapping[str, int], timed: Mapping[str, int],
             supplier: Callable[..., Any] | None = None) -> Any:
     """The transformed function against the original run as Python, at sizes past the
     largest tile (a whole tile and a partial one), or the transformer's small defaults; on
-    ``supplier``'s inputs where given."""
+    ``supplier``'s inputs where given. Scalar arguments no loop uses as a size keep the
+    values they are timed at (a resize's ``H``: the row it reads)."""
     from loclab.transform.verify import verify
 
+    parameters = result.program.nest.parameters
     largest = max(tiles.values(), default=0) + VERIFY_MARGIN
-    sizes = {p: largest for p in result.program.nest.parameters} if tiles else {}
+    sizes = {p: largest for p in parameters} if tiles else {}
+    sizes.update({name: value for name, value in timed.items() if name not in parameters})
     return verify(result, sizes, inputs=supplier, most_instances=None)
 
 

@@ -20,7 +20,7 @@ from loclab.measure.stats import Summary, summarize
 from loclab.measure.timing import Budget, PerfCounterClock, measure
 from loclab.measure.validate import Check
 from loclab.transform.inputs import (Supplier, argument_names, check_known, check_sizes,
-                                     check_work, instances)
+                                     check_work, instances, with_given)
 
 # The default size of a run that is timed: each size parameter as large as keeps the
 # original's statement instances near this (a second or less of compiled code).
@@ -47,7 +47,7 @@ def timing_sizes(program: Any, given: Mapping[str, int]) -> dict[str, int]:
             break
         size *= 2
         sizes = larger
-    return {p: sizes[p] for p in parameters}
+    return with_given(parameters, sizes, given)
 
 
 def check_timed_work(program: Any, sizes: Mapping[str, int]) -> None:

@@ -502,14 +502,13 @@ def distributed_plans(context: Context, top: Loop) -> list[NestPlan]:
     nests_alone = len(below) >= 2 and not around
     if not (around_one_chain or nests_alone):
         return []
-    chains = [chain_of(loop) for loop in below]
-    if any(not chain[-1].body or any(isinstance(c, Loop) for c in chain[-1].body)
-           for chain in chains):
-        return []
-    chain = max(chains, key=len)  # the deepest: the one with the most work
+    chains = [deep_chain(loop) for loop in below]
+    chain, levels = max(chains, key=lambda found: len(found[0]))  # the most work
+    if any(not found[0][-1].body or any(isinstance(c, Loop) for c in found[0][-1].body)
+           or (found[1] and found[0] is not chain) for found in chains):
+        return []  # each chain ends in statements; only the band's holds some beside loops
     inside = chain[-1].body
-    scalars = sorted({a.variable.name for s in around for a in s.accesses
-                      if a.write and not a.variable.is_array})
+    scalars = _written_scalars(around)
     loops = (*band, *chain)
     line = min(s.line for s in inside)
     names = tuple((label(loop), f"{loop.var}@{line}") for loop in loops)
@@ -518,15 +517,30 @@ def distributed_plans(context: Context, top: Loop) -> list[NestPlan]:
     before = [Decision(make_step("expand", v, *over), f"{v} carries a value around the {chain[0].var} "
                        "loop: an element per band iteration lets the band be distributed")
               for v in scalars]
+    for level, beside in levels:  # (matmul's saxpy form: ``a = alpha * A[i, k]`` in k)
+        depth = chain.index(level)
+        within = [*over, *(label(loop) for loop in chain[:depth + 1])]
+        before += [Decision(make_step("expand", v, *within), f"{v} carries a value into the "
+                            f"{chain[depth + 1].var} loop: an element per iteration of "
+                            f"{', '.join(loop.var for loop in (*band, *chain[:depth + 1]))} "
+                            f"lets {level.var} be distributed")
+                   for v in _written_scalars(beside)]
+    before += [Decision(make_step("distribute", label(level)), f"the statements beside the "
+                        f"{chain[chain.index(level) + 1].var} loop become nests of their own, "
+                        f"the {chain[chain.index(level) + 1].var} loop joins the band")
+               for level, _ in reversed(levels)]
     before += [Decision(make_step("distribute", label(loop)), f"the "
                         f"{'statements' if around else 'loops'} beside the {chain[0].var} "
                         f"loop become nests of their own, the {chain[0].var} loop joins the "
                         "band") for loop in reversed(band)]
+    expanded = [*scalars, *(v for _, beside in levels for v in _written_scalars(beside))]
     sides = tuple(Decision(make_step("parallel", f"{top.var}@{line}"),
                            f"the nest at line {line}, beside the band's, runs in parallel: "
                            f"{top.var} carries no dependence between its statements")
-                  for line, statements in _side_nests(context, around, chains, chain, scalars)
-                  if not context.carries(top, statements, scalars))
+                  for line, statements in _side_nests(
+                      context, [*around, *(s for _, beside in levels for s in beside)],
+                      [found[0] for found in chains if found[0] is not chain], expanded)
+                  if not context.carries(top, statements, expanded))
     accesses = array_accesses(context.model, inside)
     orders = sorted((o for o in itertools.permutations(loops) if o[0] in band),
                     key=lambda o: (-order_score(accesses, loops, o), o != loops))
@@ -542,7 +556,7 @@ def distributed_plans(context: Context, top: Loop) -> list[NestPlan]:
             steps.append(Decision(make_step("permute", *(renamed[label(loop)] for loop in order)),
                                   f"innermost {inner}: {unit_stride_texts(accesses, inner)} "
                                   "unit-stride"))
-        target = _distributed_target(context, order)
+        target = _distributed_target(context, order, inside, expanded)
         outer = order[0]
         why = ((target, f"{target.var} (outermost) carries no dependence once distributed"
                 if target is outer else f"{target.var} carries no dependence (its tile loop "
@@ -562,13 +576,34 @@ def distributed_plans(context: Context, top: Loop) -> list[NestPlan]:
     return plans
 
 
-def _side_nests(context: Context, around: list[Statement], chains: list[list[Loop]],
-                chain: list[Loop], expanded: list[str]) -> list[tuple[int, list[Statement]]]:
-    """The nests distribution makes beside the band's (the chain with the most work), each
-    as the line of its first statement (its loops' name in a step) and its statements: each
-    other loop chain (gemm's ``C[i, j] *= beta``), and the statements around the chain,
-    those on one dependence cycle together, as distribution groups them (dependences on
-    the scalars it expands left out: each band iteration has an element of its own)."""
+def deep_chain(loop: Loop) -> tuple[list[Loop], list[tuple[Loop, list[Statement]]]]:
+    """``loop`` and the loops each the only loop in the body of the one before (a perfect
+    chain, or one whose loops hold statements beside the next: matmul's ``for k: a = alpha
+    * A[i, k]; for j: ...``), and those statements by the loop that holds them."""
+    chain: list[Loop] = [loop]
+    levels: list[tuple[Loop, list[Statement]]] = []
+    while True:
+        inner = [c for c in chain[-1].body if isinstance(c, Loop)]
+        if len(inner) != 1:
+            return chain, levels
+        beside = [c for c in chain[-1].body if not isinstance(c, Loop)]
+        if beside:
+            levels.append((chain[-1], beside))
+        chain.append(inner[0])
+
+
+def _written_scalars(statements: list[Statement]) -> list[str]:
+    return sorted({a.variable.name for s in statements for a in s.accesses
+                   if a.write and not a.variable.is_array})
+
+
+def _side_nests(context: Context, around: list[Statement], others: list[list[Loop]],
+                expanded: list[str]) -> list[tuple[int, list[Statement]]]:
+    """The nests distribution makes beside the band's, each as the line of its first
+    statement (its loops' name in a step) and its statements: each other loop chain
+    (gemm's ``C[i, j] *= beta``), and the statements around the chain, those on one
+    dependence cycle together, as distribution groups them (dependences on the scalars it
+    expands left out: each band iteration has an element of its own)."""
     import networkx as nx
 
     by_id = {id(s): s for s in around}
@@ -580,18 +615,20 @@ def _side_nests(context: Context, around: list[Statement], chains: list[list[Loo
             graph.add_edge(id(first), id(second))
     groups = [[by_id[k] for k in component]
               for component in nx.strongly_connected_components(graph)]
-    groups += [list(other[0].statements()) for other in chains if other is not chain]
+    groups += [list(other[0].statements()) for other in others]
     return sorted(((min(s.line for s in group), group) for group in groups),
                   key=lambda side: side[0])
 
 
-def _distributed_target(context: Context, order: tuple[Loop, ...]) -> Loop:
+def _distributed_target(context: Context, order: tuple[Loop, ...],
+                        inside: list[Statement], expanded: list[str]) -> Loop:
     """The loop of a distributed band to run in parallel: the outermost, unless it carries a
     dependence distribution keeps (trmm's ``i``: row ``i`` reads rows later iterations
     update) and a loop inside it carries none (trmm's ``j``: its tile loop leads the tile
-    loops, the point loops keep their order for locality); the transformer judges either
-    way."""
-    free = [loop for loop in order if context.report(loop).parallel]
+    loops, the point loops keep their order for locality). Only the band's own statements
+    count, the scalars expanded left out (matmul's ``a``, once ``a[i, k]``, leaves ``i``
+    free); the transformer judges either way."""
+    free = [loop for loop in order if not context.carries(loop, inside, expanded)]
     return order[0] if order[0] in free or not free else free[0]
 
 

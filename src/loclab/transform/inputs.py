@@ -68,12 +68,34 @@ def check_sizes(sizes: Mapping[str, Any]) -> None:
 
 
 def check_known(program: Any, sizes: Mapping[str, Any]) -> None:
-    """Every size given is one of the function's."""
+    """Every size given is one of the function's: a size its loops use, or another of its
+    scalar arguments (a bilinear resize's ``H``, used only to compute the row it reads)."""
     parameters = list(program.nest.parameters)
-    unknown = sorted(set(sizes) - set(parameters))
+    unknown = sorted(set(sizes) - set(parameters) - set(scalar_arguments(program)))
     if unknown:
+        others = [name for name in scalar_arguments(program) if name not in parameters]
         raise UsageError(f"--param {unknown[0]}: {program.nest.name} has no size "
-                         f"{unknown[0]} (its sizes: {', '.join(parameters) or 'none'})")
+                         f"{unknown[0]} (its sizes: {', '.join(parameters) or 'none'}"
+                         + (f"; its other scalar arguments: {', '.join(others)}"
+                            if others else "") + ")")
+
+
+def scalar_arguments(program: Any) -> list[str]:
+    """The function's parameters that are not arrays (those its code uses), in order: a
+    whole number given for one with ``--param`` is passed to it."""
+    arrays = {v.name for v in program.nest.variables if v.is_argument and v.is_array}
+    if not isinstance(program.syntax.function, ast.AST):  # C: the arguments its code uses
+        return list(dict.fromkeys(v.name for v in program.nest.variables
+                                  if v.is_argument and not v.is_array))
+    return [name for name in argument_names(program) if name not in arrays]
+
+
+def with_given(parameters: list[str], sizes: Mapping[str, int],
+               given: Mapping[str, int]) -> dict[str, int]:
+    """Every size the loops use, from ``sizes``, then the scalar arguments ``given`` that
+    they do not use."""
+    return {**{p: sizes[p] for p in parameters},
+            **{name: value for name, value in given.items() if name not in parameters}}
 
 
 def choose_sizes(program: Any, given: dict[str, int],
@@ -89,8 +111,8 @@ def choose_sizes(program: Any, given: dict[str, int],
         for k, name in enumerate(free):
             candidate[name] = DEFAULT_SIZES[min(start + k, len(DEFAULT_SIZES) - 1)]
         if not free or (instances(program, candidate) <= MAX_INSTANCES and fits(candidate)):
-            return {p: candidate[p] for p in parameters}
-    return {p: candidate[p] for p in parameters}
+            return with_given(parameters, candidate, given)
+    return with_given(parameters, candidate, given)
 
 
 def instances(program: Any, sizes: Mapping[str, int]) -> int:
