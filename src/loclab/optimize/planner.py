@@ -192,12 +192,12 @@ class Context:
         inside = {id(s) for s in statements}
         depth = loop.depth
         names = ", ".join(f"d{k}" for k in range(depth + 1))
+        moved = isl.Set(f"{{ [{names}] : d{depth} < 0 or d{depth} > 0 }}")
         for (first, access), (second, _), relation in self.relations:
             if id(first) not in inside or id(second) not in inside \
                     or access.variable.name in ignored:
                 continue
             delta = deltas(relation, depth + 1)
-            moved = isl.Set(f"{{ [{names}] : d{depth} < 0 or d{depth} > 0 }}")
             if not delta.intersect(moved.align_params(delta.get_space())).is_empty():
                 return True
         return False
@@ -517,23 +517,25 @@ def distributed_plans(context: Context, top: Loop) -> list[NestPlan]:
     before = [Decision(make_step("expand", v, *over), f"{v} carries a value around the {chain[0].var} "
                        "loop: an element per band iteration lets the band be distributed")
               for v in scalars]
+    expanded = list(scalars)
     for level, beside in levels:  # (matmul's saxpy form: ``a = alpha * A[i, k]`` in k)
         depth = chain.index(level)
         within = [*over, *(label(loop) for loop in chain[:depth + 1])]
+        inner_scalars = _written_scalars(beside)
         before += [Decision(make_step("expand", v, *within), f"{v} carries a value into the "
                             f"{chain[depth + 1].var} loop: an element per iteration of "
                             f"{', '.join(loop.var for loop in (*band, *chain[:depth + 1]))} "
                             f"lets {level.var} be distributed")
-                   for v in _written_scalars(beside)]
+                   for v in inner_scalars]
+        expanded += inner_scalars
+    joining = [(level, chain[chain.index(level) + 1].var) for level, _ in reversed(levels)]
     before += [Decision(make_step("distribute", label(level)), f"the statements beside the "
-                        f"{chain[chain.index(level) + 1].var} loop become nests of their own, "
-                        f"the {chain[chain.index(level) + 1].var} loop joins the band")
-               for level, _ in reversed(levels)]
+                        f"{var} loop become nests of their own, the {var} loop joins the band")
+               for level, var in joining]
     before += [Decision(make_step("distribute", label(loop)), f"the "
                         f"{'statements' if around else 'loops'} beside the {chain[0].var} "
                         f"loop become nests of their own, the {chain[0].var} loop joins the "
                         "band") for loop in reversed(band)]
-    expanded = [*scalars, *(v for _, beside in levels for v in _written_scalars(beside))]
     sides = tuple(Decision(make_step("parallel", f"{top.var}@{line}"),
                            f"the nest at line {line}, beside the band's, runs in parallel: "
                            f"{top.var} carries no dependence between its statements")
@@ -548,6 +550,8 @@ def distributed_plans(context: Context, top: Loop) -> list[NestPlan]:
                                                                          loops):
         return []  # no order is better than the one as written: nothing to distribute for
     # (beside other nests, the chain joins the band: a deeper band to tile, whatever order)
+    # loops free of any dependence between the band's own statements, expanded scalars apart
+    free = [loop for loop in loops if not context.carries(loop, inside, expanded)]
     plans = []
     for order in orders[:2]:
         steps = list(before)
@@ -556,7 +560,7 @@ def distributed_plans(context: Context, top: Loop) -> list[NestPlan]:
             steps.append(Decision(make_step("permute", *(renamed[label(loop)] for loop in order)),
                                   f"innermost {inner}: {unit_stride_texts(accesses, inner)} "
                                   "unit-stride"))
-        target = _distributed_target(context, order, inside, expanded)
+        target = _distributed_target(order, free)
         outer = order[0]
         why = ((target, f"{target.var} (outermost) carries no dependence once distributed"
                 if target is outer else f"{target.var} carries no dependence (its tile loop "
@@ -620,16 +624,16 @@ def _side_nests(context: Context, around: list[Statement], others: list[list[Loo
                   key=lambda side: side[0])
 
 
-def _distributed_target(context: Context, order: tuple[Loop, ...],
-                        inside: list[Statement], expanded: list[str]) -> Loop:
+def _distributed_target(order: tuple[Loop, ...], free: list[Loop]) -> Loop:
     """The loop of a distributed band to run in parallel: the outermost, unless it carries a
     dependence distribution keeps (trmm's ``i``: row ``i`` reads rows later iterations
     update) and a loop inside it carries none (trmm's ``j``: its tile loop leads the tile
-    loops, the point loops keep their order for locality). Only the band's own statements
-    count, the scalars expanded left out (matmul's ``a``, once ``a[i, k]``, leaves ``i``
-    free); the transformer judges either way."""
-    free = [loop for loop in order if not context.carries(loop, inside, expanded)]
-    return order[0] if order[0] in free or not free else free[0]
+    loops, the point loops keep their order for locality). ``free``: the band's loops that
+    carry no dependence between its own statements, the scalars expanded left out
+    (matmul's ``a``, once ``a[i, k]``, leaves ``i`` free); the transformer judges either
+    way."""
+    candidates = [loop for loop in order if loop in free]
+    return order[0] if order[0] in free or not candidates else candidates[0]
 
 
 def chain_of(loop: Loop) -> list[Loop]:

@@ -71,9 +71,9 @@ def check_known(program: Any, sizes: Mapping[str, Any]) -> None:
     """Every size given is one of the function's: a size its loops use, or another of its
     scalar arguments (a bilinear resize's ``H``, used only to compute the row it reads)."""
     parameters = list(program.nest.parameters)
-    unknown = sorted(set(sizes) - set(parameters) - set(scalar_arguments(program)))
+    others = [name for name in scalar_arguments(program) if name not in parameters]
+    unknown = sorted(set(sizes) - set(parameters) - set(others))
     if unknown:
-        others = [name for name in scalar_arguments(program) if name not in parameters]
         raise UsageError(f"--param {unknown[0]}: {program.nest.name} has no size "
                          f"{unknown[0]} (its sizes: {', '.join(parameters) or 'none'}"
                          + (f"; its other scalar arguments: {', '.join(others)}"
@@ -83,10 +83,10 @@ def check_known(program: Any, sizes: Mapping[str, Any]) -> None:
 def scalar_arguments(program: Any) -> list[str]:
     """The function's parameters that are not arrays (those its code uses), in order: a
     whole number given for one with ``--param`` is passed to it."""
-    arrays = {v.name for v in program.nest.variables if v.is_argument and v.is_array}
+    arguments = [v for v in program.nest.variables if v.is_argument]
     if not isinstance(program.syntax.function, ast.AST):  # C: the arguments its code uses
-        return list(dict.fromkeys(v.name for v in program.nest.variables
-                                  if v.is_argument and not v.is_array))
+        return list(dict.fromkeys(v.name for v in arguments if not v.is_array))
+    arrays = {v.name for v in arguments if v.is_array}
     return [name for name in argument_names(program) if name not in arrays]
 
 
