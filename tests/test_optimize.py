@@ -409,7 +409,7 @@ def test_the_fastest_valid_recipe_is_kept(monkeypatch):
     found = planned(RECIPES, "transpose", rows=64, cols=64)
     times = iter([(0.003, True), (0.001, False), (0.004, True), (0.002, True)])
 
-    def fake(build, original, inputs, sizes, params, timing=None):
+    def fake(build, original, inputs, sizes, params, timing=None, ahead=None):
         seconds, valid = next(times)
         return Attempt(params, Check(valid, 0.0, None if valid else "differs"), None,
                        summarize([seconds] * 3), 1)

@@ -74,19 +74,40 @@ class Evaluator:
 
     ``measure(config)`` builds, validates and times one configuration; ``restriction(config)``
     says why it cannot run, or None. ``limit`` caps the configurations built, ``seconds``
-    the time after which no new one is started.
+    the time after which no new one is started. ``prepare(configs)``, where given, hears
+    the configurations a strategy is about to evaluate together, before the first is
+    measured (to compile them all at once: ``loclab.optimize.ahead``).
     """
 
     def __init__(self, measure: Callable[[Config], Attempt],
                  restriction: Callable[[Config], str | None], limit: int | None = None,
                  seconds: float | None = None,
-                 on_trial: Callable[[Trial], None] | None = None) -> None:
+                 on_trial: Callable[[Trial], None] | None = None,
+                 prepare: Callable[[list[Config]], None] | None = None) -> None:
         self.trials: dict[Any, Trial] = {}
         self.built = 0
         self._measure, self._restriction = measure, restriction
         self._limit, self._seconds = limit, seconds
         self._started = time.perf_counter()
         self._on_trial = on_trial or (lambda trial: None)
+        self._prepare = prepare
+        self._prepared: set[Any] = set()
+
+    def prepare(self, configs: Iterable[Config]) -> None:
+        """Pass the configurations of ``configs`` that would be built next (not evaluated
+        or prepared yet, not rejected, within the count budget) to ``prepare``."""
+        if self._prepare is None:
+            return
+        room = None if self._limit is None else max(0, self._limit - self.built)
+        fresh: dict[Any, Config] = {}
+        for config in configs:
+            done = key(config) in self.trials or key(config) in self._prepared
+            if not done and not self._restriction(config):
+                fresh.setdefault(key(config), config)
+        batch = list(fresh.values())[:room]
+        if batch:
+            self._prepared.update(key(config) for config in batch)
+            self._prepare(batch)
 
     def spent(self) -> bool:
         """Whether the budget allows no more builds; the first (the default: the baseline)
@@ -149,19 +170,28 @@ def local(space: Space, evaluate: Evaluator, rng: random.Random) -> None:
     none is valid); then move to the fastest neighbour while it beats the current
     configuration: a local optimum is where none does.
     """
-    samples = _distinct(rng, size(space))
-    current = fastest([evaluate(space.default)] + [
-        evaluate(config_at(space, index)) for index in itertools.islice(samples, LOCAL_STARTS)])
+    starts, samples = _local_starts(space, rng)
+    evaluate.prepare(starts)
+    current = fastest([evaluate(space.default)] + [evaluate(config) for config in starts])
     while current is None:
         index = next(samples, None)
         if index is None:
             return
         current = fastest([evaluate(config_at(space, index))])
     while True:
-        step = fastest(evaluate(config) for config in neighbours(space, current.config))
+        nearby = list(neighbours(space, current.config))
+        evaluate.prepare(nearby)
+        step = fastest(evaluate(config) for config in nearby)
         if step is None or step.median_s >= current.median_s:
             return
         current = step
+
+
+def _local_starts(space: Space, rng: random.Random) -> tuple[list[Config], Iterator[int]]:
+    """The random samples a local search starts from, and the rest of its samples."""
+    samples = _distinct(rng, size(space))
+    return [config_at(space, index) for index in itertools.islice(samples, LOCAL_STARTS)], \
+        samples
 
 
 STRATEGIES: dict[str, Callable[[Space, Evaluator, random.Random], None]] = dict(
@@ -189,13 +219,18 @@ class Search:
 def search(space: Space, measure: Callable[[Config], Attempt],
            restriction: Callable[[Config], str | None], strategy: str = "local",
            limit: int | None = None, seconds: float | None = None, seed: int = 0,
-           on_trial: Callable[[Trial], None] | None = None) -> Search:
+           on_trial: Callable[[Trial], None] | None = None,
+           prepare: Callable[[list[Config]], None] | None = None) -> Search:
     """Evaluate the default, then search with ``strategy`` within ``limit`` configurations
-    built and ``seconds``; the best is the fastest valid trial, or None if none was valid."""
+    built and ``seconds``; the best is the fastest valid trial, or None if none was valid.
+    ``prepare``: see ``Evaluator`` (a local search's start and each step's neighbours)."""
     if limit is None and strategy == "random":
         limit = RANDOM_SAMPLES
-    evaluate = Evaluator(measure, restriction, limit, seconds, on_trial)
+    evaluate = Evaluator(measure, restriction, limit, seconds, on_trial, prepare)
     try:
+        if strategy == "local":  # the default and the samples it starts from, at once
+            evaluate.prepare([space.default,
+                              *_local_starts(space, random.Random(seed))[0]])
         evaluate(space.default)
         STRATEGIES[strategy](space, evaluate, random.Random(seed))
     except BudgetSpent:

@@ -226,30 +226,12 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
     if target == "gpu":
         return optimize_gpu(mapped, arguments, reference, original_error, tune=tune,
                             timing=timing, notes=notes, say=say, supplier=inputs)
-    candidates: list[Any] = []
-    kept = tuned = None
-    # on loclab's own inputs (distinct arrays) the candidates are compiled without the check
-    # for shared memory (half the compiling); the recipe kept is proved and timed with it
-    searching = replace(code, assume_distinct=True) if inputs is None else code
     if tune and original is not None:
-        from loclab.optimize.search import fastest_recipe
-
-        say("measuring the acceptable recipes")
-        kept, candidates = fastest_recipe(searching, planned.plans, reference, arguments,
-                                          sizes)
-        chosen = candidates[kept].chosen
+        chosen, candidates, kept, tuned = _searched(code, planned, reference, arguments,
+                                                    used_threads, tuning_cache, inputs, say)
     else:
-        chosen, _ = choose(code, planned.plans)
+        (chosen, _), candidates, kept, tuned = choose(code, planned.plans), [], None, None
     bands = [c.plan for c in chosen if c.plan.band is not None]
-    if tune and bands and original is not None:
-        from loclab.hw import detect_machine
-        from loclab.measure.cache import device_name
-        from loclab.optimize.search import tune_tiles
-
-        say("tuning the tiles by measurement")
-        tuned = tune_tiles(searching, [c.plan for c in chosen], reference, arguments, sizes,
-                           device_name("cpu", detect_machine(with_gpu=False), used_threads),
-                           tuning_cache)
     tiles = {plan.band.key: plan.band.choice.tile for plan in bands}
     tiles.update(tuned.tiles if tuned else {})
     say("verifying against the original")
@@ -264,6 +246,38 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
                      "; ".join(str(step) for c in chosen for step in c.steps), result.source,
                      verification, verdict, times, tuned, candidates, kept,
                      notes + list(result.notes), result)
+
+
+def _searched(code: Any, planned: Planned, reference: Any, arguments: dict[str, Any],
+              threads: int, tuning_cache: Path | None, supplier: Callable[..., Any] | None,
+              say: Callable[[str], None]) -> tuple[list[Any], list[Any], int, Any]:
+    """The recipe measured fastest and its tiles tuned by measurement, every candidate
+    compiled ahead (``ahead``): (its plans chosen, the candidates, which was kept, the
+    tiles' search or None where it has no band)."""
+    from loclab.hw import detect_machine
+    from loclab.measure.cache import device_name
+    from loclab.optimize.ahead import CompiledAhead
+    from loclab.optimize.search import fastest_recipe, tune_tiles
+    from loclab.transform.inputs import argument_names
+
+    # on loclab's own inputs (distinct arrays) the candidates are compiled without the check
+    # for shared memory (half the compiling); the recipe kept is proved and timed with it
+    searching = replace(code, assume_distinct=True) if supplier is None else code
+    sizes = planned.sizes
+    program = planned.as_written.program
+    with CompiledAhead([arguments[name] for name in argument_names(program)]) as ahead:
+        say("measuring the acceptable recipes")
+        kept, candidates = fastest_recipe(searching, planned.plans, reference, arguments,
+                                          sizes, ahead)
+        chosen = candidates[kept].chosen
+        plans = [c.plan for c in chosen]
+        if not any(plan.band is not None for plan in plans):
+            return chosen, candidates, kept, None
+        say("tuning the tiles by measurement")
+        tuned = tune_tiles(searching, plans, reference, arguments, sizes,
+                           device_name("cpu", detect_machine(with_gpu=False), threads),
+                           tuning_cache, ahead=ahead)
+    return chosen, candidates, kept, tuned
 
 
 def _only_function(source: str, filename: str) -> str:

@@ -25,6 +25,7 @@ from loclab.measure.attempt import Attempt, describe
 from loclab.measure.search import TUNE_TIMING, Search, Trial, search
 from loclab.measure.space import Config, Space
 from loclab.measure.timing import Budget
+from loclab.optimize.ahead import CompiledAhead
 from loclab.optimize.build import Chosen, Source, choose, tiers
 from loclab.optimize.measure import check, time_function
 from loclab.optimize.planner import NestPlan, TiledBand
@@ -66,12 +67,13 @@ class Candidate:
 
 def measured(build: Callable[[], Any], original: Any,
              inputs: Mapping[str, Any], sizes: Mapping[str, int], params: dict[str, Any],
-             timing: Budget = TUNE_TIMING) -> Attempt:
-    """Build a transformed function, compile it, check it against the original on the same
-    inputs and, where it agrees, time it; whatever fails is this attempt's error."""
+             timing: Budget = TUNE_TIMING, ahead: CompiledAhead | None = None) -> Attempt:
+    """Build a transformed function, compile it (or load it from ``ahead``, where it was
+    compiled before), check it against the original on the same inputs and, where it
+    agrees, time it; whatever fails is this attempt's error."""
     try:
         result = build()
-        function = result.compile()
+        function = ahead.function(result) if ahead else result.compile()
         verdict = check(original, function, result.program, inputs, sizes)
         if not verdict.valid:
             return Attempt(params, verdict)
@@ -83,18 +85,20 @@ def measured(build: Callable[[], Any], original: Any,
 
 def fastest_recipe(source: Source, plans: Sequence[Sequence[NestPlan]],
                    original: Any, inputs: Mapping[str, Any],
-                   sizes: Mapping[str, int]) -> tuple[int, list[Candidate]]:
+                   sizes: Mapping[str, int], ahead: CompiledAhead | None = None
+                   ) -> tuple[int, list[Candidate]]:
     """Every acceptable recipe, from each nest's most ambitious plan (tier 0) to its last
-    (sequential), each measured: the index of the fastest valid one, and all of them."""
-    candidates: list[Candidate] = []
-    seen: set[str] = set()
+    (sequential), each measured (compiled first all at once by ``ahead``, where given): the
+    index of the fastest valid one, and all of them."""
+    built: dict[str, tuple[int, list[Chosen], Any]] = {}
     for tier, (chosen, result) in enumerate(tiers(source, plans)):
         recipe = "; ".join(str(step) for c in chosen for step in c.steps)
-        if recipe in seen:
-            continue
-        seen.add(recipe)
-        attempt = measured(lambda: result, original, inputs, sizes, {"tier": tier})
-        candidates.append(Candidate(chosen, recipe, attempt))
+        built.setdefault(recipe, (tier, chosen, result))
+    if ahead:
+        ahead.prepare([result for _, _, result in built.values()])
+    candidates = [Candidate(chosen, recipe, measured(lambda: result, original, inputs, sizes,
+                                                     {"tier": tier}, ahead=ahead))
+                  for recipe, (tier, chosen, result) in built.items()]
     valid = [k for k, c in enumerate(candidates) if c.attempt.valid]
     if not valid:
         return len(candidates) - 1, candidates
@@ -120,9 +124,11 @@ def space(bands: Sequence[TiledBand]) -> Space:
 def tune_tiles(source: Source, plans: Sequence[NestPlan], original: Any,
                inputs: Mapping[str, Any], sizes: Mapping[str, int], device: str,
                cache_path: Path | None, timing: Budget = TUNE_TIMING,
-               on_trial: Callable[[Trial], None] | None = None) -> Tuned:
+               on_trial: Callable[[Trial], None] | None = None,
+               ahead: CompiledAhead | None = None) -> Tuned:
     """The tiles of ``plans``' bands: from the cache where it has this function with this
-    recipe at these sizes on this device, else searched and stored."""
+    recipe at these sizes on this device, else searched and stored (each set of
+    configurations the search tries next compiled at once by ``ahead``, where given)."""
     bands = [plan.band for plan in plans if plan.band is not None]
     variant = cache_variant(source, plans)
     path = cache_path or cache.default_path()
@@ -130,12 +136,19 @@ def tune_tiles(source: Source, plans: Sequence[NestPlan], original: Any,
     if entry and set(entry["params"]) == {band.key for band in bands}:
         return Tuned(dict(entry["params"]), None, entry.get("date"))
 
+    def built(config: Config) -> Any:
+        return choose(source, [[plan] for plan in plans], config)[1]
+
     def attempt(config: Config) -> Attempt:
-        return measured(lambda: choose(source, [[plan] for plan in plans], config)[1],
-                        original, inputs, sizes, dict(config), timing)
+        return measured(lambda: built(config), original, inputs, sizes, dict(config), timing,
+                        ahead)
+
+    def prepare(configs: list[Config]) -> None:
+        if ahead:
+            ahead.prepare([built(config) for config in configs])
 
     found = search(space(bands), attempt, lambda config: None, "local",
-                   MOST_CONFIGURATIONS, on_trial=on_trial)
+                   MOST_CONFIGURATIONS, on_trial=on_trial, prepare=prepare)
     if found.best is None:
         return Tuned(space(bands).default, found, None)
     cache.check_is_cache(path)

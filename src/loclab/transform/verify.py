@@ -115,10 +115,17 @@ def compile_transformed(result: "Transformed") -> Callable[..., Any]:
 def _define(source: str, origin: Any, name: str) -> Callable[..., Any]:
     """Run a module's text (the original's globals first, when known) and take a function
     (a method ``Class.method`` from its class)."""
-    namespace: dict[str, Any] = dict(origin.module or {})
-    namespace["__name__"] = "loclab_transform"
+    return define_in({"__name__": "loclab_transform"}, source, origin, name, origin.filename)
+
+
+def define_in(namespace: dict[str, Any], source: str, origin: Any, name: str,
+              filename: str) -> Callable[..., Any]:
+    """``_define`` into ``namespace`` (a module's, whose name it keeps), the text compiled
+    as ``filename``'s: where a function compiled ahead is loaded from Numba's cache
+    (``loclab.optimize.ahead``)."""
+    namespace.update({k: v for k, v in (origin.module or {}).items() if k != "__name__"})
     try:
-        exec(compile(source, origin.filename, "exec"), namespace)  # noqa: S102
+        exec(compile(source, filename, "exec"), namespace)  # noqa: S102
     except Exception as err:  # the user's module failing to import is their error
         raise UsageError(f"{origin.filename}: cannot run it to verify: "
                          f"{type(err).__name__}: {err}") from None

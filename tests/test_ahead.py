@@ -1,0 +1,124 @@
+"""Candidates compiled ahead in forked workers (``loclab.optimize.ahead``): what is loaded is
+what a compile here makes (same outputs, from Numba's cache), a compile that fails there
+fails here with its own error, and the local search hands over each batch it will measure
+(never one it measured, one the restriction rejects, or more than its budget allows)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from loclab.measure.attempt import Attempt
+from loclab.measure.search import LOCAL_STARTS, search
+from loclab.measure.space import Space, key
+from loclab.measure.stats import summarize
+from loclab.measure.validate import Check
+from loclab.optimize.ahead import CompiledAhead, compile_workers
+from loclab.transform import transform
+
+SCALE_ROWS = '''
+def scale_rows(A, s, N, M):
+    for i in range(N):
+        for j in range(M):
+            A[i, j] = A[i, j] * s[i] + 1.0
+'''
+
+several_cpus = pytest.mark.skipif(compile_workers(2) < 2,
+                                  reason="compiles ahead only where two CPUs can")
+
+
+def scaled(recipe: str):
+    return transform(SCALE_ROWS, recipe, "scale_rows", emit="numba")
+
+
+def arguments():
+    rng = np.random.default_rng(5)
+    return [rng.random((37, 23)), rng.random(37), 37, 23]
+
+
+@several_cpus
+def test_functions_compiled_ahead_load_from_the_cache_and_compute_the_same():
+    results = [scaled("parallel(i)"), scaled("tile(i=8, j=8); parallel(ii)")]
+    args = arguments()
+    with CompiledAhead(args) as ahead:
+        ahead.prepare(results)
+        for result in results:
+            loaded = ahead.function(result)
+            mine = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+            theirs = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+            loaded(*mine)
+            result.compile()(*theirs)
+            assert sum(loaded.stats.cache_hits.values()) == 1  # loaded, not compiled here
+            assert np.array_equal(mine[0], theirs[0])
+    assert not any(name.startswith("loclab_ahead_") for name in sys.modules)
+
+
+@several_cpus
+def test_a_compile_that_fails_ahead_fails_again_where_it_is_measured():
+    good = scaled("parallel(i)")
+    broken = replace(good, source=good.source.replace("s[i]", "s[i, i, i]"))
+    with CompiledAhead(arguments()) as ahead:
+        ahead.prepare([good, broken])
+        with pytest.raises(Exception, match="(?i)getitem|index"):
+            ahead.function(broken)(*arguments())
+        ahead.function(good)(*arguments())
+
+
+def test_one_candidate_or_one_cpu_forks_nothing(monkeypatch):
+    assert compile_workers(1) == 1
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+    assert compile_workers(12) == 1
+    result = scaled("parallel(i)")
+    with CompiledAhead(arguments()) as ahead:
+        ahead.prepare([result, scaled("tile(i=8, j=8); parallel(ii)")])
+        function = ahead.function(result)  # compiled here, as result.compile() does
+        function(*arguments())
+        assert not function.stats.cache_hits
+
+
+def fake_measure(costs):
+    def measure(config):
+        return Attempt(dict(config), Check(True, 0.0, None), None,
+                       summarize([costs(config)] * 3), 1)
+    return measure
+
+
+def test_the_local_search_prepares_each_batch_before_measuring_it():
+    space = Space(values={"a": (1, 2, 4, 8, 16, 32), "b": (1, 2, 4, 8)},
+                  default={"a": 4, "b": 2})
+    measured: list = []
+    batches: list[list] = []
+
+    def measure(config):
+        measured.append(key(config))
+        return fake_measure(lambda c: abs(c["a"] - 16) + abs(c["b"] - 8) + 1.0)(config)
+
+    def restriction(config):
+        return "too wide" if config["a"] == 32 else None
+
+    def prepare(configs):
+        assert all(key(c) not in measured for c in configs)  # none measured yet
+        assert all(c["a"] != 32 for c in configs)  # nor rejected
+        batches.append([key(c) for c in configs])
+
+    found = search(space, measure, restriction, "local", limit=9, prepare=prepare)
+    assert batches[0][0] == key(space.default) and len(batches[0]) == 1 + LOCAL_STARTS
+    prepared = [k for batch in batches for k in batch]
+    assert set(measured) <= set(prepared)  # every measured configuration was prepared
+    assert len(prepared) == len(set(prepared))  # and none twice
+    assert len(prepared) <= 9 and found.evaluated == len(measured)
+
+
+@several_cpus
+def test_a_function_numba_would_not_cache_is_compiled_where_it_is_measured(monkeypatch):
+    monkeypatch.setattr(CompiledAhead, "compile_here", lambda self, result: False)
+    result = scaled("parallel(i)")
+    with CompiledAhead(arguments()) as ahead:
+        ahead.prepare([result, scaled("tile(i=8, j=8); parallel(ii)")])
+        function = ahead.function(result)
+        function(*arguments())
+        assert not function.stats.cache_hits
