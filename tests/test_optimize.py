@@ -138,6 +138,38 @@ def test_a_scalar_set_beside_an_inner_loop_of_the_product_is_expanded_to_distrib
     assert result.verify(N=19, M=21, K=23).ok and result.verify(N=3, M=2, K=1).ok
 
 
+# K rank-1 updates, p outermost: the best-scored order sums each A[i, j] along p innermost
+RANK1_UPDATES = """
+def updates(A, U, V, N, M, K):
+    for p in range(K):
+        for i in range(N):
+            for j in range(M):
+                A[i, j] += U[i, p] * V[j, p]
+"""
+
+
+def test_an_order_that_sums_innermost_is_measured_beside_one_whose_innermost_is_parallel(
+        tmp_path):
+    """The best locality score puts p innermost (``i, j, p``: every access unit-stride or
+    invariant), a chain of adds into one element that no vector runs exactly; the plans
+    also hold ``i, p, j`` (a row of A in vector lanes, V's column packed transposed), which
+    measured 6x faster at 1000 x 1000 x 128 on 2 cores (22.9 -> 3.6 ms), and both are
+    proved and agree with the original."""
+    path = tmp_path / "updates.py"
+    path.write_text(RANK1_UPDATES)
+    found = planned(path, "updates", N=64, M=72, K=80)
+    (plans,) = found.plans
+    orders = [next((str(d.step) for d in plan.before
+                    if str(d.step).startswith("permute(")), None) for plan in plans]
+    assert orders[0] == "permute(i@4, j@5, p@3)"
+    vectorized = [plan for plan, order in zip(plans, orders)
+                  if order == "permute(i@4, p@3, j@5)"]
+    assert vectorized and any(plan.packs for plan in vectorized)
+    for plan in (plans[0], vectorized[0]):
+        _, result = choose(found.code, [[plan]])
+        assert result.verify(N=19, M=21, K=23).ok
+
+
 # a column sum beside the product: its nest, distributed, carries the sum over i
 SUM_BESIDE_THE_PRODUCT = """
 def product(C, A, B, colsum, N):

@@ -644,6 +644,20 @@ def chain_of(loop: Loop) -> list[Loop]:
     return chain
 
 
+def _orders_to_measure(options: list[Interchange]) -> list[Interchange]:
+    """The best-ranked order and, where its innermost loop carries a dependence (rank-1
+    updates in the order ``i, j, p``: each ``A[i, j]`` summed along ``p``, a chain of adds
+    no vector can run without reordering the sum), the best one whose innermost loop
+    carries none (``i, p, j``: a row of ``A`` updated in vector lanes, at a worse locality
+    score for the column of ``V`` it reads, which packing can repair): the search measures
+    both."""
+    if not options or options[0].order[-1] in options[0].parallel:
+        return options[:1]
+    vectorizable = next((o for o in options[1:] if o.order[-1] in o.parallel
+                         and o.order[0] in o.parallel + o.parallel_after_privatizing), None)
+    return options[:1] + ([vectorizable] if vectorizable else [])
+
+
 def plan_nest(context: Context, top: Loop) -> list[NestPlan]:
     """The plans for the nest at ``top``, most ambitious first, each recipe once."""
     plans: list[NestPlan] = distributed_plans(context, top)
@@ -653,7 +667,7 @@ def plan_nest(context: Context, top: Loop) -> list[NestPlan]:
         options = sorted(_options(context.analysis, band), key=lambda o: (
             o.order[0] not in o.parallel + o.parallel_after_privatizing,
             -order_score(accesses, band, o.order), o.order != band))
-        for option in options[:1]:
+        for option in _orders_to_measure(options):
             for tile in (True, False):
                 plan = _order_plan(context, top, option, accesses, tile)
                 if plan is not None:
