@@ -122,3 +122,24 @@ def test_a_function_numba_would_not_cache_is_compiled_where_it_is_measured(monke
         function = ahead.function(result)
         function(*arguments())
         assert not function.stats.cache_hits
+
+
+@several_cpus
+def test_builds_run_in_the_workers_and_come_back_as_the_text_they_built():
+    """A tile search's configurations transformed and compiled there: each comes back as
+    the candidate's result with the text its build wrote, loaded from the cache; a build
+    that fails comes back as None (built again where it is measured)."""
+    like = scaled("tile(i=8, j=8); parallel(ii)")
+    builds = [lambda: scaled("tile(i=4, j=16); parallel(ii)"),
+              lambda: scaled("tile(q=4); parallel(ii)")]
+    args = arguments()
+    with CompiledAhead(args) as ahead:
+        built, failed = ahead.build(builds, like)
+        assert failed is None
+        assert built.source == scaled("tile(i=4, j=16); parallel(ii)").source
+        assert built.program is like.program
+        function = ahead.function(built)
+        mine = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+        function(*mine)
+        assert sum(function.stats.cache_hits.values()) == 1
+        assert np.array_equal(mine[0], args[0] * args[1][:, None] + 1.0)

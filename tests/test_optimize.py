@@ -170,6 +170,28 @@ def test_an_order_that_sums_innermost_is_measured_beside_one_whose_innermost_is_
         assert result.verify(N=19, M=21, K=23).ok
 
 
+def test_tiles_whose_verification_would_run_too_long_are_never_tried(tmp_path, monkeypatch):
+    """The kept tiles are verified against the original run as Python past the largest
+    tile: tiles of 256 on three loops would run 261^3 instances (a batched product tiled
+    by 512 on four loops ran for hours): the tile search rejects them, with the count."""
+    from loclab.optimize import measure, search
+    from loclab.transform import verify
+
+    path = tmp_path / "updates.py"
+    path.write_text(RANK1_UPDATES)
+    found = planned(path, "updates", N=64, M=72, K=80)
+    program = found.as_written.program
+    assert measure.unverifiable_tiles(program, {"i@4": 128}, found.sizes) is None
+    reason = measure.unverifiable_tiles(program, {"i@4": 256}, found.sizes)
+    assert "at 261 in every size: 17,779,581 statement instances" in reason
+    monkeypatch.setattr(verify, "MAX_PYTHON_INSTANCES", 0)  # every tile too long to verify
+    plans = [next(plan for plan in found.plans[0] if plan.band is not None)]
+    tuned = search.tune_tiles(found.code, plans, None, {}, found.sizes, "a CPU",
+                              tmp_path / "t.json")
+    assert tuned.search is not None and tuned.search.evaluated == 0
+    assert {t.status for t in tuned.search.trials} == {"rejected"}
+
+
 # a column sum beside the product: its nest, distributed, carries the sum over i
 SUM_BESIDE_THE_PRODUCT = """
 def product(C, A, B, colsum, N):

@@ -349,13 +349,11 @@ def _verify(result: Any, tiles: Mapping[str, int], timed: Mapping[str, int],
     largest tile (a whole tile and a partial one), or the transformer's small defaults; on
     ``supplier``'s inputs where given. Scalar arguments no loop uses as a size keep the
     values they are timed at (a resize's ``H``: the row it reads)."""
+    from loclab.optimize.measure import past_the_tiles
     from loclab.transform.verify import verify
 
-    parameters = result.program.nest.parameters
-    largest = max(tiles.values(), default=0) + VERIFY_MARGIN
-    sizes = {p: largest for p in parameters} if tiles else {}
-    sizes.update({name: value for name, value in timed.items() if name not in parameters})
-    return verify(result, sizes, inputs=supplier, most_instances=None)
+    return verify(result, past_the_tiles(result.program, tiles, timed), inputs=supplier,
+                  most_instances=None)
 
 
 def _nest_result(chosen: Any, tiles: Mapping[str, int], tuned: bool) -> NestResult:

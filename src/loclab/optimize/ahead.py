@@ -30,6 +30,7 @@ import tempfile
 import types
 import warnings
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -73,22 +74,38 @@ class CompiledAhead:
         than one CPU can (else nothing: each compiles when it is measured)."""
         waiting = {}
         for result in results:
-            digest = _digest(result)
-            if _compiles_with_numba(result) and digest not in self._prepared:
-                waiting[digest] = result
-        workers = compile_workers(len(waiting))
+            if _compiles_with_numba(result) and _digest(result) not in self._prepared:
+                waiting[_digest(result)] = result
+        self._in_pool(list(waiting.values()))
+
+    def build(self, builds: Sequence[Callable[[], Any]], like: Any) -> list[Any | None]:
+        """Run each of ``builds`` (a transform, its steps proved where it runs) and compile
+        what it built, at once in the workers; each result as this process measures it:
+        ``like`` (a result of the same recipe at other tile sizes: the same function,
+        loops and reductions) with the text built, or None where no worker built it (one
+        CPU; a build that failed: built again here, where its error is reported). The tile
+        search's configurations: transforming one takes seconds too."""
+        texts = self._in_pool(list(builds)) if _compiles_with_numba(like) else {}
+        return [replace(like, source=texts[k]) if k in texts else None
+                for k in range(len(builds))]
+
+    def _in_pool(self, work: list[Any]) -> dict[int, str]:
+        """Each item of ``work`` (a result, or a build that returns one) compiled in a
+        worker, at once where more than one CPU can: the text of each one built, by
+        number; what compiled into the cache is prepared."""
+        workers = compile_workers(len(work))
         if workers < 2:
-            return
-        for digest, result in waiting.items():
-            (self._directory / f"{digest}.py").write_text(result.source)
-        digests = list(waiting)
+            return {}
+        texts: dict[int, str] = {}
         context = multiprocessing.get_context("fork")
-        with context.Pool(workers, initializer=_start_worker,
-                          initargs=(self, list(waiting.values()))) as pool:
-            for number, cached in pool.imap_unordered(_compile_numbered, range(len(digests)),
-                                                      chunksize=CHUNK):
+        with context.Pool(workers, initializer=_start_worker, initargs=(self, work)) as pool:
+            for number, text, cached in pool.imap_unordered(
+                    _compile_numbered, range(len(work)), chunksize=CHUNK):
+                if text is not None:
+                    texts[number] = text
                 if cached:
-                    self._prepared.add(digests[number])
+                    self._prepared.add(_digest_of(text))
+        return texts
 
     def function(self, result: Any) -> Callable[..., Any]:
         """``result``'s function: loaded from the cache where it was compiled ahead and
@@ -114,38 +131,52 @@ class CompiledAhead:
         return function
 
     def compile_here(self, result: Any) -> bool:
-        """Compile ``result`` (in a worker): its function, for the arguments' types; whether
-        it is in the cache now (Numba caches no function that holds a pointer, such as an
-        atomic update's)."""
+        """Compile ``result`` (in a worker): its text written to its file (atomically: two
+        builds may write the same), its function compiled for the arguments' types;
+        whether it is in the cache now (Numba caches no function that holds a pointer)."""
+        digest = _digest(result)
+        path = self._directory / f"{digest}.py"
+        if not path.exists():
+            partial = path.with_suffix(f".{os.getpid()}.part")
+            partial.write_text(result.source)
+            os.replace(partial, path)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")  # the measurement here warns, where it does
-            self._load(_digest(result), result).compile(self._types)
+            self._load(digest, result).compile(self._types)
         return not any("cannot cache" in str(warning.message).lower() for warning in caught)
 
 
 # in a worker: the object compiling and the results it compiles, by number
-_batch: tuple[CompiledAhead | None, list[Any]] = (None, [])
+_batch: tuple[CompiledAhead | None, list[Any]] = (None, [])  # results, or builds of them
 
 
-def _start_worker(ahead: CompiledAhead, results: list[Any]) -> None:
+def _start_worker(ahead: CompiledAhead, work: list[Any]) -> None:
     """A worker keeps the candidates (forked, not sent) and leaves Ctrl-C to the parent."""
     global _batch
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _batch = (ahead, results)
+    _batch = (ahead, work)
 
 
-def _compile_numbered(number: int) -> tuple[int, bool]:
-    """Compile the ``number``-th result: (``number``, whether it is cached)."""
-    ahead, results = _batch
+def _compile_numbered(number: int) -> tuple[int, str | None, bool]:
+    """Build the ``number``-th item where it is a build, and compile it: (``number``, the
+    text built or None, whether it is cached)."""
+    ahead, work = _batch
     assert ahead is not None
+    text = None
     try:
-        return number, ahead.compile_here(results[number])
-    except Exception:  # compiled again where it is measured, and its error reported there
-        return number, False
+        result = work[number]() if callable(work[number]) else work[number]
+        text = result.source
+        return number, text, ahead.compile_here(result)
+    except Exception:  # built or compiled again where it is measured, its error said there
+        return number, text, False
 
 
 def _digest(result: Any) -> str:
-    return hashlib.sha256(result.source.encode()).hexdigest()[:16]
+    return _digest_of(result.source)
+
+
+def _digest_of(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _compiles_with_numba(result: Any) -> bool:

@@ -50,6 +50,38 @@ def timing_sizes(program: Any, given: Mapping[str, int]) -> dict[str, int]:
     return with_given(parameters, sizes, given)
 
 
+def past_the_tiles(program: Any, tiles: Mapping[str, int],
+                   timed: Mapping[str, int]) -> dict[str, int]:
+    """The sizes the kept recipe is verified at against the original run as Python: every
+    size past the largest tile (a whole tile and a partial one; none given without tiles:
+    the transformer's small defaults). Scalar arguments no loop uses as a size keep the
+    values they are timed at (a resize's ``H``: the row it reads)."""
+    from loclab.optimize import VERIFY_MARGIN
+
+    parameters = program.nest.parameters
+    largest = max(tiles.values(), default=0) + VERIFY_MARGIN
+    sizes = {p: largest for p in parameters} if tiles else {}
+    sizes.update({name: value for name, value in timed.items() if name not in parameters})
+    return sizes
+
+
+def unverifiable_tiles(program: Any, tiles: Mapping[str, int],
+                       timed: Mapping[str, int]) -> str | None:
+    """Why the tile search may not try ``tiles``: their verification would run the original
+    as Python past MAX_PYTHON_INSTANCES statement instances (a batched product's four loops
+    tiled by 512: 517^4, hours); None where it may."""
+    from loclab.optimize import VERIFY_MARGIN
+    from loclab.transform.verify import MAX_PYTHON_INSTANCES
+
+    sizes = past_the_tiles(program, tiles, timed)
+    work = instances(program, sizes) if tiles else 0
+    if work <= MAX_PYTHON_INSTANCES:
+        return None
+    return (f"verifying tiles of {max(tiles.values())} runs the original as Python at "
+            f"{max(tiles.values()) + VERIFY_MARGIN} in every size: {work:,} statement "
+            f"instances, past {MAX_PYTHON_INSTANCES:,}")
+
+
 def check_timed_work(program: Any, sizes: Mapping[str, int]) -> None:
     """The original at ``sizes`` runs at most MAX_TIMED_INSTANCES statement instances: it is
     run many times while tuned and timed (a planner's caller that only plans, such as a

@@ -7,13 +7,15 @@ written, are each built, compiled, checked against the original and timed, and t
 kept (``fastest_recipe``). Then its tiles: the cache model's tile of each band is the default
 configuration; the local search of ``loclab tune`` steps one band's tile one size up or down
 the list while that is faster (``tune_tiles``). A configuration whose output differs is never
-kept. The best tiles are stored in the tuning cache under this CPU,
-``optimize/FILE::FUNCTION#RECIPE`` (a digest of the recipe) and the sizes, where the next
+kept, and one whose verification past its tiles would run the original as Python too long
+(``measure.unverifiable_tiles``) is never tried. The best tiles are stored in the tuning
+cache under this CPU, ``optimize/FILE::FUNCTION#RECIPE`` (a digest of the recipe) and the sizes, where the next
 ``loclab optimize`` of the same function with the same recipe at the same sizes finds them.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,11 +25,11 @@ from typing import Any
 from loclab.measure import cache
 from loclab.measure.attempt import Attempt, describe
 from loclab.measure.search import TUNE_TIMING, Search, Trial, search
-from loclab.measure.space import Config, Space
+from loclab.measure.space import Config, Space, key
 from loclab.measure.timing import Budget
 from loclab.optimize.ahead import CompiledAhead
 from loclab.optimize.build import Chosen, Source, choose, tiers
-from loclab.optimize.measure import check, time_function
+from loclab.optimize.measure import check, time_function, unverifiable_tiles
 from loclab.optimize.planner import NestPlan, TiledBand
 from loclab.optimize.tiles import TILE_SIZES
 
@@ -115,6 +117,11 @@ def cache_variant(source: Source, plans: Sequence[NestPlan]) -> str:
     return f"{Path(source.filename).name}::{source.function}#{digest}"
 
 
+def _build(source: Source, plans: Sequence[NestPlan], config: Config) -> Any:
+    """``plans`` built at the tiles of ``config`` (in a worker of ``ahead``)."""
+    return choose(source, [[plan] for plan in plans], config)[1]
+
+
 def space(bands: Sequence[TiledBand]) -> Space:
     """Every band's tile from the list of sizes, the model's choice the default."""
     return Space(values={band.key: TILE_SIZES for band in bands},
@@ -132,22 +139,34 @@ def tune_tiles(source: Source, plans: Sequence[NestPlan], original: Any,
     bands = [plan.band for plan in plans if plan.band is not None]
     variant = cache_variant(source, plans)
     path = cache_path or cache.default_path()
+    program = _build(source, plans, space(bands).default).program
+
+    def restriction(config: Config) -> str | None:
+        return unverifiable_tiles(program, config, sizes)
+
     entry = cache.load(path).lookup(device, CACHE_CASE, variant, sizes)
-    if entry and set(entry["params"]) == {band.key for band in bands}:
+    if entry and set(entry["params"]) == {band.key for band in bands} \
+            and not restriction(entry["params"]):
         return Tuned(dict(entry["params"]), None, entry.get("date"))
 
+    built_ahead: dict[Any, Any] = {}  # by configuration: what the workers built
+
     def built(config: Config) -> Any:
-        return choose(source, [[plan] for plan in plans], config)[1]
+        return built_ahead.get(key(config)) or _build(source, plans, config)
 
     def attempt(config: Config) -> Attempt:
         return measured(lambda: built(config), original, inputs, sizes, dict(config), timing,
                         ahead)
 
     def prepare(configs: list[Config]) -> None:
-        if ahead:
-            ahead.prepare([built(config) for config in configs])
+        if ahead:  # built there too: each configuration's transform takes seconds
+            like = _build(source, plans, space(bands).default)  # built: the candidate
+            results = ahead.build([functools.partial(_build, source, plans, config)
+                                   for config in configs], like)
+            built_ahead.update((key(config), result)
+                               for config, result in zip(configs, results) if result)
 
-    found = search(space(bands), attempt, lambda config: None, "local",
+    found = search(space(bands), attempt, restriction, "local",
                    MOST_CONFIGURATIONS, on_trial=on_trial, prepare=prepare)
     if found.best is None:
         return Tuned(space(bands).default, found, None)
