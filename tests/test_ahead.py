@@ -128,14 +128,16 @@ def test_a_function_numba_would_not_cache_is_compiled_where_it_is_measured(monke
 def test_builds_run_in_the_workers_and_come_back_as_the_text_they_built():
     """A tile search's configurations transformed and compiled there: each comes back as
     the candidate's result with the text its build wrote, loaded from the cache; a build
-    that fails comes back as None (built again where it is measured)."""
+    that fails, or whose steps are not the candidate's, comes back as None (built again
+    where it is measured)."""
     like = scaled("tile(i=8, j=8); parallel(ii)")
     builds = [lambda: scaled("tile(i=4, j=16); parallel(ii)"),
-              lambda: scaled("tile(q=4); parallel(ii)")]
+              lambda: scaled("tile(q=4); parallel(ii)"),
+              lambda: scaled("parallel(i)")]
     args = arguments()
     with CompiledAhead(args) as ahead:
-        built, failed = ahead.build(builds, like)
-        assert failed is None
+        built, failed, other_steps = ahead.build(builds, like)
+        assert failed is None and other_steps is None  # the latter: not like's program
         assert built.source == scaled("tile(i=4, j=16); parallel(ii)").source
         assert built.program is like.program
         function = ahead.function(built)
@@ -143,3 +145,17 @@ def test_builds_run_in_the_workers_and_come_back_as_the_text_they_built():
         function(*mine)
         assert sum(function.stats.cache_hits.values()) == 1
         assert np.array_equal(mine[0], args[0] * args[1][:, None] + 1.0)
+
+
+@several_cpus
+def test_a_worker_that_dies_ends_the_pool_and_the_rest_compiles_here(monkeypatch):
+    """A worker killed (LLVM crashing, the kernel out of memory) breaks the pool: nothing
+    waits for it, and every candidate still compiles where it is measured."""
+    monkeypatch.setattr(CompiledAhead, "compile_here", lambda self, result: os._exit(3))
+    results = [scaled("parallel(i)"), scaled("tile(i=8, j=8); parallel(ii)")]
+    with CompiledAhead(arguments()) as ahead:
+        ahead.prepare(results)
+        for result in results:
+            function = ahead.function(result)
+            function(*arguments())
+            assert not function.stats.cache_hits

@@ -9,8 +9,9 @@ configuration; the local search of ``loclab tune`` steps one band's tile one siz
 the list while that is faster (``tune_tiles``). A configuration whose output differs is never
 kept, and one whose verification past its tiles would run the original as Python too long
 (``measure.unverifiable_tiles``) is never tried. The best tiles are stored in the tuning
-cache under this CPU, ``optimize/FILE::FUNCTION#RECIPE`` (a digest of the recipe) and the sizes, where the next
-``loclab optimize`` of the same function with the same recipe at the same sizes finds them.
+cache under this CPU, ``optimize/FILE::FUNCTION#RECIPE`` (a digest of the recipe) and the
+sizes, where the next ``loclab optimize`` of the same function with the same recipe at the
+same sizes finds them.
 """
 
 from __future__ import annotations
@@ -118,8 +119,22 @@ def cache_variant(source: Source, plans: Sequence[NestPlan]) -> str:
 
 
 def _build(source: Source, plans: Sequence[NestPlan], config: Config) -> Any:
-    """``plans`` built at the tiles of ``config`` (in a worker of ``ahead``)."""
+    """``plans`` built at the tiles of ``config``."""
     return choose(source, [[plan] for plan in plans], config)[1]
+
+
+def _verifiable(tiles: Space, restriction: Callable[[Config], str | None]) -> Config:
+    """The default tiles where no configuration measured valid, each halved along the
+    list of sizes while their verification would run too long (the default is the cache
+    model's choice, not measured: a four-loop band's may be)."""
+    config = dict(tiles.default)
+    while restriction(config):
+        smaller = {band: max((size for size in TILE_SIZES if size < tile), default=tile)
+                   for band, tile in config.items()}
+        if smaller == config:
+            break
+        config = smaller
+    return config
 
 
 def space(bands: Sequence[TiledBand]) -> Space:
@@ -139,10 +154,10 @@ def tune_tiles(source: Source, plans: Sequence[NestPlan], original: Any,
     bands = [plan.band for plan in plans if plan.band is not None]
     variant = cache_variant(source, plans)
     path = cache_path or cache.default_path()
-    program = _build(source, plans, space(bands).default).program
+    like = _build(source, plans, space(bands).default)  # built and measured: the candidate
 
     def restriction(config: Config) -> str | None:
-        return unverifiable_tiles(program, config, sizes)
+        return unverifiable_tiles(like.program, config, sizes)
 
     entry = cache.load(path).lookup(device, CACHE_CASE, variant, sizes)
     if entry and set(entry["params"]) == {band.key for band in bands} \
@@ -160,7 +175,6 @@ def tune_tiles(source: Source, plans: Sequence[NestPlan], original: Any,
 
     def prepare(configs: list[Config]) -> None:
         if ahead:  # built there too: each configuration's transform takes seconds
-            like = _build(source, plans, space(bands).default)  # built: the candidate
             results = ahead.build([functools.partial(_build, source, plans, config)
                                    for config in configs], like)
             built_ahead.update((key(config), result)
@@ -169,7 +183,7 @@ def tune_tiles(source: Source, plans: Sequence[NestPlan], original: Any,
     found = search(space(bands), attempt, restriction, "local",
                    MOST_CONFIGURATIONS, on_trial=on_trial, prepare=prepare)
     if found.best is None:
-        return Tuned(space(bands).default, found, None)
+        return Tuned(_verifiable(space(bands), restriction), found, None)
     cache.check_is_cache(path)
     cache.store(path, device, CACHE_CASE, variant,
                 cache.make_entry(sizes, found.best.config, found.best.median_s, "local",
