@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -166,6 +167,8 @@ def test_an_order_that_sums_innermost_is_measured_beside_one_whose_innermost_is_
                   if order == "permute(i@4, p@3, j@5)"]
     packed = [plan for plan in vectorized if plan.packs]
     assert packed
+    reason = next(d.reason for d in packed[0].before if str(d.step).startswith("permute("))
+    assert "measured beside i, j, p (score 7), whose innermost p carries a dependence" in reason
     _, result = choose(found.code, [[packed[0]]])
     assert "permute(i@4, p@3, j@5)" in result.source.splitlines()[0]
     assert result.verify(N=19, M=21, K=23).ok
@@ -176,6 +179,7 @@ def test_tiles_whose_verification_would_run_too_long_are_never_tried(tmp_path, m
     tile: tiles of 256 on three loops would run 261^3 instances (a batched product tiled
     by 512 on four loops ran for hours): the tile search rejects them, with the count."""
     from loclab.optimize import measure, search
+    from loclab.optimize.explain import tuning_lines
     from loclab.transform import verify
 
     path = tmp_path / "updates.py"
@@ -192,6 +196,8 @@ def test_tiles_whose_verification_would_run_too_long_are_never_tried(tmp_path, m
     assert tuned.search is not None and tuned.search.evaluated == 0
     assert {t.status for t in tuned.search.trials} == {"rejected"}
     assert set(tuned.tiles.values()) == {8}  # none measured: the default, halved
+    told = " ".join(tuning_lines(SimpleNamespace(tuning=tuned, target="cpu")))
+    assert "not tried (verifying tiles of" in told and "failed" not in told
 
 
 # a column sum beside the product: its nest, distributed, carries the sum over i

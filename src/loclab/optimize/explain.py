@@ -62,10 +62,13 @@ def tuning_lines(result: Any) -> list[str]:
     shown = sorted((t for t in tuned.search.trials if t.valid), key=lambda t: t.median_s)
     parts = [", ".join(f"{k}={v}" for k, v in t.config.items()) + f" {_ms(t.median_s)}"
              for t in shown]
-    failed = [t for t in tuned.search.trials if not t.valid]
+    failed = [t for t in tuned.search.trials if not t.valid and t.status != "rejected"]
+    rejected = [t for t in tuned.search.trials if t.status == "rejected"]
     text = "tiles measured (median): " + "; ".join(parts)
     if failed:
         text += f"; {len(failed)} failed ({failed[0].reason})"
+    if rejected:
+        text += f"; {len(rejected)} not tried ({rejected[0].reason})"
     return wrap(text)
 
 

@@ -342,10 +342,11 @@ def _options(analysis: Analysis, band: tuple[Loop, ...]) -> list[Interchange]:
 
 
 def _order_plan(context: Context, top: Loop, option: Interchange, accesses: list[ArrayAccess],
-                tile: bool) -> NestPlan | None:
+                tile: bool, best: Interchange | None = None) -> NestPlan | None:
     """The band in ``option``'s order, its outermost parallel loop run in parallel (tiled
     when ``tile`` and a tile would keep data in cache); None where no band loop is
-    parallel in that order (the as-written plans look below the band)."""
+    parallel in that order (the as-written plans look below the band). ``best``: the
+    better-scored order this one is measured beside (``_orders_to_measure``)."""
     parallel = [loop for loop in option.order if loop in option.parallel
                 or loop in option.parallel_after_privatizing]
     if not parallel:
@@ -362,11 +363,16 @@ def _order_plan(context: Context, top: Loop, option: Interchange, accesses: list
         inner = option.order[-1].var
         units = sorted({a.text for a in accesses if a.statement.loops[-1] in option.band
                         and _unit(a, inner)})
+        beside = "" if best is None else (
+            f"; measured beside {', '.join(loop.var for loop in best.order)} (score "
+            f"{order_score(accesses, option.band, best.order)}), whose innermost "
+            f"{best.order[-1].var} carries a dependence: no vector lanes without "
+            "reordering its sums")
         before.append(Decision(
             make_step("permute", *(label(loop) for loop in option.order)),
             f"innermost {inner}: {', '.join(units) or 'no access'} unit-stride (locality "
             f"score {score} against {order_score(accesses, option.band, option.band)} as "
-            f"written); legal: every dependence keeps its source first"))
+            f"written{beside}); legal: every dependence keeps its source first"))
     band = None
     reuse = band_reuse(accesses, option.band, option.order)
     if tile and len(option.order) >= 2 and reuse:
@@ -669,7 +675,8 @@ def plan_nest(context: Context, top: Loop) -> list[NestPlan]:
             -order_score(accesses, band, o.order), o.order != band))
         for option in _orders_to_measure(options):
             for tile in (True, False):
-                plan = _order_plan(context, top, option, accesses, tile)
+                plan = _order_plan(context, top, option, accesses, tile,
+                                   options[0] if option is not options[0] else None)
                 if plan is not None:
                     plans.append(plan)
     paths, blocked = parallel_paths(context, top)
