@@ -49,13 +49,19 @@ def analyze_nests(nests: list[Nest], params: Sizes,
 
 def worker_count(functions: int) -> int:
     """How many processes analyze a file of so many functions (1: this one alone)."""
+    return max(1, min(forkable_cpus(), functions // PARALLEL_FROM))
+
+
+def forkable_cpus() -> int:
+    """How many forked workers this process may run at once: one a CPU it may use, none
+    (1: this process alone) off Linux, whose ``fork`` gives the workers what this process
+    holds without sending it, or inside a daemon (a worker of someone's pool may start no
+    processes). The optimizer's compiles ahead use it too (``loclab.optimize.ahead``)."""
     import multiprocessing
 
-    if not sys.platform.startswith("linux"):
-        return 1  # no fork: the workers would read the file again
-    if multiprocessing.current_process().daemon:
-        return 1  # a worker of someone's pool may start no processes
-    return max(1, min(len(os.sched_getaffinity(0)), functions // PARALLEL_FROM))
+    if not sys.platform.startswith("linux") or multiprocessing.current_process().daemon:
+        return 1
+    return len(os.sched_getaffinity(0))
 
 
 @contextmanager

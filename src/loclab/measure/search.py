@@ -170,8 +170,7 @@ def local(space: Space, evaluate: Evaluator, rng: random.Random) -> None:
     none is valid); then move to the fastest neighbour while it beats the current
     configuration: a local optimum is where none does.
     """
-    starts, samples = _local_starts(space, rng)
-    evaluate.prepare(starts)
+    starts, samples = _local_starts(space, rng)  # prepared with the default by ``search``
     current = fastest([evaluate(space.default)] + [evaluate(config) for config in starts])
     while current is None:
         index = next(samples, None)

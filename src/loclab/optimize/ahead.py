@@ -39,6 +39,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from loclab.deps.parallel import forkable_cpus
 from loclab.transform.verify import define_in
 
 
@@ -47,13 +48,9 @@ def compile_workers(candidates: int) -> int:
     compiles each when it is measured)."""
     import numba
 
-    if not sys.platform.startswith("linux") or candidates < 2:
-        return 1
-    if multiprocessing.current_process().daemon:
-        return 1  # a worker of someone's pool may start no processes
-    if numba.config.CACHE_DIR:
-        return 1  # Numba would cache there, outside the directory this object removes
-    return max(1, min(len(os.sched_getaffinity(0)), candidates))
+    if candidates < 2 or numba.config.CACHE_DIR:
+        return 1  # with NUMBA_CACHE_DIR, Numba caches outside the directory removed
+    return max(1, min(forkable_cpus(), candidates))
 
 
 class CompiledAhead:
