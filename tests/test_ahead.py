@@ -17,8 +17,11 @@ from loclab.measure.search import LOCAL_STARTS, search
 from loclab.measure.space import Space, key
 from loclab.measure.stats import summarize
 from loclab.measure.validate import Check
+from loclab.errors import UsageError
 from loclab.optimize.ahead import CompiledAhead, compile_workers
+from loclab.optimize.build import Source
 from loclab.transform import transform
+from loclab.transform.recipe import parse_recipe
 
 SCALE_ROWS = '''
 def scale_rows(A, s, N, M):
@@ -115,7 +118,7 @@ def test_the_local_search_prepares_each_batch_before_measuring_it():
 
 @several_cpus
 def test_a_function_numba_would_not_cache_is_compiled_where_it_is_measured(monkeypatch):
-    monkeypatch.setattr(CompiledAhead, "compile_here", lambda self, result: False)
+    monkeypatch.setattr(CompiledAhead, "compile_here", lambda self, result, checked: None)
     result = scaled("parallel(i)")
     with CompiledAhead(arguments()) as ahead:
         ahead.prepare([result, scaled("tile(i=8, j=8); parallel(ii)")])
@@ -125,21 +128,21 @@ def test_a_function_numba_would_not_cache_is_compiled_where_it_is_measured(monke
 
 
 @several_cpus
-def test_builds_run_in_the_workers_and_come_back_as_the_text_they_built():
-    """A tile search's configurations transformed and compiled there: each comes back as
-    the candidate's result with the text its build wrote, loaded from the cache; a build
-    that fails, or whose steps are not the candidate's, comes back as None (built again
-    where it is measured)."""
-    like = scaled("tile(i=8, j=8); parallel(ii)")
-    builds = [lambda: scaled("tile(i=4, j=16); parallel(ii)"),
-              lambda: scaled("tile(q=4); parallel(ii)"),
-              lambda: scaled("parallel(i)")]
+def test_builds_run_in_the_workers_and_their_transforms_are_kept_here(monkeypatch):
+    """A tile search's configurations transformed and compiled there: the same builds made
+    here afterwards prove nothing (their transforms, and a refusal, were sent back) and
+    load their functions from the cache."""
+    import loclab.transform
+
+    source = Source(SCALE_ROWS, "scale_rows", "<scale_rows>")
+    tiled, illegal = parse_recipe("tile(i=4, j=16); parallel(ii)"), parse_recipe("skew(i, q, 1)")
     args = arguments()
     with CompiledAhead(args) as ahead:
-        built, failed, other_steps = ahead.build(builds, like)
-        assert failed is None and other_steps is None  # the latter: not like's program
-        assert built.source == scaled("tile(i=4, j=16); parallel(ii)").source
-        assert built.program is like.program
+        ahead.build([lambda: source.transform(tiled), lambda: source.transform(illegal)])
+        monkeypatch.setattr(loclab.transform, "transform", lambda *a, **k: pytest.fail("proved"))
+        built = source.transform(tiled)
+        with pytest.raises(UsageError, match="q"):
+            source.transform(illegal)
         function = ahead.function(built)
         mine = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
         function(*mine)
@@ -148,10 +151,31 @@ def test_builds_run_in_the_workers_and_come_back_as_the_text_they_built():
 
 
 @several_cpus
+def test_the_recipe_kept_is_compiled_as_timed_and_bounds_checked_at_once():
+    """``prove``: two workers build the same function, one compiles it as it is timed, the
+    other with bounds checks (what the verification runs); both load from the cache."""
+    source = Source(SCALE_ROWS, "scale_rows", "<scale_rows>")
+    steps = parse_recipe("parallel(i)")
+    with CompiledAhead(arguments()) as ahead:
+        ahead.prove(lambda: source.transform(steps))
+        result = source.transform(steps)
+        timed, checked = ahead.function(result), ahead.checked_function(result)
+        assert checked is not None and checked.targetoptions["boundscheck"]
+        short = arguments()
+        short[1] = short[1][:30]  # s[i] past its end for i >= 30
+        with pytest.raises(IndexError):
+            checked(*short)
+        timed(*arguments())
+        for function in (timed, checked):
+            assert sum(function.stats.cache_hits.values()) == 1
+
+
+@several_cpus
 def test_a_worker_that_dies_ends_the_pool_and_the_rest_compiles_here(monkeypatch):
     """A worker killed (LLVM crashing, the kernel out of memory) breaks the pool: nothing
     waits for it, and every candidate still compiles where it is measured."""
-    monkeypatch.setattr(CompiledAhead, "compile_here", lambda self, result: os._exit(3))
+    monkeypatch.setattr(CompiledAhead, "compile_here",
+                        lambda self, result, checked: os._exit(3))
     results = [scaled("parallel(i)"), scaled("tile(i=8, j=8); parallel(ii)")]
     with CompiledAhead(arguments()) as ahead:
         ahead.prepare(results)

@@ -115,6 +115,20 @@ def test_numba_runs_that_verify_are_bounds_checked():
         bounds_checked(past_the_end)(np.zeros(4), 4)
 
 
+def test_parallel_loops_that_verify_are_bounds_checked_too():
+    """Numba checks no index inside a loop it runs in parallel (numba#9380): the checked
+    function runs it in order."""
+    import numba
+
+    @numba.njit(parallel=True)
+    def past_the_end(A, N):
+        for i in numba.prange(N + 1):
+            A[i] = 1.0
+
+    with pytest.raises(IndexError):
+        bounds_checked(past_the_end)(np.zeros(4), 4)
+
+
 def test_the_transformed_function_failing_where_the_original_does_not_is_a_bug():
     program = program_of(TOTAL, "total")
 

@@ -23,6 +23,7 @@ is returned.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import sys
 import types
@@ -197,6 +198,8 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
     runs it as written when they do)."""
     from loclab.cpu.threads import configure_threads
     from loclab.optimize import measure
+    from loclab.optimize.ahead import CompiledAhead
+    from loclab.transform.inputs import argument_names
     from loclab.optimize.build import choose
     from loclab.optimize.cuda import gpu_plan
     from loclab.optimize.gpu import optimize_gpu, refuse_one_thread
@@ -226,21 +229,25 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
     if target == "gpu":
         return optimize_gpu(mapped, arguments, reference, original_error, tune=tune,
                             timing=timing, notes=notes, say=say, supplier=inputs)
-    if tune and original is not None:
-        chosen, candidates, kept, tuned = _searched(code, planned, reference, arguments,
-                                                    used_threads, tuning_cache, inputs, say)
-    else:
-        (chosen, _), candidates, kept, tuned = choose(code, planned.plans), [], None, None
-    bands = [c.plan for c in chosen if c.plan.band is not None]
-    tiles = {plan.band.key: plan.band.choice.tile for plan in bands}
-    tiles.update(tuned.tiles if tuned else {})
-    say("verifying against the original")
-    chosen, result, verification, verdict, optimized = _proved(
-        code, planned.plans, chosen, tiles, reference, arguments, sizes, notes, inputs)
-    say("timing the original and the optimized function")
-    times = measure.compare_times(
-        measure.compile_original(planned.as_written) if original else None, optimized,
-        result.program, arguments, sizes, used_threads, timing, original_error, inputs)
+    program = planned.as_written.program
+    with CompiledAhead([arguments[name] for name in argument_names(program)]) as ahead:
+        if tune and original is not None:
+            chosen, candidates, kept, tuned = _searched(code, planned, reference, arguments,
+                                                        used_threads, tuning_cache, inputs,
+                                                        say, ahead)
+        else:
+            (chosen, _), candidates, kept, tuned = choose(code, planned.plans), [], None, None
+        bands = [c.plan for c in chosen if c.plan.band is not None]
+        tiles = {plan.band.key: plan.band.choice.tile for plan in bands}
+        tiles.update(tuned.tiles if tuned else {})
+        say("verifying against the original")
+        chosen, result, verification, verdict, optimized = _proved(
+            code, planned.plans, chosen, tiles, reference, arguments, sizes, notes, inputs,
+            ahead)
+        say("timing the original and the optimized function")
+        times = measure.compare_times(
+            measure.compile_original(planned.as_written) if original else None, optimized,
+            result.program, arguments, sizes, used_threads, timing, original_error, inputs)
     return Optimized(code.function, filename, target,
                      [_nest_result(c, tiles, tuned is not None) for c in chosen],
                      "; ".join(str(step) for c in chosen for step in c.steps), result.source,
@@ -250,33 +257,30 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
 
 def _searched(code: Any, planned: Planned, reference: Any, arguments: dict[str, Any],
               threads: int, tuning_cache: Path | None, supplier: Callable[..., Any] | None,
-              say: Callable[[str], None]) -> tuple[list[Any], list[Any], int, Any]:
+              say: Callable[[str], None], ahead: Any
+              ) -> tuple[list[Any], list[Any], int, Any]:
     """The recipe measured fastest and its tiles tuned by measurement, every candidate
-    compiled ahead (``ahead``): (its plans chosen, the candidates, which was kept, the
-    tiles' search or None where it has no band)."""
+    compiled ahead (``ahead``, a ``CompiledAhead``): (its plans chosen, the candidates,
+    which was kept, the tiles' search or None where it has no band)."""
     from loclab.hw import detect_machine
     from loclab.measure.cache import device_name
-    from loclab.optimize.ahead import CompiledAhead
     from loclab.optimize.search import fastest_recipe, tune_tiles
-    from loclab.transform.inputs import argument_names
 
     # on loclab's own inputs (distinct arrays) the candidates are compiled without the check
     # for shared memory (half the compiling); the recipe kept is proved and timed with it
     searching = replace(code, assume_distinct=True) if supplier is None else code
     sizes = planned.sizes
-    program = planned.as_written.program
-    with CompiledAhead([arguments[name] for name in argument_names(program)]) as ahead:
-        say("measuring the acceptable recipes")
-        kept, candidates = fastest_recipe(searching, planned.plans, reference, arguments,
-                                          sizes, ahead)
-        chosen = candidates[kept].chosen
-        plans = [c.plan for c in chosen]
-        if not any(plan.band is not None for plan in plans):
-            return chosen, candidates, kept, None
-        say("tuning the tiles by measurement")
-        tuned = tune_tiles(searching, plans, reference, arguments, sizes,
-                           device_name("cpu", detect_machine(with_gpu=False), threads),
-                           tuning_cache, ahead=ahead)
+    say("measuring the acceptable recipes")
+    kept, candidates = fastest_recipe(searching, planned.plans, reference, arguments,
+                                      sizes, ahead)
+    chosen = candidates[kept].chosen
+    plans = [c.plan for c in chosen]
+    if not any(plan.band is not None for plan in plans):
+        return chosen, candidates, kept, None
+    say("tuning the tiles by measurement")
+    tuned = tune_tiles(searching, plans, reference, arguments, sizes,
+                       device_name("cpu", detect_machine(with_gpu=False), threads),
+                       tuning_cache, ahead=ahead)
     return chosen, candidates, kept, tuned
 
 
@@ -293,18 +297,20 @@ def _only_function(source: str, filename: str) -> str:
 def _proved(code: Any, plans: list[list[Any]], chosen: list[Any], tiles: Mapping[str, int],
             original: Any, inputs: Mapping[str, Any],
             sizes: Mapping[str, int], notes: list[str],
-            supplier: Callable[..., Any] | None = None) -> tuple[Any, ...]:
+            supplier: Callable[..., Any] | None, ahead: Any) -> tuple[Any, ...]:
     """The kept recipe, verified (against the original as Python, past the largest tile)
     and checked (against it under Numba at the tuning sizes); where it fails, which is a bug
     in loclab, the failure is noted as one and the next less ambitious recipe is proved
     instead, down to the function as written. The original failing on its inputs is no
-    bug of the recipe's: raised as it is. (chosen, result, verification, check, compiled
-    function)."""
+    bug of the recipe's: raised as it is. The kept recipe is built and compiled, as
+    checked and as timed, by two workers of ``ahead`` (a ``CompiledAhead``) at once.
+    (chosen, result, verification, check, compiled function)."""
     from loclab.measure.validate import Check
     from loclab.optimize import measure
-    from loclab.optimize.build import choose, tiers
+    from loclab.optimize.build import built_function, choose, tiers
     from loclab.transform.verify import describe
 
+    ahead.prove(functools.partial(built_function, code, [[c.plan] for c in chosen], tiles))
     tried: set[tuple[str, ...]] = set()
     for attempt in itertools.chain([chosen], (kept for kept, _ in tiers(code, plans))):
         final, result = choose(code, [[c.plan] for c in attempt], tiles)
@@ -313,8 +319,9 @@ def _proved(code: Any, plans: list[list[Any]], chosen: list[Any], tiles: Mapping
             continue
         tried.add(recipe)
         try:
-            verification = _verify(result, tiles, sizes, supplier)
-            optimized = result.compile()
+            optimized = ahead.function(result)
+            verification = _verify(result, tiles, sizes, supplier, optimized,
+                                   ahead.checked_function(result))
             verdict = (measure.check(original, optimized, result.program, inputs, sizes)
                        if original is not None else Check(True, None, None))
         except UsageError:  # the original failing on its inputs, the sizes too large
@@ -344,16 +351,18 @@ def _bug(what: Any) -> Exception:
 
 
 def _verify(result: Any, tiles: Mapping[str, int], timed: Mapping[str, int],
-            supplier: Callable[..., Any] | None = None) -> Any:
-    """The transformed function against the original run as Python, at sizes past the
-    largest tile (a whole tile and a partial one), or the transformer's small defaults; on
+            supplier: Callable[..., Any] | None, compiled: Callable[..., Any],
+            checked: Callable[..., Any] | None) -> Any:
+    """The transformed function (``compiled``; ``checked``: compiled with bounds checks
+    already, where it was) against the original run as Python, at sizes past the largest
+    tile (a whole tile and a partial one), or the transformer's small defaults; on
     ``supplier``'s inputs where given. Scalar arguments no loop uses as a size keep the
     values they are timed at (a resize's ``H``: the row it reads)."""
     from loclab.optimize.measure import past_the_tiles
     from loclab.transform.verify import verify
 
     return verify(result, past_the_tiles(result.program, tiles, timed), inputs=supplier,
-                  most_instances=None)
+                  most_instances=None, compiled=compiled, checked=checked)
 
 
 def _nest_result(chosen: Any, tiles: Mapping[str, int], tuned: bool) -> NestResult:

@@ -6,9 +6,11 @@ took over a minute on a 16-core host, nearly all of it compiling, one candidate 
 another on one core. The candidates are known before they are measured (every acceptable
 recipe; the configurations a local search tries next), so where this process may use more
 than one CPU (Linux, whose ``fork`` gives the workers the candidates and the arguments'
-types without sending them), their compiles run at once in a pool of workers; the tile
+types without sending them), their compiles run at once in a pool of workers. The recipes and the tile
 search's configurations are transformed there too (``build``: a transform proves its steps,
-seconds for a deep band). Each worker writes Numba's cache into a directory of this call's
+seconds for a deep band), and the transforms are sent back and kept here
+(``optimize.build.remember``): the same build made here afterwards is a lookup. Each worker
+writes Numba's cache into a directory of this call's
 own; the measurement, here and one candidate at a time as before, then loads each function
 from that cache in milliseconds.
 
@@ -25,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import multiprocessing
 import os
-import re
+import pickle
 import shutil
 import signal
 import sys
@@ -35,12 +37,12 @@ import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from loclab.deps.parallel import forkable_cpus
-from loclab.transform.verify import define_in
+from loclab.transform.verify import bounds_checked, define_in
 
 
 def compile_workers(candidates: int) -> int:
@@ -75,75 +77,85 @@ class CompiledAhead:
     def prepare(self, results: Sequence[Any]) -> None:
         """Compile the Numba functions of ``results`` not compiled yet, at once where more
         than one CPU can (else nothing: each compiles when it is measured)."""
-        waiting = {_digest(r.source): r for r in results if _compiles_with_numba(r)}
+        waiting = {_key(r.source, checked=False): r for r in results
+                   if _compiles_with_numba(r)}
         self._in_pool([r for d, r in waiting.items() if d not in self._prepared])
 
-    def build(self, builds: Sequence[Callable[[], Any]], like: Any) -> list[Any | None]:
-        """Run each of ``builds`` (a transform, its steps proved where it runs) and compile
-        what it built, at once in the workers; each result as this process measures it:
-        ``like`` (a result of the same recipe at other tile sizes: the same function,
-        loops and reductions) with the text built, or None where no worker built one with
-        ``like``'s steps (one CPU; a build that failed, or whose plan fell back to
-        another: built again here, where its steps and errors are its own)."""
-        built = self._in_pool(list(builds)) if _compiles_with_numba(like) else {}
-        return [replace(like, source=built[k][0])
-                if k in built and built[k][1] == _shape(like) else None
-                for k in range(len(builds))]
+    def build(self, builds: Sequence[Callable[[], Any]]) -> None:
+        """Run each of ``builds`` (transforms, their steps proved where they run) in the
+        workers at once, and compile what each built there: the transforms are kept here
+        (``build.remember``), so that the same builds run here afterwards find their steps
+        proved and their functions compiled. One CPU, or a build that fails in a worker:
+        built here, where its steps and errors are its own."""
+        self._in_pool(list(builds))
 
-    def _in_pool(self, work: list[Any]) -> dict[int, tuple[str, tuple[str, ...]]]:
+    def prove(self, build: Callable[[], Any]) -> None:
+        """Run ``build`` in two workers at once: one compiles its function as it is measured
+        (``function``), the other with bounds checks, as the verification runs it
+        (``checked_function``)."""
+        self._in_pool([build, BoundsChecked(build)])
+
+    def _in_pool(self, work: list[Any]) -> None:
         """Each item of ``work`` (a result, or a build that returns one) compiled in a
-        worker, at once where more than one CPU can: the text and the steps' shape of each
-        one built, by number; what compiled into the cache is prepared. A worker that dies
-        or a fork that fails ends the pool: what finished is kept."""
+        worker, at once where more than one CPU can; what compiled into the cache is
+        prepared, the transforms a build made are kept. A worker that dies or a fork that
+        fails ends the pool: what finished is kept."""
+        from loclab.optimize.build import remember
+
         workers = compile_workers(len(work))
-        done: dict[int, tuple[str, tuple[str, ...]]] = {}
         if workers < 2:
-            return done
+            return
         pool = ProcessPoolExecutor(workers, multiprocessing.get_context("fork"),
                                    initializer=_start_worker, initargs=(self, work))
         try:
             for future in as_completed([pool.submit(_compile_numbered, k)
                                         for k in range(len(work))]):
-                number, built, cached = future.result()
-                if built is not None:
-                    done[number] = built
-                if cached and built is not None:
-                    self._prepared.add(_digest(built[0]))
+                cached, transforms = future.result()
+                remember(transforms)
+                if cached is not None:
+                    self._prepared.add(cached)
         except (BrokenProcessPool, OSError):
             pass  # the rest compiles here, when it is measured
         finally:  # Ctrl-C here: no compile waiting in the queue starts
             pool.shutdown(wait=True, cancel_futures=True)
-        return done
 
     def function(self, result: Any) -> Callable[..., Any]:
         """``result``'s function: loaded from the cache where it was compiled ahead and
         cached (the first call loads it), else compiled as ``result.compile()`` compiles
         it."""
-        digest = _digest(result.source)
-        if digest not in self._prepared:
+        key = _key(result.source, checked=False)
+        if key not in self._prepared:
             return result.compile()
-        return self._load(digest, result)
+        return self._load(key, result, checked=False)
 
-    def _load(self, digest: str, result: Any) -> Any:
+    def checked_function(self, result: Any) -> Callable[..., Any] | None:
+        """``result``'s function with bounds checks (``transform.verify.bounds_checked``),
+        loaded from the cache where ``prove`` compiled it, else None."""
+        key = _key(result.source, checked=True)
+        return self._load(key, result, checked=True) if key in self._prepared else None
+
+    def _load(self, key: str, result: Any, checked: bool) -> Any:
         """The function defined from its text's file, as a module of its own, with Numba's
-        cache in this object's directory."""
-        path = self._directory / f"{digest}.py"
-        name = f"loclab_ahead_{self._directory.name.replace('-', '_')}_{digest}"
+        cache in this object's directory (bounds-checked: a file and cache of its own)."""
+        path = self._directory / f"{key}.py"
+        name = f"loclab_ahead_{self._directory.name}_{key}".replace("-", "_")
         module = types.ModuleType(name)
         sys.modules[name] = module
         self._modules.append(name)
         function = define_in(module.__dict__, result.source, result.origin,
                              result.name.split(".")[-1], str(path))
+        if checked:
+            function = bounds_checked(function)
         function.enable_caching()
         return function
 
-    def compile_here(self, result: Any) -> bool:
+    def compile_here(self, result: Any, checked: bool) -> str | None:
         """Compile ``result`` (in a worker): its text written to its file once (two builds
         may write the same text: the first file stays, its cache valid), its function
-        compiled for the arguments' types; whether it is in the cache now (Numba caches
-        no function that holds a pointer)."""
-        digest = _digest(result.source)
-        path = self._directory / f"{digest}.py"
+        compiled for the arguments' types; its key where it is in the cache now (Numba
+        caches no function that holds a pointer), else None."""
+        key = _key(result.source, checked)
+        path = self._directory / f"{key}.py"
         partial = path.with_suffix(f".{os.getpid()}.part")
         partial.write_text(result.source)
         try:
@@ -154,8 +166,16 @@ class CompiledAhead:
             partial.unlink()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")  # this worker's; the parent compiles anew
-            self._load(digest, result).compile(self._types)
-        return not any("cannot cache" in str(warning.message).lower() for warning in caught)
+            self._load(key, result, checked).compile(self._types)
+        uncached = any("cannot cache" in str(warning.message).lower() for warning in caught)
+        return None if uncached else key
+
+
+@dataclass(frozen=True)
+class BoundsChecked:
+    """A build whose function a worker compiles with bounds checks."""
+
+    build: Callable[[], Any]
 
 
 # in a worker: the object compiling and what it compiles (results, or builds of them)
@@ -169,30 +189,44 @@ def _start_worker(ahead: CompiledAhead, work: list[Any]) -> None:
     _batch = (ahead, work)
 
 
-def _compile_numbered(number: int) -> tuple[int, tuple[str, tuple[str, ...]] | None, bool]:
-    """Build the ``number``-th item where it is a build, and compile it: (``number``, its
-    text and steps' shape or None where the build failed, whether it is cached)."""
+def _compile_numbered(number: int) -> tuple[str | None, list[Any]]:
+    """Build the ``number``-th item where it is a build, and compile it: (its key where it
+    is in the cache now, else None; the transforms the build made that can be sent)."""
+    from loclab.optimize.build import recorded
+
     ahead, work = _batch
     assert ahead is not None
+    item = work[number]
+    checked = isinstance(item, BoundsChecked)
+    made = item.build if isinstance(item, BoundsChecked) else item
+    with recorded() as transforms:
+        try:
+            result = made() if callable(made) else made
+        except Exception:  # built again where it is measured, its error reported there
+            return None, _sendable(transforms)
     try:
-        result = work[number]() if callable(work[number]) else work[number]
-    except Exception:  # built again where it is measured, its error reported there
-        return number, None, False
-    try:
-        cached = ahead.compile_here(result)
+        cached = ahead.compile_here(result, checked) if _compiles_with_numba(result) \
+            else None
     except Exception:  # compiled again where it is measured, its error reported there
-        cached = False
-    return number, (result.source, _shape(result)), cached
+        cached = None
+    return cached, _sendable(transforms)
 
 
-def _shape(result: Any) -> tuple[str, ...]:
-    """A result's steps without their sizes: the same for every tile configuration of one
-    plan (``tile(i@3=32, j@4=32)`` and ``tile(i@3=64, j@4=64)`` alike)."""
-    return tuple(re.sub(r"=\d+", "=", step.step) for step in result.steps)
+def _sendable(items: list[Any]) -> list[Any]:
+    """The items that pickle (a refusal may hold what does not)."""
+    sendable = []
+    for item in items:
+        try:
+            pickle.dumps(item)
+        except Exception:  # made again where it is needed
+            continue
+        sendable.append(item)
+    return sendable
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
+def _key(text: str, checked: bool) -> str:
+    """A function's name in the cache: its text's digest (bounds-checked: marked so)."""
+    return hashlib.sha256(text.encode()).hexdigest() + ("-checked" if checked else "")
 
 
 def _compiles_with_numba(result: Any) -> bool:

@@ -9,8 +9,9 @@ name read off the new loop tree.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Iterator, Mapping, Sequence
+import contextlib
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -39,18 +40,63 @@ class Source:
     def transform(self, steps: Sequence[Step], emit: str = "numba") -> Any:
         """``loclab.transform`` of the function with ``steps`` (none: the function as
         written, emitted as ``emit``); the same steps again are not proved again (a plan is
-        tried, then kept: seconds each where it unrolls)."""
+        tried, then kept: seconds each where it unrolls), nor refused again."""
         return _transformed(self, tuple(steps), emit)
 
 
-@functools.lru_cache(maxsize=64)
+TransformKey = tuple[Source, tuple[Step, ...], str]
+
+# the transforms made lately (a result, or the refusal it raised), the latest last: a step
+# proved once is not proved again in this process, whether proved here or in a worker of
+# ``loclab.optimize.ahead`` (``remember``)
+_TRANSFORMS: OrderedDict[TransformKey, Any] = OrderedDict()
+TRANSFORMS_KEPT = 256
+_recording: list[list[tuple[TransformKey, Any]]] = []  # where ``recorded`` collects
+
+
 def _transformed(source: Source, steps: tuple[Step, ...], emit: str) -> Any:
     from loclab.transform import transform
 
-    return transform(source.text, steps, source.function, emit=emit,
-                     filename=source.filename,
-                     scalar_types=dict(source.scalar_types),
-                     assume_distinct=source.assume_distinct)
+    key = (source, steps, emit)
+    if key in _TRANSFORMS:
+        _TRANSFORMS.move_to_end(key)
+        made = _TRANSFORMS[key]
+    else:
+        try:
+            made = transform(source.text, steps, source.function, emit=emit,
+                             filename=source.filename,
+                             scalar_types=dict(source.scalar_types),
+                             assume_distinct=source.assume_distinct)
+        except _refusals() as err:
+            made = err
+        remember([(key, made)])
+        for made_here in _recording:
+            made_here.append((key, made))
+    if isinstance(made, Exception):
+        raise made.with_traceback(None)
+    return made
+
+
+def remember(transforms: Iterable[tuple[TransformKey, Any]]) -> None:
+    """Keep transforms made elsewhere (a worker's): the same steps are then not proved
+    here."""
+    for key, made in transforms:
+        _TRANSFORMS[key] = made
+        _TRANSFORMS.move_to_end(key)
+    while len(_TRANSFORMS) > TRANSFORMS_KEPT:
+        _TRANSFORMS.popitem(last=False)
+
+
+@contextlib.contextmanager
+def recorded() -> Iterator[list[tuple[TransformKey, Any]]]:
+    """The transforms made (not found kept) while inside, in order: what a worker hands
+    back to ``remember``."""
+    made: list[tuple[TransformKey, Any]] = []
+    _recording.append(made)
+    try:
+        yield made
+    finally:
+        _recording.remove(made)
 
 
 @dataclass(frozen=True)
@@ -152,13 +198,25 @@ def absorbed_plan(top: Any, by: NestPlan) -> NestPlan:
 
 def tiers(source: Source, plans: Sequence[Sequence[NestPlan]]
           ) -> Iterator[tuple[list[Chosen], Any]]:
-    """The whole function at each tier of ambition, built on demand: tier t starts each
-    nest's choice at its t-th plan (its last, sequential, once it has no more); each tier's
-    kept plans and transformed function. Plans that fuse the next nest into theirs come
-    first, once; then every tier without them (else the next nest's own first plan would
-    never be measured beside its unfused neighbour)."""
+    """The whole function at each tier of ambition (``tier_plans``), built on demand: each
+    tier's kept plans and transformed function."""
+    for tier in tier_plans(plans):
+        yield choose(source, tier)
+
+
+def tier_plans(plans: Sequence[Sequence[NestPlan]]) -> list[list[list[NestPlan]]]:
+    """Each tier's plans to choose from: tier t starts each nest's choice at its t-th plan
+    (its last, sequential, once it has no more). Plans that fuse the next nest into theirs
+    come first, once; then every tier without them (else the next nest's own first plan
+    would never be measured beside its unfused neighbour)."""
     unfused = [[plan for plan in nest if plan.absorbs is None] for nest in plans]
-    if any(plan.absorbs is not None for nest in plans for plan in nest):
-        yield choose(source, plans)
-    for tier in range(max(len(p) for p in unfused)):
-        yield choose(source, [p[tier:] or p[-1:] for p in unfused])
+    fusing = any(plan.absorbs is not None for nest in plans for plan in nest)
+    return ([[list(nest) for nest in plans]] if fusing else []) + [
+        [p[tier:] or p[-1:] for p in unfused] for tier in range(max(len(p) for p in unfused))]
+
+
+def built_function(source: Source, plans: Sequence[Sequence[NestPlan]],
+                   tiles: Mapping[str, int] | None = None) -> Any:
+    """``choose``'s transformed function alone (what a worker of ``optimize.ahead``
+    builds)."""
+    return choose(source, plans, tiles)[1]

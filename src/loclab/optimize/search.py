@@ -26,10 +26,10 @@ from typing import Any
 from loclab.measure import cache
 from loclab.measure.attempt import Attempt, describe
 from loclab.measure.search import TUNE_TIMING, Search, Trial, search
-from loclab.measure.space import Config, Space, key
+from loclab.measure.space import Config, Space
 from loclab.measure.timing import Budget
 from loclab.optimize.ahead import CompiledAhead
-from loclab.optimize.build import Chosen, Source, choose, tiers
+from loclab.optimize.build import Chosen, Source, built_function, choose, tier_plans, tiers
 from loclab.optimize.measure import check, time_function, unverifiable_tiles
 from loclab.optimize.planner import NestPlan, TiledBand
 from loclab.optimize.tiles import TILE_SIZES
@@ -93,6 +93,9 @@ def fastest_recipe(source: Source, plans: Sequence[Sequence[NestPlan]],
     """Every acceptable recipe, from each nest's most ambitious plan (tier 0) to its last
     (sequential), each measured (compiled first all at once by ``ahead``, where given): the
     index of the fastest valid one, and all of them."""
+    if ahead:  # each tier transformed and compiled in a worker, then built here at once
+        ahead.build([functools.partial(built_function, source, tier)
+                     for tier in tier_plans(plans)])
     built: dict[str, tuple[int, list[Chosen], Any]] = {}
     for tier, (chosen, result) in enumerate(tiers(source, plans)):
         recipe = "; ".join(str(step) for c in chosen for step in c.steps)
@@ -120,7 +123,7 @@ def cache_variant(source: Source, plans: Sequence[NestPlan]) -> str:
 
 def _build(source: Source, plans: Sequence[NestPlan], config: Config) -> Any:
     """``plans`` built at the tiles of ``config``."""
-    return choose(source, [[plan] for plan in plans], config)[1]
+    return built_function(source, [[plan] for plan in plans], config)
 
 
 def _verifiable(tiles: Space, restriction: Callable[[Config], str | None]) -> Config:
@@ -164,21 +167,14 @@ def tune_tiles(source: Source, plans: Sequence[NestPlan], original: Any,
             and not restriction(entry["params"]):
         return Tuned(dict(entry["params"]), None, entry.get("date"))
 
-    built_ahead: dict[Any, Any] = {}  # by configuration: what the workers built
-
-    def built(config: Config) -> Any:
-        return built_ahead.get(key(config)) or _build(source, plans, config)
-
     def attempt(config: Config) -> Attempt:
-        return measured(lambda: built(config), original, inputs, sizes, dict(config), timing,
-                        ahead)
+        return measured(lambda: _build(source, plans, config), original, inputs, sizes,
+                        dict(config), timing, ahead)
 
     def prepare(configs: list[Config]) -> None:
         if ahead:  # built there too: each configuration's transform takes seconds
-            results = ahead.build([functools.partial(_build, source, plans, config)
-                                   for config in configs], like)
-            built_ahead.update((key(config), result)
-                               for config, result in zip(configs, results) if result)
+            ahead.build([functools.partial(_build, source, plans, config)
+                         for config in configs])
 
     found = search(space(bands), attempt, restriction, "local",
                    MOST_CONFIGURATIONS, on_trial=on_trial, prepare=prepare)

@@ -142,11 +142,16 @@ class OriginalFailed(UsageError):
 
 def verify(result: "Transformed", sizes: Mapping[str, int], *,
            inputs: Supplier | None = None, progress: Callable[[str], None] | None = None,
-           most_instances: int | None = MAX_PYTHON_INSTANCES) -> Verification:
+           most_instances: int | None = MAX_PYTHON_INSTANCES,
+           compiled: Callable[..., Any] | None = None,
+           checked: Callable[..., Any] | None = None) -> Verification:
     """Run the original and the transformed function on the same inputs (loclab's, or what
-    ``inputs`` returns at these sizes) and compare every output. Sizes past
-    ``most_instances`` statement instances are refused (None: any); ``progress`` hears what
-    runs where it takes more than about a second."""
+    ``inputs`` returns at these sizes) and compare every output: the transformed function
+    with bounds checks (``bounds_checked``: its loops in order), then, where it runs loops
+    in parallel, as it runs. Sizes past ``most_instances`` statement instances are refused
+    (None: any); ``progress`` hears what runs where it takes more than about a second;
+    ``compiled`` and ``checked``: the transformed function compiled already, as it runs and
+    bounds-checked, where it was."""
     if result.language == "c":
         from loclab.transform.verify_c import verify_c
 
@@ -167,21 +172,36 @@ def verify(result: "Transformed", sizes: Mapping[str, int], *,
                  f"{how}, about {max(1, round(2 * work / PYTHON_INSTANCES_PER_SECOND))} s")
     arguments = (make_inputs(program, chosen) if inputs is None
                  else supplied_inputs(program, inputs, chosen))
-    return compare_runs(compile_original(result), bounds_checked(compile_transformed(result)),
-                        program, arguments, chosen, supplier=inputs)
+    function = compiled or compile_transformed(result)
+    runs = [checked or bounds_checked(function)]
+    runs += [function] if runs_in_parallel(function) else []
+    reference = reference_run(compile_original(result), program, arguments, chosen, inputs)
+    for transformed in runs:
+        verification = compare_runs(reference, transformed, program, arguments, chosen,
+                                    supplier=inputs)
+        if not verification.ok:
+            break
+    return verification
 
 
 def bounds_checked(function: Callable[..., Any]) -> Callable[..., Any]:
     """A Numba function compiled again with bounds checks: an index past an array's end
     raises IndexError instead of reading or writing memory that is not the array's (plain
-    Python checks its own; anything else is returned as it is)."""
+    Python checks its own; anything else is returned as it is). Its parallel loops run in
+    order: Numba checks no index inside a loop it runs in parallel (numba#9380)."""
     options = getattr(function, "targetoptions", None)
     if options is None or not hasattr(function, "py_func"):
         return function
     import numba
 
-    kept = {k: v for k, v in options.items() if k not in {"nopython", "boundscheck"}}
+    kept = {k: v for k, v in options.items()
+            if k not in {"nopython", "boundscheck", "parallel"}}
     return numba.njit(boundscheck=True, **kept)(function.py_func)
+
+
+def runs_in_parallel(function: Callable[..., Any]) -> bool:
+    """Whether a Numba function runs its ``prange`` loops in parallel."""
+    return bool(getattr(function, "targetoptions", {}).get("parallel"))
 
 
 @dataclass(frozen=True)
