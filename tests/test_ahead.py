@@ -183,3 +183,26 @@ def test_a_worker_that_dies_ends_the_pool_and_the_rest_compiles_here(monkeypatch
             function = ahead.function(result)
             function(*arguments())
             assert not function.stats.cache_hits
+
+
+def test_past_its_seconds_the_search_starts_no_batch_but_measures_the_one_built(
+        monkeypatch):
+    """The time budget stops builds from starting: a batch prepared (compiled at once) is
+    measured to its end, no later batch is prepared, and the search says why it stopped."""
+    import loclab.measure.search as search_module
+
+    now = [0.0]
+    monkeypatch.setattr(search_module.time, "perf_counter", lambda: now[0])
+    space = Space(values={"a": (1, 2, 4, 8, 16, 32), "b": (1, 2, 4, 8)},
+                  default={"a": 4, "b": 2})
+    measured, batches = [], []
+
+    def measure(config):
+        now[0] += 10.0  # each configuration takes 10 s to measure
+        measured.append(key(config))
+        return fake_measure(lambda c: abs(c["a"] - 16) + abs(c["b"] - 8) + 1.0)(config)
+
+    found = search(space, measure, lambda config: None, "local", limit=12, seconds=15.0,
+                   prepare=lambda configs: batches.append([key(c) for c in configs]))
+    assert len(batches) == 1 and measured == batches[0]  # the first batch, whole
+    assert len(measured) == 1 + LOCAL_STARTS and found.stopped == "after 15 s"

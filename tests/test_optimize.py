@@ -469,10 +469,10 @@ def test_the_fastest_valid_recipe_is_kept(monkeypatch):
     from loclab.optimize import search
 
     found = planned(RECIPES, "transpose", rows=64, cols=64)
-    times = iter([(0.003, True), (0.001, False), (0.004, True), (0.002, True)])
+    times = [(0.003, True), (0.001, False), (0.004, True), (0.002, True)]  # by tier
 
-    def fake(build, original, inputs, sizes, params, timing=None, ahead=None):
-        seconds, valid = next(times)
+    def fake(build, original, inputs, sizes, params, timing=None, ahead=None, fastest=None):
+        seconds, valid = times[params["tier"]]
         return Attempt(params, Check(valid, 0.0, None if valid else "differs"), None,
                        summarize([seconds] * 3), 1)
 
@@ -634,3 +634,37 @@ def test_a_scratch_row_the_caller_sees_is_private_to_the_parallel_loop_and_copie
     assert texts(nest)[0] == "privatize(total, r@3)" and nest.plan.parallel
     assert "total_own = total.copy()" in result.source
     assert result.verify(NR=5, NQ=4, NP=9).ok
+
+
+TRIANGULAR_SUMS = '''
+def lower_sums(A, N):
+    for i in range(N):
+        for j in range(i):
+            for k in range(j):
+                A[i, j] -= A[i, k] * A[j, k]
+'''
+
+
+SWEEPS = '''
+def sweeps(A, B, T, N):
+    for t in range(T):
+        for i in range(1, N - 1):
+            for j in range(1, N - 1):
+                B[i, j] = 0.25 * (A[i - 1, j] + A[i + 1, j] + A[i, j - 1] + A[i, j + 1])
+        for i in range(1, N - 1):
+            for j in range(1, N - 1):
+                A[i, j] = B[i, j]
+'''
+
+
+def test_a_loop_started_often_with_little_work_is_not_planned_parallel():
+    """cholesky's k sums inside i and j: each start of k in parallel would fork and join
+    the threads for at most N instances, N^2 times. The plans say so and keep k in order;
+    a sweep started at each time step, with N^2 instances, is still planned parallel."""
+    found = plan(TRIANGULAR_SUMS, "lower_sums", params={"N": 200})
+    assert [p.level for p in found.plans[0]] == ["sequential"]
+    assert "start 40,000 times with at most 200 statement instances each, where a " \
+           "fork-join" in " ".join(found.plans[0][-1].sequential)
+    swept = plan(SWEEPS, "sweeps", params={"T": 20, "N": 300})
+    as_written = next(p for p in swept.plans[0] if p.level == "as written")
+    assert [loop.var for loop, _ in as_written.parallel] == ["i", "i"]

@@ -56,3 +56,16 @@ def test_calls_of_seconds_are_timed_three_times():
     samples, _ = measure(lambda: None, clock, Budget(seconds=0.0, min_runs=5),
                          warmed_up=True)
     assert len(samples) == SLOW_RUNS == clock.calls
+
+
+def test_a_call_past_the_give_up_time_is_the_only_sample():
+    """A candidate one call of which is slower than the fastest allows loses anyway: its
+    warm-up call ends the timing; below that time, the budget runs as usual."""
+    slow = FakeClock(0.5)
+    assert measure(lambda: None, slow, Budget(seconds=0.0, min_runs=5),
+                   give_up_past=0.1) == ([0.5], 1)
+    assert slow.calls == 1
+    fast = FakeClock(0.05)
+    samples, _ = measure(lambda: None, fast, Budget(seconds=0.0, min_runs=5),
+                         give_up_past=0.1)
+    assert len(samples) == 5

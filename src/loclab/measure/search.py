@@ -96,7 +96,7 @@ class Evaluator:
     def prepare(self, configs: Iterable[Config]) -> None:
         """Pass the configurations of ``configs`` that would be built next (not evaluated
         or prepared yet, not rejected, within the count budget) to ``prepare``."""
-        if self._prepare is None:
+        if self._prepare is None or self.spent():  # no build starts past the budget
             return
         room = None if self._limit is None else max(0, self._limit - self.built)
         fresh: dict[Any, Config] = {}
@@ -112,10 +112,16 @@ class Evaluator:
     def spent(self) -> bool:
         """Whether the budget allows no more builds; the first (the default: the baseline)
         always gets built."""
-        over_count = self._limit is not None and self.built >= self._limit
-        over_time = (self._seconds is not None
-                     and time.perf_counter() - self._started >= self._seconds)
-        return self.built > 0 and (over_count or over_time)
+        return self.built > 0 and self.why_spent() is not None
+
+    def why_spent(self) -> str | None:
+        """The budget spent, in words ("after 12 configurations", "after 15 s"), or None."""
+        if self._limit is not None and self.built >= self._limit:
+            return f"after {self._limit} configurations"
+        if self._seconds is not None \
+                and time.perf_counter() - self._started >= self._seconds:
+            return f"after {self._seconds:g} s"
+        return None
 
     def __call__(self, config: Config) -> Trial:
         """The trial of ``config``: its earlier one, a rejection, or a new evaluation
@@ -125,7 +131,7 @@ class Evaluator:
         reason = self._restriction(config)
         if reason:
             trial = Trial(config=dict(config), status="rejected", reason=reason)
-        elif self.spent():
+        elif self.spent() and key(config) not in self._prepared:  # prepared: built
             raise BudgetSpent
         else:
             self.built += 1
@@ -206,6 +212,7 @@ class Search:
     default: Trial | None
     best: Trial | None
     evaluated: int  # configurations built
+    stopped: str | None = None  # where the budget ended it early: "after 15 s"
 
     @property
     def speedup(self) -> float | None:
@@ -226,6 +233,7 @@ def search(space: Space, measure: Callable[[Config], Attempt],
     if limit is None and strategy == "random":
         limit = RANDOM_SAMPLES
     evaluate = Evaluator(measure, restriction, limit, seconds, on_trial, prepare)
+    stopped = None
     try:
         if strategy == "local":  # the default and the samples it starts from, at once
             evaluate.prepare([space.default,
@@ -233,8 +241,8 @@ def search(space: Space, measure: Callable[[Config], Attempt],
         evaluate(space.default)
         STRATEGIES[strategy](space, evaluate, random.Random(seed))
     except BudgetSpent:
-        pass
+        stopped = evaluate.why_spent()
     trials = list(evaluate.trials.values())
     return Search(strategy=strategy, trials=trials,
                   default=evaluate.trials.get(key(space.default)), best=fastest(trials),
-                  evaluated=evaluate.built)
+                  evaluated=evaluate.built, stopped=stopped)

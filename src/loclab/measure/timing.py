@@ -75,16 +75,23 @@ BUDGETS = {
 
 
 def measure(run: Callable[[], Any], clock: Clock, budget: Budget,
-            warmed_up: bool = False) -> tuple[list[float], int]:
+            warmed_up: bool = False, give_up_past: float | None = None
+            ) -> tuple[list[float], int]:
     """Warm up (unless the caller just ran it, e.g. to validate), then sample until the budget
     is spent. Returns (seconds per call, batch size).
 
     The first timed call estimates the batch size; when calls are long enough to be timed one
     by one it is also the first sample, so a variant that takes seconds runs no extra time.
+    A call longer than ``give_up_past`` (a candidate that slow cannot be the fastest) ends
+    the timing at once: that call is the only sample.
     """
     if not warmed_up:
-        clock.per_call(run, 1)  # caches, clocks, lazy initialisation
+        warm = clock.per_call(run, 1)  # caches, clocks, lazy initialisation
+        if give_up_past is not None and warm > give_up_past:
+            return [warm], 1
     estimate = clock.per_call(run, 1)
+    if give_up_past is not None and estimate > give_up_past:
+        return [estimate], 1
     batch = 1 if estimate >= budget.min_sample_s else min(
         math.ceil(budget.min_sample_s / max(estimate, 1e-9)), 1000)
     samples: list[float] = [estimate] if batch == 1 else []

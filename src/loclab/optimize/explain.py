@@ -69,6 +69,8 @@ def tuning_lines(result: Any) -> list[str]:
         text += f"; {len(failed)} failed ({failed[0].reason})"
     if rejected:
         text += f"; {len(rejected)} not tried ({rejected[0].reason})"
+    if tuned.search.stopped:
+        text += f"; the search stopped {tuned.search.stopped}"
     return wrap(text)
 
 

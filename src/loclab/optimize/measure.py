@@ -206,25 +206,27 @@ class Timed:
 
 
 def time_function(function: Callable[..., Any], program: Any, inputs: Mapping[str, Any],
-                  budget: Budget, restore: bool = False) -> Timed:
+                  budget: Budget, restore: bool = False,
+                  give_up_past: float | None = None) -> Timed:
     """The median time of ``function`` on copies of ``inputs``, made once (a function that
     accumulates into an output changes its values, not its time); its first call, which
     compiles, is not timed. A function that fails when it runs again on its own output (an
     LU factorization of its factors divides by zero), or any with ``restore``, is timed
     with the arrays it writes restored before each call, the copying included. What the
-    function prints goes to stderr."""
+    function prints goes to stderr. ``give_up_past``: see ``measure.timing.measure``."""
     from loclab.transform.verify import printing_to_stderr
 
     with printing_to_stderr():
         if not restore:
             args = arguments(program, inputs)
             try:
-                samples, batch = measure(lambda: function(*args), PerfCounterClock(), budget)
+                samples, batch = measure(lambda: function(*args), PerfCounterClock(), budget,
+                                         give_up_past=give_up_past)
                 return Timed(summarize(samples), batch, False)
             except Exception:  # run again on its own output, it failed: time it restored
                 pass
         samples, batch = measure(restoring(function, program, inputs), PerfCounterClock(),
-                                 budget)
+                                 budget, give_up_past=give_up_past)
     return Timed(summarize(samples), batch, True)
 
 

@@ -28,6 +28,7 @@ this one produces, into this one.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -55,6 +56,12 @@ LEVELS = ("time-tiled", "fused", "distributed", "tiled", "reordered", "as writte
 # updates are ``parallel``'s own; a scan is not a DOALL loop at all.
 STEP_REMEDIES = {"privatize", "expand", "copy"}
 UNPARALLEL = {"scan"}
+# A loop run in parallel inside sequential loops forks and joins the threads at each of its
+# starts: about 1 us with 2 of Numba's threads for an empty loop, 8 us for a sum into an
+# element (cholesky's), more with 16 threads, where a statement instance takes about a
+# nanosecond. Below this many statement instances a start, the threads cost more than they
+# save (cholesky's k sums in parallel: 30 times slower than in order on 2 cores).
+FORK_JOIN_INSTANCES = 1 << 14
 
 
 def label(loop: Loop) -> str:
@@ -293,12 +300,30 @@ def blocked_reason(report: LoopReport) -> str:
     return f"{report.var} stays sequential: {why}"
 
 
-def sequential_reason(report: LoopReport) -> str:
-    """Why a loop runs sequentially in the plan that keeps every loop sequential."""
+def sequential_reason(report: LoopReport, context: Context | None = None) -> str:
+    """Why a loop runs sequentially in the plan that keeps every loop sequential (on the
+    CPU, given its ``context``: where its starts have too little work, that)."""
     if _parallelizable(report):
-        return (f"{parallel_reason(report)}; kept sequential: no parallel recipe held "
-                "(refused by the transformer, or slower when measured)")
+        waste = fork_join_waste(context, report.loop) if context else None
+        return (f"{parallel_reason(report)}; kept sequential: " + (waste or (
+            "no parallel recipe held (refused by the transformer, or slower when "
+            "measured)")))
     return blocked_reason(report)
+
+
+def fork_join_waste(context: Context, loop: Loop) -> str | None:
+    """Why running ``loop`` in parallel costs more than it saves: started many times (inside
+    sequential loops), each start with fewer statement instances than
+    ``FORK_JOIN_INSTANCES`` at the tuning sizes (from the loops' extents, their largest
+    counts); None where that is not so."""
+    starts = math.prod(context.extents[label(outer)] for outer in loop.enclosing[:-1])
+    work = sum(math.prod(context.extents[label(inner)] for inner in s.loops[loop.depth:])
+               for s in loop.statements())
+    if starts == 1 or work >= FORK_JOIN_INSTANCES:
+        return None
+    return (f"in parallel it would start {starts:,} times with at most {work:,} statement "
+            f"instances each, where a fork-join of the threads costs as much as "
+            f"{FORK_JOIN_INSTANCES:,} of them")
 
 
 def _parallelizable(report: LoopReport) -> bool:
@@ -312,6 +337,9 @@ def parallel_paths(context: Context, loop: Loop
     """The outermost parallelizable loop of each path from ``loop`` down: (loop, steps before
     loop moves, steps after them, why), and why the loops above them stay sequential."""
     report = context.report(loop)
+    waste = fork_join_waste(context, loop) if _parallelizable(report) else None
+    if waste:  # the loops inside start as often, with less work each
+        return [], [f"{loop.var} stays sequential: {waste}"]
     if _parallelizable(report):
         before, after = [], []
         for remedy in report.remedies:
@@ -687,7 +715,8 @@ def plan_nest(context: Context, top: Loop) -> list[NestPlan]:
                               tuple((loop, why) for loop, _, _, why in paths), tuple(blocked),
                               lanes=vector_lanes(context, innermost_loops(top))))
     plans.append(NestPlan(top, "sequential", sequential=tuple(
-        sequential_reason(context.report(loop)) for loop in context.analysis.nest.loops
+        sequential_reason(context.report(loop), context)
+        for loop in context.analysis.nest.loops
         if loop is top or top in loop.enclosing)))
     unique: dict[tuple[object, ...], NestPlan] = {}
     for plan in plans:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,15 @@ from loclab.optimize.tiles import TILE_SIZES
 
 CACHE_CASE = "optimize"
 MOST_CONFIGURATIONS = 12  # builds a search may make (each compiles: about a second)
+# No configuration starts building past this many seconds of the tile search (those built
+# already are measured): a function of two products builds a configuration in 15 s on one
+# core, each step of the search one batch of them, and an optimize call should end within
+# a minute on 16 cores
+TILE_SEARCH_SECONDS = 15.0
+# A candidate one call of which takes this many times the fastest median measured so far is
+# timed no more: timing noise is far below it (cholesky's sums in parallel: 30 times the
+# sequential one's, a second a call on 2 cores)
+GIVE_UP_FACTOR = 4.0
 
 
 @dataclass(frozen=True)
@@ -68,22 +78,43 @@ class Candidate:
                 "error": self.attempt.error or (check.problem if check else None)}
 
 
+class Fastest:
+    """The fastest median measured so far, and past what time a candidate's timing gives up
+    (``GIVE_UP_FACTOR`` times it: one call that slow is enough to lose)."""
+
+    def __init__(self) -> None:
+        self.median: float | None = None
+
+    def heard(self, attempt: Attempt) -> Attempt:
+        if attempt.valid and attempt.summary is not None:
+            self.median = min(self.median or math.inf, attempt.summary.median)
+        return attempt
+
+    @property
+    def give_up_past(self) -> float | None:
+        return None if self.median is None else GIVE_UP_FACTOR * self.median
+
+
 def measured(build: Callable[[], Any], original: Any,
              inputs: Mapping[str, Any], sizes: Mapping[str, int], params: dict[str, Any],
-             timing: Budget = TUNE_TIMING, ahead: CompiledAhead | None = None) -> Attempt:
+             timing: Budget = TUNE_TIMING, ahead: CompiledAhead | None = None,
+             fastest: Fastest | None = None) -> Attempt:
     """Build a transformed function, compile it (or load it from ``ahead``, where it was
     compiled before), check it against the original on the same inputs and, where it
-    agrees, time it; whatever fails is this attempt's error."""
+    agrees, time it (given up after one call slower than ``fastest`` allows); whatever
+    fails is this attempt's error."""
+    fastest = fastest or Fastest()
     try:
         result = build()
         function = ahead.function(result) if ahead else result.compile()
         verdict = check(original, function, result.program, inputs, sizes)
         if not verdict.valid:
             return Attempt(params, verdict)
-        timed = time_function(function, result.program, inputs, timing)
+        timed = time_function(function, result.program, inputs, timing,
+                              give_up_past=fastest.give_up_past)
     except Exception as err:  # a build or a compile that fails: this attempt only
         return Attempt(params, None, describe(err))
-    return Attempt(params, verdict, None, timed.summary, timed.batch)
+    return fastest.heard(Attempt(params, verdict, None, timed.summary, timed.batch))
 
 
 def fastest_recipe(source: Source, plans: Sequence[Sequence[NestPlan]],
@@ -102,9 +133,12 @@ def fastest_recipe(source: Source, plans: Sequence[Sequence[NestPlan]],
         built.setdefault(recipe, (tier, chosen, result))
     if ahead:
         ahead.prepare([result for _, _, result in built.values()])
-    candidates = [Candidate(chosen, recipe, measured(lambda: result, original, inputs, sizes,
-                                                     {"tier": tier}, ahead=ahead))
-                  for recipe, (tier, chosen, result) in built.items()]
+    fastest = Fastest()
+    attempts = {recipe: measured(lambda: result, original, inputs, sizes, {"tier": tier},
+                                 ahead=ahead, fastest=fastest)
+                for recipe, (tier, _, result) in reversed(built.items())}  # the least first
+    candidates = [Candidate(chosen, recipe, attempts[recipe])
+                  for recipe, (_, chosen, _) in built.items()]
     valid = [k for k, c in enumerate(candidates) if c.attempt.valid]
     if not valid:
         return len(candidates) - 1, candidates
@@ -167,9 +201,11 @@ def tune_tiles(source: Source, plans: Sequence[NestPlan], original: Any,
             and not restriction(entry["params"]):
         return Tuned(dict(entry["params"]), None, entry.get("date"))
 
+    fastest = Fastest()
+
     def attempt(config: Config) -> Attempt:
         return measured(lambda: _build(source, plans, config), original, inputs, sizes,
-                        dict(config), timing, ahead)
+                        dict(config), timing, ahead, fastest)
 
     def prepare(configs: list[Config]) -> None:
         if ahead:  # built there too: each configuration's transform takes seconds
@@ -177,7 +213,8 @@ def tune_tiles(source: Source, plans: Sequence[NestPlan], original: Any,
                          for config in configs])
 
     found = search(space(bands), attempt, restriction, "local",
-                   MOST_CONFIGURATIONS, on_trial=on_trial, prepare=prepare)
+                   MOST_CONFIGURATIONS, TILE_SEARCH_SECONDS, on_trial=on_trial,
+                   prepare=prepare)
     if found.best is None:
         return Tuned(_verifiable(space(bands), restriction), found, None)
     cache.check_is_cache(path)
