@@ -24,6 +24,7 @@ from tests.transform_replay import judge, run_backwards
 
 RECIPES = Path(__file__).parent.parent / "examples" / "recipes.py"
 CASE_STUDIES = Path(__file__).parent.parent / "examples" / "case_studies.py"
+KERNELS = Path(__file__).parent / "data" / "kernels"
 QUICK = Budget(seconds=0.01, min_runs=2, max_runs=3)
 
 
@@ -645,18 +646,6 @@ def lower_sums(A, N):
 '''
 
 
-SWEEPS = '''
-def sweeps(A, B, T, N):
-    for t in range(T):
-        for i in range(1, N - 1):
-            for j in range(1, N - 1):
-                B[i, j] = 0.25 * (A[i - 1, j] + A[i + 1, j] + A[i, j - 1] + A[i, j + 1])
-        for i in range(1, N - 1):
-            for j in range(1, N - 1):
-                A[i, j] = B[i, j]
-'''
-
-
 def test_a_loop_started_often_with_little_work_is_not_planned_parallel():
     """cholesky's k sums inside i and j: each start of k in parallel would fork and join
     the threads for at most N instances, N^2 times. The plans say so and keep k in order;
@@ -665,6 +654,6 @@ def test_a_loop_started_often_with_little_work_is_not_planned_parallel():
     assert [p.level for p in found.plans[0]] == ["sequential"]
     assert "start 40,000 times with at most 200 statement instances each, where a " \
            "fork-join" in " ".join(found.plans[0][-1].sequential)
-    swept = plan(SWEEPS, "sweeps", params={"T": 20, "N": 300})
+    swept = planned(KERNELS / "jacobi_2d.py", "jacobi_2d", TSTEPS=20, N=300)
     as_written = next(p for p in swept.plans[0] if p.level == "as written")
     assert [loop.var for loop, _ in as_written.parallel] == ["i", "i"]
