@@ -510,6 +510,23 @@ def test_tuned_tiles_are_checked_stored_and_found_again(tmp_path, monkeypatch):
     assert search.cache_variant(found.code, other) != variant.removeprefix("optimize/")
 
 
+def test_with_no_time_left_the_tiles_are_the_cache_models_and_the_output_says_why(tmp_path):
+    from loclab.optimize import measure, search
+    from loclab.optimize.explain import tuning_lines
+
+    found = planned(RECIPES, "transpose", rows=96, cols=80)
+    chosen, _ = choose(found.code, found.plans)
+    plans = [c.plan for c in chosen]
+    inputs = measure.make_inputs(found.as_written.program, found.sizes)
+    tuned = search.tune_tiles(found.code, plans, None, inputs, found.sizes, "a CPU",
+                              tmp_path / "tuning.json", timing=QUICK, seconds=0.0)
+    model = {plan.band.key: plan.band.choice.tile for plan in plans if plan.band}
+    assert tuned.search is None and tuned.tiles == model
+    assert not (tmp_path / "tuning.json").exists()  # nothing measured: nothing stored
+    text = " ".join(tuning_lines(SimpleNamespace(tuning=tuned, target="cpu")))
+    assert text.startswith("tiles from the cache model, not searched: no time left")
+
+
 def test_an_original_numba_refuses_is_optimized_and_verified_as_python(monkeypatch, tmp_path):
     from loclab.optimize import measure
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import itertools
 import sys
+import time
 import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -204,6 +205,7 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
     from loclab.optimize.cuda import gpu_plan
     from loclab.optimize.gpu import optimize_gpu, refuse_one_thread
 
+    started = time.perf_counter()
     say = progress or (lambda message: None)
     if target not in TARGETS:
         raise UsageError(f"--target {target}: choose from {', '.join(TARGETS)}")
@@ -234,7 +236,7 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
         if tune and original is not None:
             chosen, candidates, kept, tuned = _searched(code, planned, reference, arguments,
                                                         used_threads, tuning_cache, inputs,
-                                                        say, ahead)
+                                                        say, ahead, started)
         else:
             (chosen, _), candidates, kept, tuned = choose(code, planned.plans), [], None, None
         bands = [c.plan for c in chosen if c.plan.band is not None]
@@ -257,14 +259,15 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
 
 def _searched(code: Any, planned: Planned, reference: Any, arguments: dict[str, Any],
               threads: int, tuning_cache: Path | None, supplier: Callable[..., Any] | None,
-              say: Callable[[str], None], ahead: Any
+              say: Callable[[str], None], ahead: Any, started: float
               ) -> tuple[list[Any], list[Any], int, Any]:
     """The recipe measured fastest and its tiles tuned by measurement, every candidate
-    compiled ahead (``ahead``, a ``CompiledAhead``): (its plans chosen, the candidates,
-    which was kept, the tiles' search or None where it has no band)."""
+    compiled ahead (``ahead``, a ``CompiledAhead``), the tiles searched within what is left
+    of ``SEARCH_SECONDS`` since ``started``: (its plans chosen, the candidates, which was
+    kept, the tiles' search or None where it has no band)."""
     from loclab.hw import detect_machine
     from loclab.measure.cache import device_name
-    from loclab.optimize.search import fastest_recipe, tune_tiles
+    from loclab.optimize.search import SEARCH_SECONDS, fastest_recipe, tune_tiles
 
     # on loclab's own inputs (distinct arrays) the candidates are compiled without the check
     # for shared memory (half the compiling); the recipe kept is proved and timed with it
@@ -278,9 +281,11 @@ def _searched(code: Any, planned: Planned, reference: Any, arguments: dict[str, 
     if not any(plan.band is not None for plan in plans):
         return chosen, candidates, kept, None
     say("tuning the tiles by measurement")
+    # a batch of tiles takes about as long as the slowest recipe took to build and compile
+    seconds = SEARCH_SECONDS - (time.perf_counter() - started) - ahead.slowest_s
     tuned = tune_tiles(searching, plans, reference, arguments, sizes,
                        device_name("cpu", detect_machine(with_gpu=False), threads),
-                       tuning_cache, ahead=ahead)
+                       tuning_cache, ahead=ahead, seconds=seconds)
     return chosen, candidates, kept, tuned
 
 

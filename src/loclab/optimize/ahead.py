@@ -32,6 +32,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import time
 import types
 import warnings
 from collections.abc import Callable, Sequence
@@ -65,6 +66,7 @@ class CompiledAhead:
         self._directory = Path(tempfile.mkdtemp(prefix="loclab-ahead-"))
         self._prepared: set[str] = set()
         self._modules: list[str] = []
+        self.slowest_s = 0.0  # the longest a worker took to build and compile one item
 
     def __enter__(self) -> CompiledAhead:
         return self
@@ -110,7 +112,8 @@ class CompiledAhead:
         try:
             for future in as_completed([pool.submit(_compile_numbered, k)
                                         for k in range(len(work))]):
-                cached, transforms = future.result()
+                cached, transforms, seconds = future.result()
+                self.slowest_s = max(self.slowest_s, seconds)
                 remember(transforms)
                 if cached is not None:
                     self._prepared.add(cached)
@@ -189,13 +192,15 @@ def _start_worker(ahead: CompiledAhead, work: list[Any]) -> None:
     _batch = (ahead, work)
 
 
-def _compile_numbered(number: int) -> tuple[str | None, list[Any]]:
+def _compile_numbered(number: int) -> tuple[str | None, list[Any], float]:
     """Build the ``number``-th item where it is a build, and compile it: (its key where it
-    is in the cache now, else None; the transforms the build made that can be sent)."""
+    is in the cache now, else None; the transforms the build made that can be sent; the
+    seconds it took)."""
     from loclab.optimize.build import recorded
 
     ahead, work = _batch
     assert ahead is not None
+    started = time.perf_counter()
     item = work[number]
     checked = isinstance(item, BoundsChecked)
     made = item.build if isinstance(item, BoundsChecked) else item
@@ -203,13 +208,13 @@ def _compile_numbered(number: int) -> tuple[str | None, list[Any]]:
         try:
             result = made() if callable(made) else made
         except Exception:  # built again where it is measured, its error reported there
-            return None, _sendable(transforms)
+            return None, _sendable(transforms), time.perf_counter() - started
     try:
         cached = ahead.compile_here(result, checked) if _compiles_with_numba(result) \
             else None
     except Exception:  # compiled again where it is measured, its error reported there
         cached = None
-    return cached, _sendable(transforms)
+    return cached, _sendable(transforms), time.perf_counter() - started
 
 
 def _sendable(items: list[Any]) -> list[Any]:

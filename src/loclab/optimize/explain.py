@@ -56,9 +56,11 @@ def tuning_lines(result: Any) -> list[str]:
             " (kept)" if index == tuned.kept else "")
             for index, t in enumerate(tuned.trials)]
         return wrap("launches measured (median): " + "; ".join(parts))
+    tiles = ', '.join(f'{k}={v}' for k, v in tuned.tiles.items())
+    if tuned.search is None and tuned.unsearched:
+        return wrap(f"tiles from the cache model, not searched: {tuned.unsearched}: {tiles}")
     if tuned.search is None:
-        return [f"tiles from the tuning cache ({tuned.cached}): "
-                f"{', '.join(f'{k}={v}' for k, v in tuned.tiles.items())}"]
+        return [f"tiles from the tuning cache ({tuned.cached}): {tiles}"]
     shown = sorted((t for t in tuned.search.trials if t.valid), key=lambda t: t.median_s)
     parts = [", ".join(f"{k}={v}" for k, v in t.config.items()) + f" {_ms(t.median_s)}"
              for t in shown]

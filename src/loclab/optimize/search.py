@@ -37,11 +37,12 @@ from loclab.optimize.tiles import TILE_SIZES
 
 CACHE_CASE = "optimize"
 MOST_CONFIGURATIONS = 12  # builds a search may make (each compiles: about a second)
-# No configuration starts building past this many seconds of the tile search (those built
-# already are measured): a function of two products builds a configuration in 15 s on one
-# core, each step of the search one batch of them, and an optimize call should end within
-# a minute on 16 cores
-TILE_SEARCH_SECONDS = 15.0
+# The seconds an optimize call's search (the recipes, then the tiles) should end within: no
+# batch of tile configurations starts where the slowest build seen would end it later
+# (those built already are measured), and none where no batch fits. A function of two
+# products builds a configuration in 15-20 s on one core, each step of the tile search a
+# batch of them, and the call should end within a minute on 16 cores.
+SEARCH_SECONDS = 40.0
 # A candidate one call of which takes this many times the fastest median measured so far is
 # timed no more: timing noise is far below it (cholesky's sums in parallel: 30 times the
 # sequential one's, a second a call on 2 cores)
@@ -50,14 +51,17 @@ GIVE_UP_FACTOR = 4.0
 
 @dataclass(frozen=True)
 class Tuned:
-    """The tile of each band (by key) the search or the cache chose, and how."""
+    """The tile of each band (by key) the search, the cache or the cache model chose, and
+    how."""
 
     tiles: dict[str, int]
-    search: Search | None  # None where the cache answered
+    search: Search | None  # None where the cache answered, or no search had the time
     cached: str | None  # the date of the cached entry used, if one was
+    unsearched: str | None = None  # why no search ran where none had the time
 
     def to_json(self) -> dict[str, Any]:
         return {"tiles": dict(self.tiles), "cached": self.cached,
+                "unsearched": self.unsearched,
                 "trials": [t.to_json() for t in self.search.trials] if self.search else [],
                 "speedup_over_model": self.search.speedup if self.search else None}
 
@@ -184,10 +188,13 @@ def tune_tiles(source: Source, plans: Sequence[NestPlan], original: Any,
                inputs: Mapping[str, Any], sizes: Mapping[str, int], device: str,
                cache_path: Path | None, timing: Budget = TUNE_TIMING,
                on_trial: Callable[[Trial], None] | None = None,
-               ahead: CompiledAhead | None = None) -> Tuned:
+               ahead: CompiledAhead | None = None,
+               seconds: float | None = None) -> Tuned:
     """The tiles of ``plans``' bands: from the cache where it has this function with this
     recipe at these sizes on this device, else searched and stored (each set of
-    configurations the search tries next compiled at once by ``ahead``, where given)."""
+    configurations the search tries next compiled at once by ``ahead``, where given; no
+    configuration starts building past ``seconds``, and where that is none, the cache
+    model's tiles are kept unsearched)."""
     bands = [plan.band for plan in plans if plan.band is not None]
     variant = cache_variant(source, plans)
     path = cache_path or cache.default_path()
@@ -201,6 +208,10 @@ def tune_tiles(source: Source, plans: Sequence[NestPlan], original: Any,
             and not restriction(entry["params"]):
         return Tuned(dict(entry["params"]), None, entry.get("date"))
 
+    if seconds is not None and seconds <= 0:
+        return Tuned(_verifiable(space(bands), restriction), None, None,
+                     f"no time left to search them (the recipes took most of the "
+                     f"{SEARCH_SECONDS:g} s an optimize call searches for)")
     fastest = Fastest()
 
     def attempt(config: Config) -> Attempt:
@@ -212,9 +223,8 @@ def tune_tiles(source: Source, plans: Sequence[NestPlan], original: Any,
             ahead.build([functools.partial(_build, source, plans, config)
                          for config in configs])
 
-    found = search(space(bands), attempt, restriction, "local",
-                   MOST_CONFIGURATIONS, TILE_SEARCH_SECONDS, on_trial=on_trial,
-                   prepare=prepare)
+    found = search(space(bands), attempt, restriction, "local", MOST_CONFIGURATIONS,
+                   seconds, on_trial=on_trial, prepare=prepare)
     if found.best is None:
         return Tuned(_verifiable(space(bands), restriction), found, None)
     cache.check_is_cache(path)
