@@ -152,13 +152,13 @@ def test_builds_run_in_the_workers_and_their_transforms_are_kept_here(monkeypatc
 
 @several_cpus
 def test_the_recipe_kept_is_compiled_as_timed_and_bounds_checked_at_once():
-    """``prove``: two workers build the same function, one compiles it as it is timed, the
-    other with bounds checks (what the verification runs); both load from the cache."""
+    """``prove``: two workers compile the same function, one as it is timed, the other with
+    bounds checks (what the verification runs); both load from the cache."""
     source = Source(SCALE_ROWS, "scale_rows", "<scale_rows>")
     steps = parse_recipe("parallel(i)")
     with CompiledAhead(arguments()) as ahead:
-        ahead.prove(lambda: source.transform(steps))
         result = source.transform(steps)
+        ahead.prove(result)
         timed, checked = ahead.function(result), ahead.checked_function(result)
         assert checked is not None and checked.targetoptions["boundscheck"]
         short = arguments()

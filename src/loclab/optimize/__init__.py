@@ -23,7 +23,6 @@ is returned.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import sys
 import time
@@ -307,15 +306,14 @@ def _proved(code: Any, plans: list[list[Any]], chosen: list[Any], tiles: Mapping
     and checked (against it under Numba at the tuning sizes); where it fails, which is a bug
     in loclab, the failure is noted as one and the next less ambitious recipe is proved
     instead, down to the function as written. The original failing on its inputs is no
-    bug of the recipe's: raised as it is. The kept recipe is built and compiled, as
-    checked and as timed, by two workers of ``ahead`` (a ``CompiledAhead``) at once.
+    bug of the recipe's: raised as it is. Each recipe proved is compiled, as checked and
+    as timed, by two workers of ``ahead`` (a ``CompiledAhead``) at once.
     (chosen, result, verification, check, compiled function)."""
     from loclab.measure.validate import Check
     from loclab.optimize import measure
-    from loclab.optimize.build import built_function, choose, tiers
+    from loclab.optimize.build import choose, tiers
     from loclab.transform.verify import describe
 
-    ahead.prove(functools.partial(built_function, code, [[c.plan] for c in chosen], tiles))
     tried: set[tuple[str, ...]] = set()
     for attempt in itertools.chain([chosen], (kept for kept, _ in tiers(code, plans))):
         final, result = choose(code, [[c.plan] for c in attempt], tiles)
@@ -323,6 +321,7 @@ def _proved(code: Any, plans: list[list[Any]], chosen: list[Any], tiles: Mapping
         if recipe in tried:
             continue
         tried.add(recipe)
+        ahead.prove(result)
         try:
             optimized = ahead.function(result)
             verification = _verify(result, tiles, sizes, supplier, optimized,

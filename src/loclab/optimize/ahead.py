@@ -91,11 +91,11 @@ class CompiledAhead:
         built here, where its steps and errors are its own."""
         self._in_pool(list(builds))
 
-    def prove(self, build: Callable[[], Any]) -> None:
-        """Run ``build`` in two workers at once: one compiles its function as it is measured
-        (``function``), the other with bounds checks, as the verification runs it
-        (``checked_function``)."""
-        self._in_pool([build, BoundsChecked(build)])
+    def prove(self, result: Any) -> None:
+        """Compile ``result`` in two workers at once: one as it is measured (``function``),
+        the other with bounds checks, as the verification runs it (``checked_function``)."""
+        if _compiles_with_numba(result):
+            self._in_pool([result, BoundsChecked(result)])
 
     def _in_pool(self, work: list[Any]) -> None:
         """Each item of ``work`` (a result, or a build that returns one) compiled in a
@@ -176,9 +176,9 @@ class CompiledAhead:
 
 @dataclass(frozen=True)
 class BoundsChecked:
-    """A build whose function a worker compiles with bounds checks."""
+    """A result (or a build of one) whose function a worker compiles with bounds checks."""
 
-    build: Callable[[], Any]
+    made: Any
 
 
 # in a worker: the object compiling and what it compiles (results, or builds of them)
@@ -203,7 +203,7 @@ def _compile_numbered(number: int) -> tuple[str | None, list[Any], float]:
     started = time.perf_counter()
     item = work[number]
     checked = isinstance(item, BoundsChecked)
-    made = item.build if isinstance(item, BoundsChecked) else item
+    made = item.made if isinstance(item, BoundsChecked) else item
     with recorded() as transforms:
         try:
             result = made() if callable(made) else made

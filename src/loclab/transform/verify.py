@@ -20,6 +20,7 @@ import contextlib
 import math
 import os
 import sys
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -172,9 +173,11 @@ def verify(result: "Transformed", sizes: Mapping[str, int], *,
                  f"{how}, about {max(1, round(2 * work / PYTHON_INSTANCES_PER_SECOND))} s")
     arguments = (make_inputs(program, chosen) if inputs is None
                  else supplied_inputs(program, inputs, chosen))
-    function = compiled or compile_transformed(result)
-    runs = [checked or bounds_checked(function)]
-    runs += [function] if runs_in_parallel(function) else []
+    if compiled is None:
+        compiled, made = _verified_functions(result)
+        checked = checked or made
+    checked = checked or bounds_checked(compiled)
+    runs = [checked, *([compiled] if runs_in_parallel(compiled) else [])]
     reference = reference_run(compile_original(result), program, arguments, chosen, inputs)
     for transformed in runs:
         verification = compare_runs(reference, transformed, program, arguments, chosen,
@@ -182,6 +185,27 @@ def verify(result: "Transformed", sizes: Mapping[str, int], *,
         if not verification.ok:
             break
     return verification
+
+
+# the functions verified lately, by text and original (kept alive while here): a result
+# verified at several sizes is compiled once
+_VERIFIED: OrderedDict[tuple[str, int], tuple[Any, Callable[..., Any], Callable[..., Any]]] \
+    = OrderedDict()
+VERIFIED_KEPT = 8
+
+
+def _verified_functions(result: "Transformed") -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """``result``'s function and its ``bounds_checked`` copy, made once for its text and
+    original."""
+    key = (result.source, id(result.origin))
+    if key not in _VERIFIED:
+        function = compile_transformed(result)
+        _VERIFIED[key] = (result.origin, function, bounds_checked(function))
+        while len(_VERIFIED) > VERIFIED_KEPT:
+            _VERIFIED.popitem(last=False)
+    _VERIFIED.move_to_end(key)
+    _, function, checked = _VERIFIED[key]
+    return function, checked
 
 
 def bounds_checked(function: Callable[..., Any]) -> Callable[..., Any]:
