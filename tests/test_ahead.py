@@ -174,15 +174,26 @@ def test_the_recipe_kept_is_compiled_as_timed_and_bounds_checked_at_once():
 def test_a_worker_that_dies_ends_the_pool_and_the_rest_compiles_here(monkeypatch):
     """A worker killed (LLVM crashing, the kernel out of memory) breaks the pool: nothing
     waits for it, and every candidate still compiles where it is measured."""
-    monkeypatch.setattr(CompiledAhead, "compile_here",
-                        lambda self, result, checked: os._exit(3))
+    here = os.getpid()
+    compile_here = CompiledAhead.compile_here
+
+    def dying_in_a_worker(self, result, checked):
+        if os.getpid() != here:
+            os._exit(3)
+        compiled_here.append(result)
+        return compile_here(self, result, checked)
+
+    compiled_here: list = []
+    monkeypatch.setattr(CompiledAhead, "compile_here", dying_in_a_worker)
     results = [scaled("parallel(i)"), scaled("tile(i=8, j=8); parallel(ii)")]
-    with CompiledAhead(arguments()) as ahead:
+    args = arguments()
+    with CompiledAhead(args) as ahead:
         ahead.prepare(results)
         for result in results:
-            function = ahead.function(result)
-            function(*arguments())
-            assert not function.stats.cache_hits
+            mine = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+            ahead.function(result)(*mine)
+            assert np.array_equal(mine[0], args[0] * args[1][:, None] + 1.0)
+    assert compiled_here == results
 
 
 def test_past_its_seconds_the_search_starts_no_batch_but_measures_the_one_built(

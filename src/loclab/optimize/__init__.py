@@ -234,8 +234,8 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
     with CompiledAhead([arguments[name] for name in argument_names(program)]) as ahead:
         if tune and original is not None:
             chosen, candidates, kept, tuned = _searched(code, planned, reference, arguments,
-                                                        used_threads, tuning_cache, inputs,
-                                                        say, ahead, started)
+                                                        used_threads, tuning_cache, say,
+                                                        ahead, started)
         else:
             (chosen, _), candidates, kept, tuned = choose(code, planned.plans), [], None, None
         bands = [c.plan for c in chosen if c.plan.band is not None]
@@ -257,24 +257,22 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
 
 
 def _searched(code: Any, planned: Planned, reference: Any, arguments: dict[str, Any],
-              threads: int, tuning_cache: Path | None, supplier: Callable[..., Any] | None,
-              say: Callable[[str], None], ahead: Any, started: float
-              ) -> tuple[list[Any], list[Any], int, Any]:
+              threads: int, tuning_cache: Path | None, say: Callable[[str], None],
+              ahead: Any, started: float) -> tuple[list[Any], list[Any], int, Any]:
     """The recipe measured fastest and its tiles tuned by measurement, every candidate
     compiled ahead (``ahead``, a ``CompiledAhead``), the tiles searched within what is left
     of ``SEARCH_SECONDS`` since ``started``: (its plans chosen, the candidates, which was
-    kept, the tiles' search or None where it has no band)."""
+    kept, the tiles' search or None where it has no band). The candidates are built as the
+    result will be, checking whether arguments share memory (a compile about a tenth
+    longer): the one kept is proved and timed as the search compiled it."""
     from loclab.hw import detect_machine
     from loclab.measure.cache import device_name
     from loclab.optimize.search import SEARCH_SECONDS, fastest_recipe, tune_tiles
 
-    # on loclab's own inputs (distinct arrays) the candidates are compiled without the check
-    # for shared memory (half the compiling); the recipe kept is proved and timed with it
-    searching = replace(code, assume_distinct=True) if supplier is None else code
     sizes = planned.sizes
     say("measuring the acceptable recipes")
-    kept, candidates = fastest_recipe(searching, planned.plans, reference, arguments,
-                                      sizes, ahead)
+    kept, candidates = fastest_recipe(code, planned.plans, reference, arguments, sizes,
+                                      ahead)
     chosen = candidates[kept].chosen
     plans = [c.plan for c in chosen]
     if not any(plan.band is not None for plan in plans):
@@ -282,7 +280,7 @@ def _searched(code: Any, planned: Planned, reference: Any, arguments: dict[str, 
     say("tuning the tiles by measurement")
     # a batch of tiles takes about as long as the slowest recipe took to build and compile
     seconds = SEARCH_SECONDS - (time.perf_counter() - started) - ahead.slowest_s
-    tuned = tune_tiles(searching, plans, reference, arguments, sizes,
+    tuned = tune_tiles(code, plans, reference, arguments, sizes,
                        device_name("cpu", detect_machine(with_gpu=False), threads),
                        tuning_cache, ahead=ahead, seconds=seconds)
     return chosen, candidates, kept, tuned

@@ -92,10 +92,12 @@ class CompiledAhead:
         self._in_pool(list(builds))
 
     def prove(self, result: Any) -> None:
-        """Compile ``result`` in two workers at once: one as it is measured (``function``),
-        the other with bounds checks, as the verification runs it (``checked_function``)."""
+        """Compile ``result`` in two workers at once: one as it is measured (``function``;
+        not again where the search compiled it), the other with bounds checks, as the
+        verification runs it (``checked_function``)."""
         if _compiles_with_numba(result):
-            self._in_pool([result, BoundsChecked(result)])
+            plain = [] if _key(result.source, checked=False) in self._prepared else [result]
+            self._in_pool([*plain, BoundsChecked(result)])
 
     def _in_pool(self, work: list[Any]) -> None:
         """Each item of ``work`` (a result, or a build that returns one) compiled in a
@@ -124,9 +126,12 @@ class CompiledAhead:
 
     def function(self, result: Any) -> Callable[..., Any]:
         """``result``'s function: loaded from the cache where it was compiled ahead and
-        cached (the first call loads it), else compiled as ``result.compile()`` compiles
-        it."""
+        cached (the first call loads it), else compiled here into the cache (so that the
+        proof finds it there), else as ``result.compile()`` compiles it."""
         key = _key(result.source, checked=False)
+        if key not in self._prepared and _compiles_with_numba(result) \
+                and compile_workers(2) > 1 and self.compile_here(result, checked=False):
+            self._prepared.add(key)
         if key not in self._prepared:
             return result.compile()
         return self._load(key, result, checked=False)
