@@ -199,10 +199,10 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
     from loclab.cpu.threads import configure_threads
     from loclab.optimize import measure
     from loclab.optimize.ahead import CompiledAhead
-    from loclab.transform.inputs import argument_names
     from loclab.optimize.build import choose
     from loclab.optimize.cuda import gpu_plan
     from loclab.optimize.gpu import optimize_gpu, refuse_one_thread
+    from loclab.transform.inputs import argument_names
 
     started = time.perf_counter()
     say = progress or (lambda message: None)
@@ -304,8 +304,9 @@ def _proved(code: Any, plans: list[list[Any]], chosen: list[Any], tiles: Mapping
     and checked (against it under Numba at the tuning sizes); where it fails, which is a bug
     in loclab, the failure is noted as one and the next less ambitious recipe is proved
     instead, down to the function as written. The original failing on its inputs is no
-    bug of the recipe's: raised as it is. Each recipe proved is compiled, as checked and
-    as timed, by two workers of ``ahead`` (a ``CompiledAhead``) at once.
+    bug of the recipe's: raised as it is. Each recipe proved is compiled with bounds
+    checks, and as timed where the search did not compile it, by workers of ``ahead`` (a
+    ``CompiledAhead``) at once.
     (chosen, result, verification, check, compiled function)."""
     from loclab.measure.validate import Check
     from loclab.optimize import measure

@@ -6,13 +6,12 @@ took over a minute on a 16-core host, nearly all of it compiling, one candidate 
 another on one core. The candidates are known before they are measured (every acceptable
 recipe; the configurations a local search tries next), so where this process may use more
 than one CPU (Linux, whose ``fork`` gives the workers the candidates and the arguments'
-types without sending them), their compiles run at once in a pool of workers. The recipes and the tile
-search's configurations are transformed there too (``build``: a transform proves its steps,
-seconds for a deep band), and the transforms are sent back and kept here
+types without sending them), their compiles run at once in a pool of workers. The recipes
+and the tile search's configurations are transformed there too (``build``: a transform
+proves its steps, seconds for a deep band), and the transforms are sent back and kept here
 (``optimize.build.remember``): the same build made here afterwards is a lookup. Each worker
-writes Numba's cache into a directory of this call's
-own; the measurement, here and one candidate at a time as before, then loads each function
-from that cache in milliseconds.
+writes Numba's cache into a directory of this call's own; the measurement, here and one
+candidate at a time as before, then loads each function from that cache in milliseconds.
 
 What runs is what would have run: the same text, compiled by the same Numba for the same
 argument types on the same CPU; only where it was compiled differs. Whatever fails in a
@@ -158,10 +157,11 @@ class CompiledAhead:
         return function
 
     def compile_here(self, result: Any, checked: bool) -> str | None:
-        """Compile ``result`` (in a worker): its text written to its file once (two builds
-        may write the same text: the first file stays, its cache valid), its function
-        compiled for the arguments' types; its key where it is in the cache now (Numba
-        caches no function that holds a pointer), else None."""
+        """Compile ``result`` into the cache (in a worker, or here for ``function``): its
+        text written to its file once (two builds may write the same text: the first file
+        stays, its cache valid), its function compiled for the arguments' types; its key
+        where it is in the cache now (Numba caches no function that holds a pointer), else
+        None."""
         key = _key(result.source, checked)
         path = self._directory / f"{key}.py"
         partial = path.with_suffix(f".{os.getpid()}.part")
@@ -173,7 +173,7 @@ class CompiledAhead:
         finally:
             partial.unlink()
         with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")  # this worker's; the parent compiles anew
+            warnings.simplefilter("always")  # heard here: "cannot cache" is the answer
             self._load(key, result, checked).compile(self._types)
         uncached = any("cannot cache" in str(warning.message).lower() for warning in caught)
         return None if uncached else key
@@ -208,7 +208,7 @@ def _compile_numbered(number: int) -> tuple[str | None, list[Any], float]:
     started = time.perf_counter()
     item = work[number]
     checked = isinstance(item, BoundsChecked)
-    made = item.made if isinstance(item, BoundsChecked) else item
+    made = item.made if checked else item
     with recorded() as transforms:
         try:
             result = made() if callable(made) else made

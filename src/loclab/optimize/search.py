@@ -198,10 +198,10 @@ def tune_tiles(source: Source, plans: Sequence[NestPlan], original: Any,
     bands = [plan.band for plan in plans if plan.band is not None]
     variant = cache_variant(source, plans)
     path = cache_path or cache.default_path()
-    like = _build(source, plans, space(bands).default)  # built and measured: the candidate
+    program = _build(source, plans, space(bands).default).program
 
     def restriction(config: Config) -> str | None:
-        return unverifiable_tiles(like.program, config, sizes)
+        return unverifiable_tiles(program, config, sizes)
 
     entry = cache.load(path).lookup(device, CACHE_CASE, variant, sizes)
     if entry and set(entry["params"]) == {band.key for band in bands} \
