@@ -171,6 +171,29 @@ def test_the_recipe_kept_is_compiled_as_timed_and_bounds_checked_at_once():
 
 
 @several_cpus
+def test_a_likely_proved_build_is_compiled_bounds_checked_where_a_cpu_would_idle(
+        monkeypatch):
+    """``build``'s ``likely_proved``: with a CPU to spare, its bounds-checked copy is
+    compiled beside the builds, and ``prove`` then compiles nothing; with none to spare,
+    nothing more is compiled than the builds."""
+    import loclab.optimize.ahead as ahead_module
+
+    source = Source(SCALE_ROWS, "scale_rows", "<scale_rows>")
+    make = lambda: source.transform(parse_recipe("parallel(i)"))  # noqa: E731
+    with CompiledAhead(arguments()) as ahead:
+        ahead.build([make], likely_proved=[make])
+        result = make()
+        assert ahead.checked_function(result) is not None
+        monkeypatch.setattr(ahead, "_in_pool", lambda work: work and pytest.fail(str(work)))
+        ahead.prove(result)
+    # one CPU fewer than the work: the builds take them all
+    monkeypatch.setattr(ahead_module, "compile_workers", lambda work: max(1, work - 1))
+    with CompiledAhead(arguments()) as ahead:
+        ahead.build([make, make], likely_proved=[make])
+        assert ahead.checked_function(make()) is None
+
+
+@several_cpus
 def test_a_worker_that_dies_ends_the_pool_and_the_rest_compiles_here(monkeypatch):
     """A worker killed (LLVM crashing, the kernel out of memory) breaks the pool: nothing
     waits for it, and every candidate still compiles where it is measured."""

@@ -82,21 +82,28 @@ class CompiledAhead:
                    if _compiles_with_numba(r)}
         self._in_pool([r for d, r in waiting.items() if d not in self._prepared])
 
-    def build(self, builds: Sequence[Callable[[], Any]]) -> None:
+    def build(self, builds: Sequence[Callable[[], Any]],
+              likely_proved: Sequence[Callable[[], Any]] = ()) -> None:
         """Run each of ``builds`` (transforms, their steps proved where they run) in the
         workers at once, and compile what each built there: the transforms are kept here
         (``build.remember``), so that the same builds run here afterwards find their steps
         proved and their functions compiled. One CPU, or a build that fails in a worker:
-        built here, where its steps and errors are its own."""
-        self._in_pool(list(builds))
+        built here, where its steps and errors are its own. ``likely_proved``: builds whose
+        bounds-checked copy the proof will probably want (``prove``), compiled beside the
+        others where CPUs would idle otherwise (a 16-core host compiling 3mm's 13 recipes:
+        the proof's compile, 10-15 s there, was then made alone afterwards)."""
+        spare = compile_workers(len(builds) + len(likely_proved)) - len(builds)
+        self._in_pool([*builds, *(BoundsChecked(b) for b in likely_proved[:max(0, spare)])])
 
     def prove(self, result: Any) -> None:
         """Compile ``result`` in two workers at once: one as it is measured (``function``;
         not again where the search compiled it), the other with bounds checks, as the
-        verification runs it (``checked_function``)."""
+        verification runs it (``checked_function``); neither where compiled already (by the
+        search, or ``build``'s ``likely_proved``)."""
         if _compiles_with_numba(result):
-            plain = [] if _key(result.source, checked=False) in self._prepared else [result]
-            self._in_pool([*plain, BoundsChecked(result)])
+            work = [made for made, checked in ((result, False), (BoundsChecked(result), True))
+                    if _key(result.source, checked) not in self._prepared]
+            self._in_pool(work)
 
     def _in_pool(self, work: list[Any]) -> None:
         """Each item of ``work`` (a result, or a build that returns one) compiled in a

@@ -129,8 +129,9 @@ def fastest_recipe(source: Source, plans: Sequence[Sequence[NestPlan]],
     (sequential), each measured (compiled first all at once by ``ahead``, where given): the
     index of the fastest valid one, and all of them."""
     if ahead:  # each tier transformed and compiled in a worker, then built here at once
-        ahead.build([functools.partial(built_function, source, tier)
-                     for tier in tier_plans(plans)])
+        builds = [functools.partial(built_function, source, tier)
+                  for tier in tier_plans(plans)]
+        ahead.build(builds, likely_proved=builds[:1])  # the most ambitious, usually kept
     built: dict[str, tuple[int, list[Chosen], Any]] = {}
     for tier, (chosen, result) in enumerate(tiers(source, plans)):
         recipe = "; ".join(str(step) for c in chosen for step in c.steps)

@@ -117,7 +117,6 @@ class Checker:
         import islpy as isl
 
         out: list[tuple[Use, Use, isl.UnionMap]] = []
-        restrict = self.schedule.restrict
         sizes = " and ".join(f"{p} >= 0" for p in self.model.isl_parameters) or "true"
         never_negative = isl.Set(f"{self.model.header}{{ : {sizes} }}")
         for first, second, relation in self.dependences.relations:
@@ -128,7 +127,9 @@ class Checker:
             relation = self._private(first, second, relation.intersect_params(never_negative))
             if relation is None:
                 continue
-            copies = isl.UnionMap.from_map(relation).apply_domain(restrict).apply_range(restrict)
+            copies = isl.UnionMap.from_map(relation) \
+                .apply_domain(self.schedule.restrict_of([first[0]])) \
+                .apply_range(self.schedule.restrict_of([second[0]]))
             if first[0] is second[0]:  # a statement's read before its own write is no order
                 copies = copies.subtract(copies.domain().identity())
             copies = self._copied(first, second, copies)
@@ -188,7 +189,7 @@ class Checker:
         """Pairs of instances as pairs of their times."""
         import islpy as isl
 
-        time = self.schedule.time
+        time = self.schedule.time_of(copy_names(copies))
         pairs = copies.apply_domain(time).apply_range(time)
         if pairs.is_empty():
             return self.lex_less.subtract(self.lex_less)
@@ -306,7 +307,9 @@ class Checker:
         same = " and ".join(f"t{k} = u{k}" for k in range(level)) or "true"
         outer = isl.Map(f"{self.model.header}{{ [{', '.join(f't{k}' for k in range(length))}]"
                         f" -> [{', '.join(f'u{k}' for k in range(length))}] : {same} }}")
-        time = self.schedule.time
+        # only the copies' own times: the whole program's composed with their inverse
+        # pair every two statements (2 s a step on 3mm)
+        time = self.schedule.time_of(copy_names(copies))
         return copies.intersect(time.apply_range(isl.UnionMap.from_map(outer))
                                 .apply_range(time.reverse()))
 
@@ -368,6 +371,14 @@ class Checker:
             if node in placed.path:
                 return 2 * placed.path.index(node) + 1
         raise KeyError(node.name)
+
+
+def copy_names(copies: "isl.UnionMap") -> set[str]:
+    """The copies (``S5u3``) a relation between copies relates."""
+    import islpy as isl
+
+    return {m.get_tuple_name(kind) for m in union_maps(copies)
+            for kind in (isl.dim_type.in_, isl.dim_type.out)}
 
 
 def _identity(lex: "isl.Map") -> "isl.Map":

@@ -18,8 +18,9 @@ copies that run them.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
 
 from loclab.nest.ir import Loop, Node as IrNode, Statement
@@ -168,33 +169,70 @@ class Schedule:
     @cached_property
     def time(self) -> "isl.UnionMap":
         """Statement instances of every copy -> their time (one space for all)."""
+        return self.time_of(self._time_texts)
+
+    def time_of(self, instances: Iterable[str]) -> "isl.UnionMap":
+        """``time`` for the copies named (``S5u3``) alone: a legality question about two
+        statements needs their times, not the whole program's (3mm register-tiled holds a
+        hundred copies; parsing all their times took 0.2 s a step)."""
         import islpy as isl
 
         out = isl.UnionMap(f"{self.model.header}{{ }}")
+        for name in instances:
+            out = out.union(_parsed(self._time_texts[name]))
+        return out
+
+    @cached_property
+    def _time_texts(self) -> dict[str, str]:
+        """Each copy's time relation as isl text, by the copy's name."""
+        out = {}
         for placed in self.placed:
             for statement in placed.unit.statements:
                 times = placed.times + ["0"] * (self.depth - len(placed.times))
                 times += _inner_times(statement, placed.unit, self.program.nest.body)
                 times += ["0"] * (self.length - len(times))
-                text = (f"{self.model.header}{{ {self.instance(statement, placed)} -> "
-                        f"[{', '.join(times)}] : {self.model.domain(statement, 'x')}"
-                        f"{''.join(' and ' + r for r in placed.unit.restriction)} }}")
-                out = out.union(isl.UnionMap(text))
+                instance = self.instance(statement, placed)
+                out[instance.split("[")[0]] = (
+                    f"{self.model.header}{{ {instance} -> [{', '.join(times)}] : "
+                    f"{self.model.domain(statement, 'x')}"
+                    f"{''.join(' and ' + r for r in placed.unit.restriction)} }}")
         return out
 
     @cached_property
     def restrict(self) -> "isl.UnionMap":
         """Analysis instances ``S5[x]`` -> the copies that run them ``S5u3[x]``."""
+        return self.restrict_of(self._restrict_texts)
+
+    def restrict_of(self, statements: Iterable[Statement]) -> "isl.UnionMap":
+        """``restrict`` for those statements' instances alone (see ``time_of``)."""
         import islpy as isl
 
         out = isl.UnionMap(f"{self.model.header}{{ }}")
+        for statement in statements:
+            for text in self._restrict_texts.get(statement, ()):
+                out = out.union(_parsed(text))
+        return out
+
+    @cached_property
+    def _restrict_texts(self) -> dict[Statement, list[str]]:
+        """Each statement's relations to its copies as isl text."""
+        out: dict[Statement, list[str]] = {}
         for placed in self.placed:
             for statement in placed.unit.statements:
                 condition = " and ".join(placed.unit.restriction) or "true"
-                text = (f"{self.model.header}{{ {self.model.point(statement, 'x')} -> "
-                        f"{self.instance(statement, placed)} : {condition} }}")
-                out = out.union(isl.UnionMap(text))
+                out.setdefault(statement, []).append(
+                    f"{self.model.header}{{ {self.model.point(statement, 'x')} -> "
+                    f"{self.instance(statement, placed)} : {condition} }}")
         return out
+
+
+@lru_cache(maxsize=4096)
+def _parsed(text: str) -> "isl.UnionMap":
+    """A relation's text parsed once: a step changes one nest, and the next steps' schedules
+    give the others' copies the same times, written the same way."""
+    import islpy as isl
+
+    return isl.UnionMap(text)
 
 
 def _simplified(out: "isl.UnionMap", domain: str, schedule: str) -> "isl.UnionMap":
