@@ -843,3 +843,38 @@ def _is_statement(node: ast.AST) -> bool:
     if isinstance(node, ast.If):
         return any(isinstance(child, ast.Subscript) for child in ast.walk(node.test))
     return isinstance(node, (ast.Assign, ast.AugAssign))
+
+
+@st.composite
+def strip_nests(draw: Draw) -> str:
+    """symm's and Gram-Schmidt's shape and look-alikes: a loop over ``j`` (alone, or inside
+    a sequential ``k``, or with ``i`` outside it) whose body is statements around a loop
+    over ``i`` that reads and writes down columns (``A[i, j]``), a scalar set before it and
+    used after it or not; sometimes ``j`` carries a dependence (``A[i, j - 1]``): loops to
+    run in strips with ``j`` sunk innermost, or to leave alone."""
+    outer = draw(st.sampled_from(["", "k", "k"]))
+    low = draw(st.sampled_from(["0", "k + 1"])) if outer else "0"
+    inner = draw(st.sampled_from(["range(N)", "range(k)"])) if outer else "range(N)"
+    row = "k" if outer else "0"
+    pre = draw(st.sampled_from(["", f"B[{row}, j] = 0.0", "t = 0.0"]))
+    body = draw(st.lists(st.sampled_from([
+        f"B[{row}, j] += A[i, j] * C[i, {row}]", "t += A[i, j] * A[i, j]",
+        f"A[i, j] -= C[i, {row}] * B[{row}, j]", "A[i, j] += A[i, j - 1]",
+        "D[i, j] = A[i, j] + t"]), min_size=1, max_size=2))
+    post = draw(st.sampled_from(["", "s[j] = t", f"B[{row}, j] = B[{row}, j] * 0.5 + t"]))
+    lines = ["def f(A, B, C, D, s, N, M):"]
+    indent = "    "
+    if outer:
+        lines.append(f"{indent}for k in range(N):")
+        indent += "    "
+    lines.append(f"{indent}for j in range({low}, M):")
+    indent += "    "
+    if "t" in " ".join([*body, post]) and pre != "t = 0.0":
+        pre = "t = 0.0"  # (a scalar the loop carries otherwise: nothing parallel)
+    if pre:
+        lines.append(f"{indent}{pre}")
+    lines.append(f"{indent}for i in {inner}:")
+    lines += [f"{indent}    {statement}" for statement in body]
+    if post:
+        lines.append(f"{indent}{post}")
+    return "\n".join(lines) + "\n"

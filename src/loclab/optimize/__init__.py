@@ -145,6 +145,7 @@ def plan(source: str, function: str | None = None, *, filename: str = "<source>"
     from loclab.optimize.packing import with_packs
     from loclab.optimize.pieces import piece_plans
     from loclab.optimize.planner import Context, loop_extents, plan_nest, top_loops
+    from loclab.optimize.strips import with_strips
     from loclab.optimize.timetile import time_tiled_plans
 
     code = Source(source, function or _only_function(source, filename), filename,
@@ -166,8 +167,9 @@ def plan(source: str, function: str | None = None, *, filename: str = "<source>"
         tiled, note = time_tiled_plans(context, top)
         notes += [note] if note else []
         plans.append(tiled + ([fused[id(top)]] if id(top) in fused else []) + _with_pieces(
-            with_copies(context, with_packs(context, with_inner_orders(
-                context, plan_nest(context, top)))), piece_plans(code, context, top)))
+            with_copies(context, with_packs(context, with_strips(code, context,
+                                                                 with_inner_orders(
+                context, plan_nest(context, top))))), piece_plans(code, context, top)))
     return Planned(code, as_written, sizes, plans, context, tuple(notes))
 
 

@@ -1,0 +1,96 @@
+"""A parallel loop run in strips, sunk innermost (``loclab.optimize.strips``): symm's column
+updates and Gram-Schmidt's, the strip sized for the threads, and drawn look-alikes, each
+variant offered checked against the original."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from loclab.errors import UsageError
+from loclab.optimize import plan
+from loclab.optimize.build import choose, plan_steps
+from loclab.optimize.strips import strip_size
+from tests.nestgen import strip_nests
+
+KERNELS = Path(__file__).parent / "data" / "kernels"
+
+
+@pytest.mark.parametrize("extent, threads, size", [
+    (1200, 16, 16),  # 19 strips of 64 or 38 of 32: some threads twice or thrice the share
+    (600, 2, 64), (1000, 16, 64), (4096, 16, 64), (100, 16, 8), (7, 2, 8)])
+def test_the_strip_is_the_longest_the_threads_share_evenly(extent, threads, size) -> None:
+    assert strip_size(extent, threads) == size
+
+
+def test_symm_runs_its_columns_in_strips_sunk_below_its_rows_and_sums() -> None:
+    """symm, ``j`` outermost once ``temp2`` is private: in strips, ``j`` below ``i``,
+    distributed (``temp2`` a row) and below ``k``, where ``C[k, j]`` and ``B[k, j]`` are
+    rows."""
+    found = plan((KERNELS / "symm.py").read_text(), "symm", params={"M": 500, "N": 600},
+                 threads=2)
+    (plans,) = found.plans
+    variants = [p for p in plans if p.level == "in strips"]
+    reordered = next(p for p in variants if any(d.step is not None
+                                                and str(d.step) == "permute(j@5, i@4)"
+                                                for d in p.before))
+    steps = [str(s) for s in plan_steps(found.code, [], reordered, {})]
+    assert steps == ["privatize(temp2)", "permute(j@5, i@4)", "stripmine(j@5, 64, j_strip5)",
+                     "permute(i@4, j@5)", "distribute(j@5)", "permute(k@7, j@8)",
+                     "parallel(j_strip5)"]
+    reasons = {str(d.step): d.reason for d in reordered.before}
+    assert reasons["permute(k@7, j@8)"] == ("j innermost below k: B[i, j], B[k, j], C[k, j] "
+                                            "unit-stride, in vector lanes")
+    assert plans.index(reordered) < next(k for k, p in enumerate(plans)
+                                         if p.level == "reordered")
+    _, result = choose(found.code, [[reordered]])
+    for sizes in ({"M": 5, "N": 70}, {"M": 9, "N": 3}, {"M": 1, "N": 1}):
+        assert result.verify(**sizes).ok, sizes
+
+
+def test_gram_schmidt_runs_its_column_updates_in_strips_inside_k() -> None:
+    found = plan((KERNELS / "gramschmidt.py").read_text(), "gramschmidt",
+                 params={"M": 500, "N": 600}, threads=2)
+    (plans,) = found.plans
+    variant = plans[0]
+    assert variant.level == "in strips"
+    steps = [str(s) for s in plan_steps(found.code, [], variant, {})]
+    assert steps[0].startswith("stripmine(j@14, ") and steps[1:] == [
+        "distribute(j@14)", "permute(i@16, j@17)", "permute(i@18, j@19)",
+        "parallel(j_strip14)"]
+    _, result = choose(found.code, [[variant]])
+    assert result.verify(M=7, N=9).ok
+
+
+def test_a_loop_whose_body_gains_nothing_from_its_strips_keeps_its_plans() -> None:
+    """Rows already along the innermost loop: no strips."""
+    source = ("def f(A, B, N, M):\n    for i in range(N):\n        for j in range(M):\n"
+              "            A[i, j] = B[i, j] * 2.0\n")
+    (plans,) = plan(source, "f", params={"N": 50, "M": 60}, threads=2).plans
+    assert not any(p.level == "in strips" for p in plans)
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, database=None,
+          phases=(Phase.explicit, Phase.generate), suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_drawn_nests_in_strips_compute_what_the_original_does(data) -> None:
+    """Every plan in strips, emitted for Numba, agrees with the original at sizes that are
+    and are not multiples of the strip, and at one iteration."""
+    source = data.draw(strip_nests())
+    try:
+        found = plan(source, "f", params={"N": 300, "M": 400}, threads=2)
+    except UsageError:
+        return
+    (plans,) = found.plans
+    for variant in (p for p in plans if p.level == "in strips"):
+        try:
+            _, result = choose(found.code, [[variant]])
+        except UsageError:
+            continue
+        assert result.steps, f"{source}\nrefused in full after its probe"
+        for sizes in ({"N": 3, "M": 7}, {"N": 5, "M": 70}, {"N": 1, "M": 1}):
+            verdict = result.verify(**sizes)
+            assert verdict.ok, f"{source}\n{result.source}\n{verdict}"
