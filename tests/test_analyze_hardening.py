@@ -298,7 +298,7 @@ def test_the_whole_file_analysis_warns_of_a_name_defined_twice(
     ("interchange(i j)", "'i j' is not one argument (is a ',' missing?)"),
     ("unroll(j, four)", "bad unroll factor 'four': a whole number"),
     ("unroll(j, 4, jam=True, jam=False)", "jam given twice"),
-    ("unroll(j, 4, jam=yes)", "unknown option jam=yes (unroll takes jam=True or jam=False)"),
+    ("unroll(j, 4, jam=yes)", "unknown option jam=yes (unroll takes jam=True/False)"),
     ("permute(k, i, j, k)", "names the loop k@4 twice"),
 ])
 def test_a_malformed_recipe_says_what_is_wrong(recipe: str, message: str) -> None:

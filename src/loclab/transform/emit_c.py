@@ -221,8 +221,9 @@ class _Emitter:
         else:
             if node.parallel or node.vectorized:
                 pragma = " ".join(["parallel for"] * node.parallel + ["simd"] * node.vectorized)
-                self.line(depth, f"#pragma omp {pragma}" + _reduction_clause(node,
-                                                                              self.program))
+                self.line(depth, f"#pragma omp {pragma}"
+                          + " schedule(dynamic)" * (node.parallel and node.dynamic)
+                          + _reduction_clause(node, self.program))
             compare = "<" if item.step > 0 else ">"
             step = {1: f"{item.var}++", -1: f"{item.var}--"}.get(
                 item.step, f"{item.var} += {item.step}")

@@ -65,6 +65,7 @@ class _Emitter:
         self.lines: list[str] = []
         self.atomics = False
         self.threads = False  # get_num_threads: a loop split into chunks by hand
+        self.chunksize = False  # set_parallel_chunksize: a loop whose iterations are handed out
         self.expanded_done: set[str] = set()
         self.unsigned: set[str] = set()
         if output.numba:  # arrays whose subscripts isl proves non-negative, and loclab's own
@@ -115,6 +116,8 @@ class _Emitter:
                 lines.append("from loclab.cpu.atomics import atomic_add")
             if self.threads:
                 lines.append("from numba import get_num_threads")
+            if self.chunksize:
+                lines.append("from numba import set_parallel_chunksize")
         elif (self.out.expansions or self.out.buffers or self.out.overlaps) and not any(
                 l.startswith("import numpy as np") for l in lines):
             lines.append("import numpy as np")
@@ -157,6 +160,10 @@ class _Emitter:
         parallel = node.parallel and not self.out.numba
         function = "prange" if node.parallel and self.out.numba else "range"
         start, stop = value(item.start), value(item.stop)
+        handed_out = function == "prange" and node.dynamic
+        if handed_out:  # one iteration at a time to the next free thread; then as it was
+            self.chunksize = True
+            self.line(depth, f"{item.var}_chunksize = set_parallel_chunksize(1)")
         if function == "prange" and item.step != 1:  # prange steps by 1: count the tiles
             count = bare(_tiles(item))
             counter = f"{item.var}_index"
@@ -177,6 +184,8 @@ class _Emitter:
         self.copy_back(node, depth + 1)
         if len(self.lines) == before:
             self.line(depth + 1, "pass")
+        if handed_out:
+            self.line(depth, f"set_parallel_chunksize({item.var}_chunksize)")
 
     def chunked(self, item: For, depth: int, loops: list[For]) -> None:
         """A parallel loop whose reductions into arrays go to a copy per thread: the copies

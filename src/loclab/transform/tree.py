@@ -38,6 +38,9 @@ class LoopNode:
     tile: int = 0  # 0: the variable's values; T: first values of tiles of T iterations
     within: "LoopNode | None" = None  # the tile loop that bounds its range
     parallel: bool = False
+    # a parallel loop whose iterations are handed out one at a time as threads free up
+    # (their work differs: a triangle's rows), not in one equal run per thread
+    dynamic: bool = False
     reductions: tuple["Reduction", ...] = ()  # what a parallel loop combines across threads
     copies: int = 0  # a tile loop made by unrolling: its body holds this many copies
     vectorized: bool = False  # its reductions may be reordered into vector lanes

@@ -284,13 +284,18 @@ def require_new_name(program: Program, ref: Arg, step: Step) -> str:
 
 def switch(step: Step, name: str) -> bool:
     """The step's one True/False option ``name`` (``jam=True``), False where not given."""
-    value = False
+    return switches(step, (name,))[name]
+
+
+def switches(step: Step, names: tuple[str, ...]) -> dict[str, bool]:
+    """The step's True/False options among ``names``, each False where not given."""
+    values = dict.fromkeys(names, False)
     for key, option in step.keywords:
-        if str(key) != name or not isinstance(option, bool):
-            raise step.error(f"unknown option {key}={option} ({step.name} takes {name}=True "
-                             f"or {name}=False)")
-        value = option
-    return value
+        if str(key) not in values or not isinstance(option, bool):
+            taken = " or ".join(f"{name}=True/False" for name in names)
+            raise step.error(f"unknown option {key}={option} ({step.name} takes {taken})")
+        values[str(key)] = option
+    return values
 
 
 def no_keywords(step: Step) -> None:

@@ -9,6 +9,9 @@ generalized reduction), or, with ``copies=True``, in a copy of the whole array p
 the copies combined into the array after the loop (the lectures' privatized generalized
 reduction: no atomics, at the cost of a copy per thread to fill and to add up; which is
 faster depends on the array against the loop's work, so ``loclab optimize`` measures both).
+With ``dynamic=True`` the iterations are handed out one at a time as threads free up (Numba's
+``set_parallel_chunksize(1)``, OpenMP's ``schedule(dynamic)``), where an equal run of them per
+thread would leave the first threads most of a triangle's work; scheduling only, no legality.
 Anything else names the dependence and what would remove it.
 """
 
@@ -19,15 +22,19 @@ from dataclasses import replace
 from loclab.transform.legality import Carried
 from loclab.transform.recipe import Step
 from loclab.transform.steps import (Applied, Context, IllegalStep, expect_args, find_loops,
-                                    reductions_of, require_plain, switch, witness)
+                                    reductions_of, require_plain, switches, witness)
 from loclab.transform.tree import Chunks, LoopNode, Program, Reduction
 
 NAMES = ("parallel",)
 
 
 def apply(program: Program, step: Step, context: Context) -> Applied:
-    expect_args(step, 1, 1, "parallel(loop[, copies=True])")
-    copies = switch(step, "copies")
+    expect_args(step, 1, 1, "parallel(loop[, copies=True][, dynamic=True])")
+    options = switches(step, ("copies", "dynamic"))
+    copies, dynamic = options["copies"], options["dynamic"]
+    if copies and dynamic:
+        raise step.error("copies=True runs one chunk of iterations per thread: dynamic=True "
+                         "would have nothing to hand out")
     new = program.clone()
     nodes = find_loops(new, step.args[0], step)
     if copies:
@@ -35,6 +42,10 @@ def apply(program: Program, step: Step, context: Context) -> Applied:
     marked, refused, reason = mark_parallel(new, nodes, step, context)
     if copies:
         reason = _with_copies(new, marked, step)
+    if dynamic:
+        for node in marked:
+            node.dynamic = True
+        reason += "; its iterations handed out one at a time as threads free up"
     if refused:  # copies of one loop (distributed): the others stay sequential
         lines = ", ".join(str(_first_line(n)) for n in marked)
         reason += f" in the loop{'s' if len(marked) > 1 else ''} holding line {lines}; " \
