@@ -1,22 +1,15 @@
 """Parallel loops whose iterations hold different work handed out one at a time
 (``parallel(i, dynamic=True)``): Numba's ``set_parallel_chunksize(1)`` around the loop and
-restored after it, OpenMP's ``schedule(dynamic)``; the optimizer asks for it where a loop
-inside the parallel one moves with it (a triangle's rows) or has bounds it cannot read."""
+restored after it, OpenMP's ``schedule(dynamic)``."""
 
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 
 from loclab.errors import UsageError
-from loclab.optimize import plan
-from loclab.optimize.build import plan_steps
-from loclab.optimize.planner import uneven_work
 from loclab.transform import transform
-
-KERNELS = Path(__file__).parent / "data" / "kernels"
 
 TRIANGLE = """
 def gram(A, C, N, M):
@@ -70,28 +63,3 @@ def test_c_schedules_the_loop_dynamically():
 def test_bad_options_are_named(recipe, message):
     with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
         transform(TRIANGLE, recipe, "gram", emit="numba")
-
-
-def test_the_planner_names_the_loop_whose_range_moves_with_the_parallel_one():
-    found = plan(TRIANGLE, "gram", params={"N": 300, "M": 400}, threads=2)
-    (plans,) = found.plans
-    parallel = [str(s) for p in plans if p.parallel
-                for s in plan_steps(found.code, [], p, {}) if s.name == "parallel"]
-    assert parallel and all(text.endswith("dynamic=True)") for text in parallel)
-    assert uneven_work(plans[0].top) == "j's range moves with i"
-
-
-def test_rows_of_equal_work_keep_equal_runs():
-    source = TRIANGLE.replace("range(i, N)", "range(N)")
-    found = plan(source, "gram", params={"N": 300, "M": 400}, threads=2)
-    (plans,) = found.plans
-    assert uneven_work(plans[0].top) is None
-    assert not any("dynamic" in str(s) for p in plans for s in plan_steps(found.code, [], p, {}))
-
-
-def test_a_sparse_rows_unreadable_bounds_count_as_uneven():
-    source = ("def spmv(ptr, col, val, x, y, N):\n    for i in range(N):\n"
-              "        for k in range(ptr[i], ptr[i + 1]):\n"
-              "            y[i] += val[k] * x[col[k]]\n")
-    found = plan(source, "spmv", params={"N": 3000}, threads=2)
-    assert uneven_work(found.plans[0][0].top) == "k's bounds are not affine"

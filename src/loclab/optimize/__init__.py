@@ -371,7 +371,7 @@ def _verify(result: Any, tiles: Mapping[str, int], timed: Mapping[str, int],
 
 
 def _nest_result(chosen: Any, tiles: Mapping[str, int], tuned: bool) -> NestResult:
-    from loclab.optimize.planner import label, uneven_work
+    from loclab.optimize.planner import label
 
     plan = chosen.plan
     reasons = [(str(d.step), d.reason) for d in plan.before if d.step]
@@ -402,10 +402,7 @@ def _nest_result(chosen: Any, tiles: Mapping[str, int], tuned: bool) -> NestResu
     reasons += [(step, pack.reason) for step, pack in zip(staged, plan.packs)]
     sides = {d.step for d in plan.after}  # parallel nests beside a distributed band's
     parallel_steps = [str(s) for s in chosen.steps if s.name == "parallel" and s not in sides]
-    reasons += [(step, why + (f"; {uneven}: its iterations handed out one at a time"
-                              if "dynamic=True" in step and (uneven := uneven_work(loop))
-                              else ""))
-                for step, (loop, why) in zip(parallel_steps, plan.parallel)]
+    reasons += [(step, why) for step, (_, why) in zip(parallel_steps, plan.parallel)]
     loops = tuple(loop.var for loop in plan.top.statements()[0].loops) \
         if plan.top.statements() else (plan.top.var,)
     # plans refused at the same step say the same: said once

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from loclab.errors import UsageError
-from loclab.optimize.planner import NestPlan, uneven_work
+from loclab.optimize.planner import NestPlan
 from loclab.transform.recipe import Step, make_step
 
 if TYPE_CHECKING:
@@ -137,8 +137,7 @@ def plan_steps(source: Source, done: Sequence[Step], plan: NestPlan,
     steps += [d.step for d in (*plan.after, *plan.registers, *plan.lanes) if d.step]
     steps += [pack_step(plan, pack, tile_loops) for pack in plan.packs]
     steps += [make_step("parallel", tile_loops.get((loop.var, loop.line), plan.name(loop)),
-                        keywords=[("copies", True)] if loop in plan.copies
-                        else [("dynamic", True)] if uneven_work(loop) else [])
+                        keywords=[("copies", True)] if loop in plan.copies else [])
               for loop, _ in plan.parallel]
     return steps
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -324,28 +324,6 @@ def fork_join_waste(context: Context, loop: Loop) -> str | None:
     return (f"in parallel it would start {starts:,} times with at most {work:,} statement "
             f"instances each, where a fork-join of the threads costs as much as "
             f"{FORK_JOIN_INSTANCES:,} of them")
-
-
-def uneven_work(loop: Loop) -> str | None:
-    """Why the iterations of ``loop`` hold different amounts of work (a loop inside it whose
-    range moves with it: a triangle's rows, ``j`` from ``i + 1``; or one whose bounds are
-    not affine: a sparse row's), so that running them in parallel should hand them out one
-    at a time, not in one equal run per thread; None where every iteration runs the same
-    loops (correlation's triangle on 16 threads: the first threads had most of it)."""
-    for inner in _loops_inside(loop):
-        bounds = (inner.start, inner.stop)
-        if any(bound is None for bound in bounds):
-            return f"{inner.var}'s bounds are not affine"
-        if any(loop.var in bound.symbols() for bound in bounds if bound is not None):
-            return f"{inner.var}'s range moves with {loop.var}"
-    return None
-
-
-def _loops_inside(loop: Loop) -> Iterator[Loop]:
-    for child in loop.body:
-        if isinstance(child, Loop):
-            yield child
-            yield from _loops_inside(child)
 
 
 def _parallelizable(report: LoopReport) -> bool:
