@@ -148,7 +148,7 @@ ROWS = [
     (f"transform {RECIPES} --apply 'interchange(i, i)'", 2, "names the loop i@24 twice"),
     (f"transform {RECIPES} --apply 'permute(i, j, k)'", 2, "no loop k"),
     (f"transform {RECIPES} --apply 'parallel()'", 2,
-     "usage parallel(loop[, copies=True][, dynamic=True])"),
+     "usage parallel(loop[, copies=True][, dynamic=True][, cyclic=N])"),
     (f"transform {RECIPES} --apply 'parallel(i,)'", 2, "an empty argument"),
     (f"transform {RECIPES} --apply 'parallel(i) parallel(j)'", 2, "separate steps with ';'"),
     (f"transform {RECIPES} --apply 'privatize(Q)'", 2, "no variable Q in transpose"),

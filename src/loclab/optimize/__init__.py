@@ -144,7 +144,8 @@ def plan(source: str, function: str | None = None, *, filename: str = "<source>"
     from loclab.optimize.measure import timing_sizes
     from loclab.optimize.packing import with_packs
     from loclab.optimize.pieces import piece_plans
-    from loclab.optimize.planner import Context, loop_extents, plan_nest, top_loops
+    from loclab.optimize.planner import (Context, loop_extents, plan_nest, top_loops,
+                                         with_cyclic_tiles)
     from loclab.optimize.strips import with_strips
     from loclab.optimize.timetile import time_tiled_plans
 
@@ -166,10 +167,12 @@ def plan(source: str, function: str | None = None, *, filename: str = "<source>"
     for top in tops:  # the most ambitious first: time-tiled, fused, then the planner's
         tiled, note = time_tiled_plans(context, top)
         notes += [note] if note else []
-        plans.append(tiled + ([fused[id(top)]] if id(top) in fused else []) + _with_pieces(
-            with_copies(context, with_packs(context, with_strips(code, context,
-                                                                 with_inner_orders(
-                context, plan_nest(context, top))))), piece_plans(code, context, top)))
+        planned = with_inner_orders(context, plan_nest(context, top))
+        planned = with_copies(context, with_packs(context, with_strips(code, context,
+                                                                       planned)))
+        ordered = tiled + ([fused[id(top)]] if id(top) in fused else []) + _with_pieces(
+            planned, piece_plans(code, context, top))
+        plans.append(with_cyclic_tiles(context, ordered))
     return Planned(code, as_written, sizes, plans, context, tuple(notes))
 
 
@@ -371,7 +374,7 @@ def _verify(result: Any, tiles: Mapping[str, int], timed: Mapping[str, int],
 
 
 def _nest_result(chosen: Any, tiles: Mapping[str, int], tuned: bool) -> NestResult:
-    from loclab.optimize.planner import label
+    from loclab.optimize.planner import label, uneven_work
 
     plan = chosen.plan
     reasons = [(str(d.step), d.reason) for d in plan.before if d.step]
@@ -402,7 +405,10 @@ def _nest_result(chosen: Any, tiles: Mapping[str, int], tuned: bool) -> NestResu
     reasons += [(step, pack.reason) for step, pack in zip(staged, plan.packs)]
     sides = {d.step for d in plan.after}  # parallel nests beside a distributed band's
     parallel_steps = [str(s) for s in chosen.steps if s.name == "parallel" and s not in sides]
-    reasons += [(step, why) for step, (_, why) in zip(parallel_steps, plan.parallel)]
+    dealt = dict(plan.cyclic)
+    reasons += [(step, why + (f"; {uneven_work(loop)}: its tiles dealt in turn to the "
+                              f"{dealt[loop]} threads" if loop in dealt else ""))
+                for step, (loop, why) in zip(parallel_steps, plan.parallel)]
     loops = tuple(loop.var for loop in plan.top.statements()[0].loops) \
         if plan.top.statements() else (plan.top.var,)
     # plans refused at the same step say the same: said once

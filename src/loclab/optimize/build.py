@@ -136,8 +136,10 @@ def plan_steps(source: Source, done: Sequence[Step], plan: NestPlan,
     steps += wavefront_steps(plan, tile_loops)
     steps += [d.step for d in (*plan.after, *plan.registers, *plan.lanes) if d.step]
     steps += [pack_step(plan, pack, tile_loops) for pack in plan.packs]
+    dealt = dict(plan.cyclic)
     steps += [make_step("parallel", tile_loops.get((loop.var, loop.line), plan.name(loop)),
-                        keywords=[("copies", True)] if loop in plan.copies else [])
+                        keywords=[("copies", True)] if loop in plan.copies
+                        else [("cyclic", dealt[loop])] if loop in dealt else [])
               for loop, _ in plan.parallel]
     return steps
 

@@ -223,6 +223,7 @@ class _Emitter:
                 pragma = " ".join(["parallel for"] * node.parallel + ["simd"] * node.vectorized)
                 self.line(depth, f"#pragma omp {pragma}"
                           + " schedule(dynamic)" * (node.parallel and node.dynamic)
+                          + " schedule(static, 1)" * (node.parallel and node.cyclic > 0)
                           + _reduction_clause(node, self.program))
             compare = "<" if item.step > 0 else ">"
             step = {1: f"{item.var}++", -1: f"{item.var}--"}.get(

@@ -164,13 +164,19 @@ class _Emitter:
         if handed_out:  # one iteration at a time to the next free thread; then as it was
             self.chunksize = True
             self.line(depth, f"{item.var}_chunksize = set_parallel_chunksize(1)")
-        if function == "prange" and item.step != 1:  # prange steps by 1: count the tiles
+        inside = depth + 1  # where the body goes
+        if function == "prange" and node.cyclic:  # iteration k in slot k mod N
+            count = bare(_tiles(item))
+            counter, slot = f"{item.var}_index", f"{item.var}_slot"
+            self.line(depth, f"for {slot} in prange({node.cyclic}):")
+            self.line(depth + 1, f"for {counter} in range({slot}, {count}, {node.cyclic}):")
+            inside = depth + 2
+            self.line(inside, f"{item.var} = {_nth(start, item.step, counter)}")
+        elif function == "prange" and item.step != 1:  # prange steps by 1: count the tiles
             count = bare(_tiles(item))
             counter = f"{item.var}_index"
             self.line(depth, f"for {counter} in prange({count}):")
-            first = f"{start} + {item.step} * {counter}" if start != "0" \
-                else f"{item.step} * {counter}"
-            self.line(depth + 1, f"{item.var} = {first}")
+            self.line(depth + 1, f"{item.var} = {_nth(start, item.step, counter)}")
         else:
             arguments = stop if start == "0" and item.step == 1 else f"{start}, {stop}"
             if item.step != 1:
@@ -178,12 +184,12 @@ class _Emitter:
             comment = "  # parallel" if parallel else ""
             self.line(depth, f"for {item.var} in {function}({arguments}):{comment}")
         before = len(self.lines)
-        self.allocations(node, depth + 1)
-        self.buffer_allocations(node, depth + 1)
-        self.block(item.body, depth + 1, loops + [item])
-        self.copy_back(node, depth + 1)
+        self.allocations(node, inside)
+        self.buffer_allocations(node, inside)
+        self.block(item.body, inside, loops + [item])
+        self.copy_back(node, inside)
         if len(self.lines) == before:
-            self.line(depth + 1, "pass")
+            self.line(inside, "pass")
         if handed_out:
             self.line(depth, f"set_parallel_chunksize({item.var}_chunksize)")
 
@@ -493,6 +499,12 @@ def _copies_allocation(reduction: Reduction, count: str, rank: int) -> str:
     shape = ", ".join([count, *(f"{reduction.name}.shape[{d}]" for d in range(rank))])
     allocate = _IDENTITY.get(reduction.op, "np.empty")
     return f"{reduction.copy} = {allocate}(({shape}), {reduction.name}.dtype)"
+
+
+def _nth(start: str, step: int, counter: str) -> str:
+    """The loop's value at its ``counter``-th iteration."""
+    offset = counter if step == 1 else f"{step} * {counter}"
+    return f"{start} + {offset}" if start != "0" else offset
 
 
 def _tiles(item: For) -> str:

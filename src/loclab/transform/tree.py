@@ -41,6 +41,7 @@ class LoopNode:
     # a parallel loop whose iterations are handed out one at a time as threads free up
     # (their work differs: a triangle's rows), not in one equal run per thread
     dynamic: bool = False
+    cyclic: int = 0  # a parallel loop whose iterations are dealt in turn into this many slots
     reductions: tuple["Reduction", ...] = ()  # what a parallel loop combines across threads
     copies: int = 0  # a tile loop made by unrolling: its body holds this many copies
     vectorized: bool = False  # its reductions may be reordered into vector lanes

@@ -11,7 +11,11 @@ reduction: no atomics, at the cost of a copy per thread to fill and to add up; w
 faster depends on the array against the loop's work, so ``loclab optimize`` measures both).
 With ``dynamic=True`` the iterations are handed out one at a time as threads free up (Numba's
 ``set_parallel_chunksize(1)``, OpenMP's ``schedule(dynamic)``), where an equal run of them per
-thread would leave the first threads most of a triangle's work; scheduling only, no legality.
+thread would leave the first threads most of a triangle's work; with ``cyclic=N`` they are
+dealt in turn into N slots (iteration k into slot k mod N), the slots split among the
+threads as a loop's iterations are (OpenMP's ``schedule(static, 1)``): with N the threads,
+each thread takes every N-th row of a triangle. Numba caches a function with ``cyclic`` (it
+names no thread count at run time), not one with ``dynamic``. Scheduling only, no legality.
 Anything else names the dependence and what would remove it.
 """
 
@@ -28,13 +32,20 @@ from loclab.transform.tree import Chunks, LoopNode, Program, Reduction
 NAMES = ("parallel",)
 
 
+# the most slots ``cyclic=N`` deals a loop's iterations into
+MAX_SLOTS = 4096
+
+
 def apply(program: Program, step: Step, context: Context) -> Applied:
-    expect_args(step, 1, 1, "parallel(loop[, copies=True][, dynamic=True])")
-    options = switches(step, ("copies", "dynamic"))
+    expect_args(step, 1, 1, "parallel(loop[, copies=True][, dynamic=True][, cyclic=N])")
+    slots = _slots(step)
+    options = switches(replace(step, keywords=tuple(
+        (key, value) for key, value in step.keywords if str(key) != "cyclic")),
+        ("copies", "dynamic"))
     copies, dynamic = options["copies"], options["dynamic"]
-    if copies and dynamic:
-        raise step.error("copies=True runs one chunk of iterations per thread: dynamic=True "
-                         "would have nothing to hand out")
+    if sum([copies, dynamic, slots > 0]) > 1:
+        raise step.error("copies=True, dynamic=True and cyclic=N each split the iterations "
+                         "their own way: give one")
     new = program.clone()
     nodes = find_loops(new, step.args[0], step)
     if copies:
@@ -46,12 +57,28 @@ def apply(program: Program, step: Step, context: Context) -> Applied:
         for node in marked:
             node.dynamic = True
         reason += "; its iterations handed out one at a time as threads free up"
+    if slots:
+        for node in marked:
+            node.cyclic = slots
+        reason += f"; its iterations dealt in turn into {slots} slots, a run of slots a thread"
     if refused:  # copies of one loop (distributed): the others stay sequential
         lines = ", ".join(str(_first_line(n)) for n in marked)
         reason += f" in the loop{'s' if len(marked) > 1 else ''} holding line {lines}; " \
                   f"the other{'s' if len(refused) > 1 else ''} stay sequential: " \
                   + "; ".join(text for text, _, _ in refused)
     return Applied(new, reason)
+
+
+def _slots(step: Step) -> int:
+    """``cyclic=N``'s N (0 where not given): a whole number of slots, 1 to MAX_SLOTS."""
+    for key, value in step.keywords:
+        if str(key) == "cyclic":
+            if isinstance(value, bool) or not isinstance(value, int) \
+                    or not 1 <= value <= MAX_SLOTS:
+                raise step.error(f"cyclic={value}: give the number of slots, 1 to "
+                                 f"{MAX_SLOTS:,} (the threads, for a triangle's rows)")
+            return value
+    return 0
 
 
 def mark_parallel(program: Program, nodes: list[LoopNode], step: Step, context: Context
