@@ -18,6 +18,7 @@ from loclab.optimize.ahead import CompiledAhead
 from loclab.optimize.build import plan_steps
 from loclab.optimize.planner import uneven_work
 from loclab.transform import transform
+from loclab.transform.steps import IllegalStep
 
 TRIANGLE = """
 def gram(A, C, N, M):
@@ -100,17 +101,38 @@ def test_cyclic_rows_keep_a_scalar_sum_a_reduction():
         assert result.verify(**sizes).ok, sizes
 
 
-def test_the_planner_deals_a_triangles_tiles_to_the_threads_and_says_why():
-    found = plan(TRIANGLE, "gram", params={"N": 300, "M": 400}, threads=4)
-    (plans,) = found.plans
+def parallel_steps(source: str, threads: int = 4) -> list[tuple[bool, list[str]]]:
+    """Each plan's parallel steps, and whether the plan is tiled (plans whose tile step
+    the transformer refuses left out)."""
+    found = plan(source, "gram", params={"N": 300, "M": 400}, threads=threads)
+    out = []
+    for candidate in found.plans[0]:
+        try:
+            steps = plan_steps(found.code, [], candidate, {})
+        except (UsageError, IllegalStep):
+            continue
+        out.append((candidate.band is not None,
+                    [str(s) for s in steps if s.name == "parallel"]))
+    return out
+
+
+def test_the_planner_deals_a_triangles_rows_to_the_threads_and_says_why():
+    """``C[i, j]``: each row is its own iteration's, tiled or not."""
+    (plans,) = plan(TRIANGLE, "gram", params={"N": 300, "M": 400}, threads=4).plans
     assert uneven_work(plans[0].top) == "j's range moves with i"
-    for candidate in plans:
-        steps = [str(s) for s in plan_steps(found.code, [], candidate, {})
-                 if s.name == "parallel"]
-        tiled = candidate.band is not None
-        assert all(step.endswith("cyclic=4)") == tiled for step in steps), (candidate, steps)
-    one = plan(TRIANGLE, "gram", params={"N": 300, "M": 400}, threads=1)
-    assert not any(p.cyclic for p in one.plans[0])
+    found = [steps for _, steps in parallel_steps(TRIANGLE) if steps]
+    assert found and all(step.endswith("cyclic=4)") for steps in found for step in steps)
+    assert not any("cyclic" in step for _, steps in parallel_steps(TRIANGLE, threads=1)
+                   for step in steps)
+
+
+def test_results_that_share_cache_lines_are_dealt_only_by_tiles():
+    """``y[i]``: neighbouring rows' results share a line; a tile's rows stay together."""
+    source = TRIANGLE.replace("C[i, j] += A[k, i] * A[k, j]", "C[i] += A[k, i] * A[k, j]")
+    found = [(tiled, steps) for tiled, steps in parallel_steps(source) if steps]
+    assert any(not tiled for tiled, _ in found)
+    for tiled, steps in found:
+        assert all(step.endswith("cyclic=4)") == tiled for step in steps), steps
 
 
 def test_rows_of_equal_work_keep_equal_runs():

@@ -145,7 +145,7 @@ def plan(source: str, function: str | None = None, *, filename: str = "<source>"
     from loclab.optimize.packing import with_packs
     from loclab.optimize.pieces import piece_plans
     from loclab.optimize.planner import (Context, loop_extents, plan_nest, top_loops,
-                                         with_cyclic_tiles)
+                                         with_cyclic)
     from loclab.optimize.strips import with_strips
     from loclab.optimize.timetile import time_tiled_plans
 
@@ -172,7 +172,7 @@ def plan(source: str, function: str | None = None, *, filename: str = "<source>"
                                                                        planned)))
         ordered = tiled + ([fused[id(top)]] if id(top) in fused else []) + _with_pieces(
             planned, piece_plans(code, context, top))
-        plans.append(with_cyclic_tiles(context, ordered))
+        plans.append(with_cyclic(context, ordered))
     return Planned(code, as_written, sizes, plans, context, tuple(notes))
 
 
@@ -406,8 +406,8 @@ def _nest_result(chosen: Any, tiles: Mapping[str, int], tuned: bool) -> NestResu
     sides = {d.step for d in plan.after}  # parallel nests beside a distributed band's
     parallel_steps = [str(s) for s in chosen.steps if s.name == "parallel" and s not in sides]
     dealt = dict(plan.cyclic)
-    reasons += [(step, why + (f"; {uneven_work(loop)}: its tiles dealt in turn to the "
-                              f"{dealt[loop]} threads" if loop in dealt else ""))
+    reasons += [(step, why + (f"; {uneven_work(loop)}: its iterations dealt in turn to "
+                              f"the {dealt[loop]} threads" if loop in dealt else ""))
                 for step, (loop, why) in zip(parallel_steps, plan.parallel)]
     loops = tuple(loop.var for loop in plan.top.statements()[0].loops) \
         if plan.top.statements() else (plan.top.var,)

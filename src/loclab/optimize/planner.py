@@ -349,20 +349,33 @@ def _loops_inside(loop: Loop) -> Iterator[Loop]:
             yield from _loops_inside(child)
 
 
-def with_cyclic_tiles(context: Context, plans: list[NestPlan]) -> list[NestPlan]:
-    """``plans`` with each tiled parallel loop whose tiles hold different work dealing its
-    tiles in turn to the threads (a tile per thread at a time: ``cyclic=threads``), not one
-    equal run of tiles per thread, which gave the first of 16 threads most of
-    correlation's triangle (its tiled product measured 97.5 ms, behind the untiled one's
-    67.9 ms). Only tile loops: a tile's rows stay one thread's, so that no two threads
-    write into one cache line of a row's results."""
+def with_cyclic(context: Context, plans: list[NestPlan]) -> list[NestPlan]:
+    """``plans`` with each parallel loop whose iterations hold different work dealing them
+    in turn to the threads (``cyclic=threads``), not one equal run per thread, which gave
+    the first of 16 threads most of correlation's triangle (its tiled product measured
+    97.5 ms, behind the untiled one's 67.9 ms): a tile loop's tiles, or an untiled loop's
+    iterations where each writes rows of its own (``own_rows``), so that no two threads
+    write into one cache line of results."""
     out = []
     for plan in plans:
         dealt = tuple((loop, context.threads) for loop, _ in plan.parallel
-                      if plan.band is not None and loop in plan.band.loops
-                      and loop not in plan.copies and uneven_work(loop))
+                      if loop not in plan.copies and uneven_work(loop) and (
+                          loop in plan.band.loops if plan.band is not None
+                          else own_rows(loop)))
         out.append(replace(plan, cyclic=dealt) if dealt and context.threads > 1 else plan)
     return out
+
+
+def own_rows(loop: Loop) -> bool:
+    """Whether every array element written inside ``loop`` lies in a row of its own
+    iteration: the loop's variable in some subscript but the last (``C[i, j]``), never in
+    the last (``y[i]``: neighbouring iterations share a cache line)."""
+    writes = [a for s in loop.statements() for a in s.accesses
+              if a.write and a.variable.is_array]
+    return bool(writes) and all(
+        a.subscripts and all(sub is not None for sub in a.subscripts)
+        and loop.var not in a.subscripts[-1].symbols()
+        and any(loop.var in sub.symbols() for sub in a.subscripts[:-1]) for a in writes)
 
 
 def _parallelizable(report: LoopReport) -> bool:
