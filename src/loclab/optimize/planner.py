@@ -130,8 +130,9 @@ class NestPlan:
     lanes: tuple[Decision, ...] = ()  # vectorize the innermost loops that carry a sum
     # parallel loops whose reductions into arrays use a copy per thread, not atomic updates
     copies: tuple[Loop, ...] = ()
-    # tiled parallel loops whose tiles hold different work (``uneven_work``), each with the
-    # slots its tiles are dealt into in turn (``parallel(ii, cyclic=N)``; N the threads)
+    # parallel loops whose iterations hold different work (``uneven_work``; a tile loop's
+    # tiles, or rows of their own: ``with_cyclic``), each with the slots its iterations are
+    # dealt into in turn (``parallel(ii, cyclic=N)``; N the threads)
     cyclic: tuple[tuple[Loop, int], ...] = ()
     packs: tuple["Pack", ...] = ()  # reads packed tile by tile (``stage`` steps)
     # time tiling (``loclab.optimize.timetile``): the time loop and the fused loop, whose

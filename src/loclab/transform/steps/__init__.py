@@ -287,10 +287,14 @@ def switch(step: Step, name: str) -> bool:
     return switches(step, (name,))[name]
 
 
-def switches(step: Step, names: tuple[str, ...]) -> dict[str, bool]:
-    """The step's True/False options among ``names``, each False where not given."""
+def switches(step: Step, names: tuple[str, ...], valued: tuple[str, ...] = ()
+             ) -> dict[str, bool]:
+    """The step's True/False options among ``names``, each False where not given; options
+    named in ``valued`` (``cyclic=N``) are the caller's to read."""
     values = dict.fromkeys(names, False)
     for key, option in step.keywords:
+        if str(key) in valued:
+            continue
         if str(key) not in values or not isinstance(option, bool):
             taken = " or ".join(f"{name}=True/False" for name in names)
             raise step.error(f"unknown option {key}={option} ({step.name} takes {taken})")

@@ -39,9 +39,7 @@ MAX_SLOTS = 4096
 def apply(program: Program, step: Step, context: Context) -> Applied:
     expect_args(step, 1, 1, "parallel(loop[, copies=True][, dynamic=True][, cyclic=N])")
     slots = _slots(step)
-    options = switches(replace(step, keywords=tuple(
-        (key, value) for key, value in step.keywords if str(key) != "cyclic")),
-        ("copies", "dynamic"))
+    options = switches(step, ("copies", "dynamic"), valued=("cyclic",))
     copies, dynamic = options["copies"], options["dynamic"]
     if sum([copies, dynamic, slots > 0]) > 1:
         raise step.error("copies=True, dynamic=True and cyclic=N each split the iterations "
