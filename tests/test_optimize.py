@@ -187,11 +187,12 @@ def test_tiles_whose_verification_would_run_too_long_are_never_tried(tmp_path, m
     path.write_text(RANK1_UPDATES)
     found = planned(path, "updates", N=64, M=72, K=80)
     program = found.as_written.program
-    assert measure.unverifiable_tiles(program, {"i@4": 128}, found.sizes) is None
-    reason = measure.unverifiable_tiles(program, {"i@4": 256}, found.sizes)
-    assert "at 261 in every size: 17,779,581 statement instances" in reason
-    monkeypatch.setattr(verify, "MAX_PYTHON_INSTANCES", 0)  # every tile too long to verify
     plans = [next(plan for plan in found.plans[0] if plan.band is not None)]
+    loops = plans[0].band.loops
+    assert measure.unverifiable_tiles(program, dict.fromkeys(loops, 128), found.sizes) is None
+    reason = measure.unverifiable_tiles(program, dict.fromkeys(loops, 256), found.sizes)
+    assert "at K=261, N=261, M=261: 17,779,581 statement instances" in reason
+    monkeypatch.setattr(verify, "MAX_PYTHON_INSTANCES", 0)  # every tile too long to verify
     tuned = search.tune_tiles(found.code, plans, None, {}, found.sizes, "a CPU",
                               tmp_path / "t.json")
     assert tuned.search is not None and tuned.search.evaluated == 0
@@ -347,6 +348,71 @@ def test_the_parallel_loop_has_a_tile_for_each_thread():
                       threads=threads).plans[0][0].band.choice for threads in (2, 64))
     assert few.tile > 16 and many.tile == 16 and "64 threads to get a tile each" in \
         many.reason()
+
+
+PRODUCT_IKJ = """
+def product(C, A, B, N, M, K):
+    for i in range(N):
+        for k in range(K):
+            for j in range(M):
+                C[i, j] += A[i, k] * B[k, j]
+"""
+
+
+def test_a_register_tiled_bands_vector_loop_and_panel_are_sized_by_the_l1_and_l2():
+    """A product in the order i, k, j, jammed 4 x 4 in i and k, with the tile of 16 the
+    cube model gives at a 32 KiB L1: j's tile is as long as keeps the register tile's
+    rows along j (4 of C, 4 of B: 8 x 128 doubles) in half the L1, k's as keeps the
+    panel inside (128 x 256 of B) in half the 1 MiB L2; i keeps the tuned tile. A held
+    loop (run in parallel) keeps it too, no tile is past its loop's extent, and a band
+    that is not register-tiled keeps the cube."""
+    import loclab
+    from loclab.deps.model import Model
+    from loclab.optimize.locality import array_accesses
+    from loclab.optimize.tiles import panel
+
+    analysis = loclab.analyze(PRODUCT_IKJ, "product")
+    accesses = array_accesses(Model(analysis.nest), analysis.nest.statements)
+    band = i, k, j = tuple(analysis.nest.loops)
+    large = {"i": 1000, "k": 1200, "j": 1100}
+    found = panel(accesses, band, large, 8, 32 * 1024, 1024 * 1024, 16, {i: 4, k: 4})
+    assert found.tiles == (0, 256, 128)
+    assert "j 128: the rows the register tile sweeps along it fit half the 32 KiB L1" \
+        in found.reason and "k 256: the panel inside fits half the 1 MiB L2" in found.reason
+    held = panel(accesses, band, large, 8, 32 * 1024, 1024 * 1024, 16, {i: 4, k: 4}, (j,))
+    assert held.tiles[2] == 0 and held.tiles[1] > 16
+    small = panel(accesses, band, dict.fromkeys("ikj", 40), 8, 32 * 1024, 1024 * 1024, 16,
+                  {i: 4, k: 4})
+    assert small.tiles == (0, 64, 64)
+    assert panel(accesses, band, large, 8, 32 * 1024, 1024 * 1024, 16, {}) is None
+
+
+TRIANGLE = """
+def lower(L, A, N):
+    for i in range(N):
+        for j in range(i):
+            L[i, j] = A[i, j] + A[j, i]
+"""
+
+
+def test_verification_sizes_pass_the_tiles_of_the_loops_each_size_bounds(tmp_path):
+    """Each size is verified past the longest tile of the loops whose range it bounds:
+    a panel's k tiled by 256 needs K past 256, not N and M too (261^3 instances as
+    Python, where 21 x 133 x 261 do); a triangle's j inside i depends on N through i."""
+    from loclab.optimize.measure import past_the_tiles
+
+    path = tmp_path / "product.py"
+    path.write_text(PRODUCT_IKJ)
+    program = planned(path, "product", N=64, M=72, K=80).as_written.program
+    i, k, j = program.nest.loops
+    assert past_the_tiles(program, {i: 16, k: 256, j: 128}, {}) == {"N": 21, "M": 133,
+                                                                     "K": 261}
+    assert past_the_tiles(program, {}, {}) == {}
+    path = tmp_path / "lower.py"
+    path.write_text(TRIANGLE)
+    program = planned(path, "lower", N=64).as_written.program
+    i, j = program.nest.loops
+    assert past_the_tiles(program, {j: 64}, {}) == {"N": 69}
 
 
 @pytest.mark.parametrize("subscripts, var, expected", [

@@ -315,7 +315,7 @@ def _proved(code: Any, plans: list[list[Any]], chosen: list[Any], tiles: Mapping
     (chosen, result, verification, check, compiled function)."""
     from loclab.measure.validate import Check
     from loclab.optimize import measure
-    from loclab.optimize.build import choose, tiers
+    from loclab.optimize.build import choose, loop_tiles, tiers
     from loclab.transform.verify import describe
 
     tried: set[tuple[str, ...]] = set()
@@ -328,7 +328,8 @@ def _proved(code: Any, plans: list[list[Any]], chosen: list[Any], tiles: Mapping
         ahead.prove(result)
         try:
             optimized = ahead.function(result)
-            verification = _verify(result, tiles, sizes, supplier, optimized,
+            verification = _verify(result, loop_tiles([c.plan for c in final], tiles),
+                                   sizes, supplier, optimized,
                                    ahead.checked_function(result))
             verdict = (measure.check(original, optimized, result.program, inputs, sizes)
                        if original is not None else Check(True, None, None))
@@ -358,12 +359,13 @@ def _bug(what: Any) -> Exception:
                              f"(a bug in loclab: please report it): {what}")
 
 
-def _verify(result: Any, tiles: Mapping[str, int], timed: Mapping[str, int],
+def _verify(result: Any, tiles: Mapping[Any, int], timed: Mapping[str, int],
             supplier: Callable[..., Any] | None, compiled: Callable[..., Any],
             checked: Callable[..., Any] | None) -> Any:
     """The transformed function (``compiled``; ``checked``: compiled with bounds checks
-    already, where it was) against the original run as Python, at sizes past the largest
-    tile (a whole tile and a partial one), or the transformer's small defaults; on
+    already, where it was) against the original run as Python, at sizes past the tiles
+    (``tiles``: each tiled loop's; a whole tile and a partial one; ``past_the_tiles``),
+    or the transformer's small defaults; on
     ``supplier``'s inputs where given. Scalar arguments no loop uses as a size keep the
     values they are timed at (a resize's ``H``: the row it reads)."""
     from loclab.optimize.measure import past_the_tiles
@@ -384,11 +386,15 @@ def _nest_result(chosen: Any, tiles: Mapping[str, int], tuned: bool) -> NestResu
         size = tiles[band.key]
         tile = {"band": [label(loop) for loop in band.loops], "model": band.choice.tile,
                 "model_reason": band.choice.reason(), "reuse": band.reuse.text(),
-                "tuned": size if tuned else None}
+                "tuned": size if tuned else None,
+                "fixed": {label(loop): size for loop, size in zip(band.loops, band.fixed)
+                          if size} or None, "fixed_reason": band.panel or None}
+        panel = f"; the model's longer tiles: {band.panel}" if band.panel else ""
         reasons.append((str(band.step(size)), f"reuse: {band.reuse.text()}; tile "
                                          f"{band.choice.tile} from the cache model ("
                                          f"{band.choice.reason()})" + (
-                                             f", {size} by measurement" if tuned else "")))
+                                             f", {size} by measurement" if tuned else "")
+                        + panel))
     if plan.wavefront is not None:
         time, fused = (loop.var for loop in plan.wavefront)
         why = {"skew": f"a tile's wave is the sum of its {time} and {fused} tiles: the tiles "

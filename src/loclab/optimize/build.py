@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from loclab.errors import UsageError
+from loclab.nest.ir import Loop
 from loclab.optimize.planner import NestPlan
 from loclab.transform.recipe import Step, make_step
 
@@ -119,6 +120,14 @@ def _refusals() -> tuple[type[Exception], ...]:
     from loclab.transform.storage import StorageError
 
     return (IllegalStep, StorageError, UsageError)
+
+
+def loop_tiles(plans: Sequence[NestPlan], tiles: Mapping[str, int]) -> dict[Loop, int]:
+    """Each tiled loop's tile where ``tiles`` gives the tuned tile of each band (by its key;
+    the model's by default)."""
+    return {loop: size for plan in plans if plan.band is not None
+            for loop, size in plan.band.sizes(tiles.get(plan.band.key,
+                                                        plan.band.choice.tile)).items()}
 
 
 def plan_steps(source: Source, done: Sequence[Step], plan: NestPlan,

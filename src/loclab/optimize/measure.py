@@ -11,7 +11,7 @@ compiled as written.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +19,7 @@ from loclab.errors import UsageError
 from loclab.measure.stats import Summary, summarize
 from loclab.measure.timing import Budget, PerfCounterClock, measure
 from loclab.measure.validate import Check
+from loclab.nest.ir import Loop
 from loclab.transform.inputs import (Supplier, argument_names, check_known, check_sizes,
                                      check_work, instances, with_given)
 
@@ -50,36 +51,68 @@ def timing_sizes(program: Any, given: Mapping[str, int]) -> dict[str, int]:
     return with_given(parameters, sizes, given)
 
 
-def past_the_tiles(program: Any, tiles: Mapping[str, int],
+def past_the_tiles(program: Any, tiles: Mapping[Loop, int],
                    timed: Mapping[str, int]) -> dict[str, int]:
-    """The sizes the kept recipe is verified at against the original run as Python: every
-    size past the largest tile (a whole tile and a partial one; none given without tiles:
-    the transformer's small defaults). Scalar arguments no loop uses as a size keep the
-    values they are timed at (a resize's ``H``: the row it reads)."""
+    """The sizes the kept recipe is verified at against the original run as Python: each
+    size past the longest tile of the loops whose range it bounds (a whole tile and a
+    partial one), a size that bounds no tiled loop past the shortest tile; none given
+    without tiles (the transformer's small defaults). A panel's loops are tiled by 128 or
+    256 where the band's other loop is by 16: verifying at 261 in every size would run a
+    product's original as Python seven times as long as it needs. Scalar arguments no loop
+    uses as a size keep the values they are timed at (a resize's ``H``: the row it
+    reads)."""
     from loclab.optimize import VERIFY_MARGIN
 
     parameters = program.nest.parameters
-    largest = max(tiles.values(), default=0) + VERIFY_MARGIN
-    sizes = {p: largest for p in parameters} if tiles else {}
+    sizes: dict[str, int] = {}
+    if tiles:
+        reach = dict.fromkeys(parameters, 0)
+        for loop, tile in tiles.items():
+            for name in bounding_sizes(loop, parameters):
+                reach[name] = max(reach[name], tile)
+        shortest = min(tiles.values())
+        sizes = {name: (reach[name] or shortest) + VERIFY_MARGIN for name in parameters}
     sizes.update({name: value for name, value in timed.items() if name not in parameters})
     return sizes
 
 
-def unverifiable_tiles(program: Any, tiles: Mapping[str, int],
+def bounding_sizes(loop: Loop, parameters: Sequence[str]) -> set[str]:
+    """The sizes ``loop``'s iterations depend on: those its bounds or stride read, and
+    those of each enclosing loop whose variable they read, and so on outwards (every size
+    where one of those bounds depends on data). A product's ``k`` inside ``i`` depends on
+    ``NK`` alone; a triangle's ``j <= i`` on ``i``'s ``N`` too."""
+    around = {outer.var: outer for outer in loop.enclosing[:-1]}
+    found: set[str] = set()
+    pending, seen = [loop], {id(loop)}
+    while pending:
+        current = pending.pop()
+        if current.start is None or current.stop is None:
+            return set(parameters)
+        names = current.bound_symbols() | (current.stride.symbols() if current.stride
+                                            else set())
+        found |= names
+        for name in names:
+            outer = around.get(name)
+            if outer is not None and id(outer) not in seen:
+                seen.add(id(outer))
+                pending.append(outer)
+    return found & set(parameters)
+
+
+def unverifiable_tiles(program: Any, tiles: Mapping[Loop, int],
                        timed: Mapping[str, int]) -> str | None:
-    """Why the tile search may not try ``tiles``: their verification would run the original
-    as Python past MAX_PYTHON_INSTANCES statement instances (a batched product's four loops
-    tiled by 512: 517^4, hours); None where it may."""
-    from loclab.optimize import VERIFY_MARGIN
+    """Why the tile search may not try ``tiles`` (each tiled loop's): their verification
+    would run the original as Python past MAX_PYTHON_INSTANCES statement instances (a
+    batched product's four loops tiled by 512: 517^4, hours); None where it may."""
     from loclab.transform.verify import MAX_PYTHON_INSTANCES
 
     sizes = past_the_tiles(program, tiles, timed)
     work = instances(program, sizes) if tiles else 0
     if work <= MAX_PYTHON_INSTANCES:
         return None
+    shown = ", ".join(f"{name}={sizes[name]}" for name in program.nest.parameters)
     return (f"verifying tiles of {max(tiles.values())} runs the original as Python at "
-            f"{max(tiles.values()) + VERIFY_MARGIN} in every size: {work:,} statement "
-            f"instances, past {MAX_PYTHON_INSTANCES:,}")
+            f"{shown}: {work:,} statement instances, past {MAX_PYTHON_INSTANCES:,}")
 
 
 def check_timed_work(program: Any, sizes: Mapping[str, int]) -> None:

@@ -87,7 +87,9 @@ def _packed(context: Context, plan: NestPlan) -> NestPlan | None:
             f"panel copied transposed into a contiguous buffer that {inner.var} reads with "
             f"unit stride, the copy reused across {', '.join(reused)} (tile "
             f"{choice.tile})")))
-    return replace(plan, packs=tuple(packs), band=replace(band, choice=choice))
+    # the packed panel is the cube the L2 holds: no longer vector loop past it
+    return replace(plan, packs=tuple(packs),
+                   band=replace(band, choice=choice, fixed=(), panel=""))
 
 
 def _packable(access: ArrayAccess, order: tuple[Loop, ...]) -> bool:

@@ -42,7 +42,7 @@ from loclab.nest.expr import Poly
 from loclab.nest.ir import Loop, Nest, Statement, loops_around_all
 from loclab.optimize.locality import (ArrayAccess, Reuse, array_accesses, band_reuse,
                                       order_score, stride)
-from loclab.optimize.tiles import TileChoice, choose_tile
+from loclab.optimize.tiles import TileChoice, choose_tile, panel
 from loclab.transform.recipe import Step, make_step
 
 if TYPE_CHECKING:
@@ -92,19 +92,29 @@ class TiledBand:
     # band's rows, many times its steps where a row is short (heat-1d's tiles of 64 steps
     # over 16,384 points)
     ratios: tuple[int, ...] = ()
+    # each loop's tile where the model fixes it (0: the tuned one): a register-tiled band's
+    # vector loop and panel (``tiles.panel``), and why
+    fixed: tuple[int, ...] = ()
+    panel: str = ""
 
     @property
     def key(self) -> str:
         """The band's name among the tuned parameters: its outermost original loop."""
         return label(self.loops[0])
 
+    def sizes(self, tile: int) -> dict[Loop, int]:
+        """Each loop's tile where the band's tuned tile is ``tile``."""
+        ratios = dict(zip(self.loops, self.ratios))
+        fixed = dict(zip(self.loops, self.fixed))
+        return {loop: fixed.get(loop) or tile * ratios.get(loop, 1) for loop in self.loops}
+
     def step(self, tile: int) -> Step:
         names = dict(self.names)
-        ratios = dict(zip(self.loops, self.ratios))
+        sizes = self.sizes(tile)
         loops = self.loops if self.lead is None else (
             self.lead, *(loop for loop in self.loops if loop is not self.lead))
-        return make_step("tile", keywords=[(names.get(label(loop), label(loop)),
-                                            tile * ratios.get(loop, 1)) for loop in loops])
+        return make_step("tile", keywords=[(names.get(label(loop), label(loop)), sizes[loop])
+                                           for loop in loops])
 
 
 @dataclass(frozen=True)
@@ -456,10 +466,9 @@ def _order_plan(context: Context, top: Loop, option: Interchange, accesses: list
             f"written{beside}); legal: every dependence keeps its source first"))
     band = None
     reuse = band_reuse(accesses, option.band, option.order)
+    jammed = jammed_loops(accesses, option.order)
     if tile and len(option.order) >= 2 and reuse:
-        choice = choose_tile(accesses, option.order, context.extents, context.element_bytes,
-                             context.l1_bytes, context.l2_bytes, context.threads)
-        band = TiledBand(option.order, choice, reuse)
+        band = tiled_band(context, accesses, option.order, reuse, jammed, (target,))
     sequential = tuple(f"{loop.var} stays sequential in this order: it carries a dependence "
                        f"the others do not" for loop in option.order
                        if loop not in option.parallel
@@ -469,7 +478,7 @@ def _order_plan(context: Context, top: Loop, option: Interchange, accesses: list
                 f"{', '.join(r.label() for r in option.privatizing)}")
     return NestPlan(top, "tiled" if band else "reordered", tuple(before), band, (),
                     ((target, why),), sequential,
-                    registers=register_tiles(accesses, option.order, {}) if band else (),
+                    registers=register_decisions(jammed, {}) if band else (),
                     lanes=vector_lanes(context, innermost_loops(top, option.band,
                                                                 option.order)))
 
@@ -490,10 +499,43 @@ def _unit(access: ArrayAccess, var: str) -> bool:
 REGISTER_FACTOR = 4
 
 
+def tiled_band(context: Context, accesses: list[ArrayAccess], order: tuple[Loop, ...],
+               reuse: Reuse, jammed: list[tuple[Loop, str]], held: tuple[Loop, ...],
+               names: tuple[tuple[str, str], ...] = (), lead: Loop | None = None
+               ) -> TiledBand:
+    """The band in ``order`` with the cache model's tile, and where it is register-tiled
+    (``jammed``), its vector loop and panel longer (``tiles.panel``; ``held``: the loops
+    whose tile loops run in parallel keep the tile)."""
+    choice = choose_tile(accesses, order, context.extents, context.element_bytes,
+                         context.l1_bytes, context.l2_bytes, context.threads)
+    shape = panel(accesses, order, context.extents, context.element_bytes,
+                  context.l1_bytes, context.l2_bytes, choice.tile,
+                  {loop: REGISTER_FACTOR for loop, _ in jammed}, (*held, *filter(None, [lead])))
+    return TiledBand(order, choice, reuse, names, lead, (),
+                     shape.tiles if shape else (), shape.reason if shape else "")
+
+
 def register_tiles(accesses: list[ArrayAccess], order: tuple[Loop, ...],
                    names: Mapping[str, str], kept: Mapping[Loop, str] | None = None
                    ) -> tuple[Decision, ...]:
-    """Register tiling of a tiled band in ``order``: unroll-and-jam of the (up to) two loops
+    """The ``unroll(..., jam=True)`` steps of ``jammed_loops`` (the loops named by
+    ``names`` where not by their label)."""
+    return register_decisions(jammed_loops(accesses, order, kept), names)
+
+
+def register_decisions(jammed: list[tuple[Loop, str]], names: Mapping[str, str]
+                       ) -> tuple[Decision, ...]:
+    """An ``unroll(loop, REGISTER_FACTOR, jam=True)`` step for each loop of ``jammed``."""
+    return tuple(Decision(make_step("unroll", names.get(label(loop), label(loop)),
+                                    REGISTER_FACTOR, keywords=[("jam", True)]),
+                          f"register tiling: {texts} reused from a register by "
+                          f"{REGISTER_FACTOR} iterations of {loop.var} (unroll-and-jam)")
+                 for loop, texts in jammed)
+
+
+def jammed_loops(accesses: list[ArrayAccess], order: tuple[Loop, ...],
+                 kept: Mapping[Loop, str] | None = None) -> list[tuple[Loop, str]]:
+    """Each loop to jam and what its copies share. Register tiling of a tiled band in ``order``: unroll-and-jam of the (up to) two loops
     nearest the innermost in which some access is invariant, so that the copies of the
     innermost loop's body share that value from a register (the slides' register tiling as
     steps). ``kept`` adds reuse the accesses do not show: an expanded scalar's element,
@@ -510,9 +552,9 @@ def register_tiles(accesses: list[ArrayAccess], order: tuple[Loop, ...],
     kept = kept or {}
     inner = order[-1]
     if not any(stride(a.subscripts, inner.var) == "unit" for a in accesses):
-        return ()
+        return []
     if any(a.statement.loops[-1] not in order for a in accesses):
-        return ()
+        return []
     chosen: list[tuple[bool, Loop, str]] = []
     for position, loop in reversed(list(enumerate(order[:-1]))):
         if any(_coupled(loop, other) for other in order[position + 1:]):
@@ -527,11 +569,7 @@ def register_tiles(accesses: list[ArrayAccess], order: tuple[Loop, ...],
         if len(chosen) == 2:
             break
     chosen.sort(key=lambda item: item[0])
-    return tuple(Decision(make_step("unroll", names.get(label(loop), label(loop)),
-                                    REGISTER_FACTOR, keywords=[("jam", True)]),
-                          f"register tiling: {texts} reused from a register by "
-                          f"{REGISTER_FACTOR} iterations of {loop.var} (unroll-and-jam)")
-                 for _, loop, texts in chosen)
+    return [(loop, texts) for _, loop, texts in chosen]
 
 
 def _coupled(outer: Loop, inner: Loop) -> bool:
@@ -653,14 +691,13 @@ def distributed_plans(context: Context, top: Loop) -> list[NestPlan]:
                 if target is outer else f"{target.var} carries no dependence (its tile loop "
                 f"first, outside {outer.var}'s, which carries "
                 f"{_first_carried(context.report(outer))})"),)
-        choice = choose_tile(accesses, order, context.extents, context.element_bytes,
-                             context.l1_bytes, context.l2_bytes, context.threads)
-        tiled = TiledBand(order, choice, band_reuse(accesses, loops, order), names,
-                          None if target is outer else target)
         summed = {loop: f"{', '.join(scalars)} (expanded)" for loop in chain} if scalars \
             else {}
+        jammed = jammed_loops(accesses, order, summed)
+        tiled = tiled_band(context, accesses, order, band_reuse(accesses, loops, order),
+                           jammed, (target,), names, None if target is outer else target)
         plans.append(NestPlan(top, "distributed", tuple(steps), tiled, sides, why, (), names,
-                              register_tiles(accesses, order, renamed, summed)))
+                              register_decisions(jammed, renamed)))
         if target is outer:  # untiled, an inner parallel loop would fork per iteration
             plans.append(NestPlan(top, "distributed", tuple(steps), None, sides, why, (),
                                   names))

@@ -30,7 +30,8 @@ from loclab.measure.search import TUNE_TIMING, Search, Trial, search
 from loclab.measure.space import Config, Space
 from loclab.measure.timing import Budget
 from loclab.optimize.ahead import CompiledAhead
-from loclab.optimize.build import Chosen, Source, built_function, choose, tier_plans, tiers
+from loclab.optimize.build import (Chosen, Source, built_function, choose, loop_tiles,
+                                  tier_plans, tiers)
 from loclab.optimize.measure import check, time_function, unverifiable_tiles
 from loclab.optimize.planner import NestPlan, TiledBand
 from loclab.optimize.tiles import TILE_SIZES
@@ -202,7 +203,7 @@ def tune_tiles(source: Source, plans: Sequence[NestPlan], original: Any,
     program = _build(source, plans, space(bands).default).program
 
     def restriction(config: Config) -> str | None:
-        return unverifiable_tiles(program, config, sizes)
+        return unverifiable_tiles(program, loop_tiles(plans, config), sizes)
 
     entry = cache.load(path).lookup(device, CACHE_CASE, variant, sizes)
     if entry and set(entry["params"]) == {band.key for band in bands} \

@@ -12,6 +12,7 @@ size (``loclab.optimize.search``): the model gives the start, not the answer.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -58,12 +59,13 @@ def _span(subscript: Poly | None, extents: Mapping[str, int]) -> int | None:
     return span
 
 
-def footprint(accesses: list[ArrayAccess], band: tuple[Loop, ...], tile: int,
-              extents: Mapping[str, int]) -> int:
+def footprint(accesses: list[ArrayAccess], band: tuple[Loop, ...],
+              tile: int | Mapping[Loop, int], extents: Mapping[str, int]) -> int:
     """Elements one tile of ``band`` touches: each distinct access's box of subscripts, with
-    the band's loops over ``tile`` iterations and the loops below over ``extents``; loops
-    above the band hold still. An access the model cannot bound counts one element a
-    band iteration."""
+    the band's loops over ``tile`` iterations (each its own, where a mapping) and the loops
+    below over ``extents``; loops above the band hold still. An access the model cannot
+    bound counts one element a band iteration."""
+    sizes = tile if isinstance(tile, Mapping) else {loop: tile for loop in band}
     total = 0
     seen: set[tuple[str, str]] = set()
     for a in accesses:
@@ -76,11 +78,11 @@ def footprint(accesses: list[ArrayAccess], band: tuple[Loop, ...], tile: int,
         # them (a permuted band's last loop may be its outermost as written)
         inside = [depth for depth, loop in enumerate(loops) if loop in band]
         below = loops[max(inside) + 1:] if inside else ()
-        ranges = {loop.var: tile for loop in band}
+        ranges = {loop.var: sizes[loop] for loop in band}
         ranges.update({loop.var: max(extents.get(loop.var, 1), 1) for loop in below})
         spans = [_span(sub, ranges) for sub in a.subscripts or ()] if a.subscripts else [None]
         if any(span is None for span in spans):
-            total += tile ** len(band)
+            total += math.prod(sizes[loop] for loop in band)
             continue
         elements = 1
         for span in spans:
@@ -111,3 +113,64 @@ def choose_tile(accesses: list[ArrayAccess], band: tuple[Loop, ...],
     tile = TILE_SIZES[0]
     return TileChoice(tile, "L2", l2_bytes,
                       footprint(accesses, band, tile, extents) * element_bytes)
+
+
+@dataclass(frozen=True)
+class Panel:
+    """The tiles the model fixes in a register-tiled band (the blocking of BLIS: the
+    micro-kernel's rows along the vector loop held in the L1, the panel they sweep held in
+    the L2), and why; the other loops keep the band's tuned tile."""
+
+    tiles: tuple[int, ...]  # by the band's loops, in its order; 0: the band's tuned tile
+    reason: str
+
+
+def panel(accesses: list[ArrayAccess], band: tuple[Loop, ...], extents: Mapping[str, int],
+          element_bytes: int, l1_bytes: int, l2_bytes: int, tile: int,
+          jammed: Mapping[Loop, int], held: tuple[Loop, ...] = ()) -> Panel | None:
+    """The tiles of a register-tiled band whose innermost loop runs in vector lanes
+    (``jammed``: the loops unroll-and-jammed, by their factors) past ``tile``, the
+    model's tile of the band. The cube of ``choose_tile`` sizes every loop alike, which
+    leaves the vector loop a few vectors long (16 doubles at a 32 KiB L1): each pass of
+    the micro-kernel then loads its register tile's operands for two vector iterations
+    (gemm at 1,000 x 1,100 x 1,200, 16 threads: 16.6 ms in cubes of 16, 15.7 in cubes of
+    32, 12.7-13.4 with the inner loops 128-256 long; NumPy 8.2 ms; 2026-11-30). So, as
+    BLIS sizes its blocks: the innermost loop as long as keeps the rows the register tile
+    sweeps along it within half the L1; each loop between, from the inside out, as long as
+    keeps the panel of the loops inside within half the L2 (reused by every iteration of
+    the loops outside it). The outermost loop and ``held`` (those whose tile loops run in
+    parallel: a longer tile leaves threads idle) keep the tuned tile, and the search tunes
+    only those. No tile is past its loop's extent (rounded up to a size of the list) nor
+    below ``tile``; None where no loop's tile is longer."""
+    if len(band) < 2 or not jammed:
+        return None
+    # one pass of the micro-kernel: the jammed loops at their factors, a held loop at the
+    # tuned tile, the others at one iteration until sized
+    sizes = {loop: tile if loop in held else jammed.get(loop, 1) for loop in band}
+
+    def longest(loop: Loop, capacity: int) -> int:
+        extent = max(extents.get(loop.var, 1), 1)
+        covering = next((t for t in TILE_SIZES if t >= extent), TILE_SIZES[-1])
+        fits = [t for t in TILE_SIZES if t <= covering and footprint(
+            accesses, band, {**sizes, loop: t}, extents) * element_bytes <= capacity // 2]
+        return max(fits[-1] if fits else tile, tile)
+
+    inner = band[-1]
+    longer: dict[Loop, int] = {}
+    if inner not in held:
+        sizes[inner] = longer[inner] = longest(inner, l1_bytes)
+    for loop in reversed(band[1:-1]):
+        if loop not in held:
+            sizes[loop] = longer[loop] = longest(loop, l2_bytes)
+    longer = {loop: size for loop, size in longer.items() if size > tile}
+    if not longer:
+        return None
+    parts = []
+    if inner in longer:
+        parts.append(f"{inner.var} {longer[inner]}: the rows the register tile sweeps "
+                     f"along it fit half the {format_bytes(l1_bytes)} L1")
+    middle = [loop for loop in band[1:-1] if loop in longer]
+    if middle:
+        parts.append(f"{', '.join(f'{loop.var} {longer[loop]}' for loop in middle)}: the "
+                     f"panel inside fits half the {format_bytes(l2_bytes)} L2")
+    return Panel(tuple(longer.get(loop, 0) for loop in band), "; ".join(parts))
