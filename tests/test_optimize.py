@@ -176,13 +176,14 @@ def test_an_order_that_sums_innermost_is_measured_beside_one_whose_innermost_is_
 
 
 def test_tiles_whose_verification_would_run_too_long_are_never_tried(tmp_path, monkeypatch):
-    """The kept tiles are verified against the original run as Python past the largest
-    tile: tiles of 256 on three loops would run 261^3 instances (a batched product tiled
-    by 512 on four loops ran for hours): the tile search rejects them, with the count."""
+    """The kept tiles are verified against the original past the tiles: a batched product
+    tiled by 512 on four loops ran for hours as Python. The tile search rejects tiles
+    whose verification would run past a bound, with the count (here, a bound of ten
+    million: tiles of 256 on three loops run 261^3 instances)."""
     from loclab.optimize import measure, search
     from loclab.optimize.explain import tuning_lines
-    from loclab.transform import verify
 
+    monkeypatch.setattr(measure, "MAX_VERIFIED_INSTANCES", 10_000_000)
     path = tmp_path / "updates.py"
     path.write_text(RANK1_UPDATES)
     found = planned(path, "updates", N=64, M=72, K=80)
@@ -192,7 +193,7 @@ def test_tiles_whose_verification_would_run_too_long_are_never_tried(tmp_path, m
     assert measure.unverifiable_tiles(program, dict.fromkeys(loops, 128), found.sizes) is None
     reason = measure.unverifiable_tiles(program, dict.fromkeys(loops, 256), found.sizes)
     assert "at K=261, N=261, M=261: 17,779,581 statement instances" in reason
-    monkeypatch.setattr(verify, "MAX_PYTHON_INSTANCES", 0)  # every tile too long to verify
+    monkeypatch.setattr(measure, "MAX_VERIFIED_INSTANCES", 0)  # every tile too long
     tuned = search.tune_tiles(found.code, plans, None, {}, found.sizes, "a CPU",
                               tmp_path / "t.json")
     assert tuned.search is not None and tuned.search.evaluated == 0
@@ -375,7 +376,7 @@ def test_a_register_tiled_bands_vector_loop_and_panel_are_sized_by_the_l1_and_l2
     accesses = array_accesses(Model(analysis.nest), analysis.nest.statements)
     band = i, k, j = tuple(analysis.nest.loops)
     large = {"i": 1000, "k": 1200, "j": 1100}
-    found = panel(accesses, band, large, 8, 32 * 1024, 1024 * 1024, 16, {i: 4, k: 4})
+    found = panel(accesses, band, large, 8, 32 * 1024, 1024 * 1024, 16, {i: 4, k: 4}, (i,))
     assert found.tiles == (0, 256, 128)
     assert "j 128: the rows the register tile sweeps along it fit half the 32 KiB L1" \
         in found.reason and "k 256: the panel inside fits half the 1 MiB L2" in found.reason

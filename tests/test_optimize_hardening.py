@@ -361,11 +361,13 @@ def test_why_numba_refuses_the_original_is_said_once():
     from loclab.measure.stats import summarize
     from loclab.optimize.explain import explain
     from loclab.optimize.measure import Timing
+    from loclab.transform.verify import Compared, Verification
 
     why = "TypingError: Numba cannot type this"
     result = SimpleNamespace(
         file="f.py", function="f", target="cpu", nests=[], parallel=True, candidates=[],
-        tuning=None, recipe="parallel(i)", verification="verified at N=7: A (7): equal",
+        tuning=None, recipe="parallel(i)",
+        verification=Verification({"N": 7}, (Compared("A", (7,), True, 0.0, 0.0, True),)),
         timing=Timing({"N": 64}, 2, summarize([1e-3] * 3), None, why),
         notes=[f"the original does not run under Numba as written ({why}): nothing measured "
                "to choose; verified against it as Python only"])

@@ -36,6 +36,10 @@ from loclab.errors import UsageError
 
 TARGETS = ("cpu", "gpu")
 VERIFY_MARGIN = 5  # verification sizes: the largest tile and a partial tile more
+# Past this many statement instances (about two seconds), the verification past the tiles
+# runs the original compiled with Numba, not as Python: 3mm's panels of 256 need 261 in
+# four of its five sizes, 9 million instances in its middle product alone
+PYTHON_VERIFICATION_INSTANCES = 1 << 21
 
 
 @dataclass(frozen=True)
@@ -255,7 +259,8 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
             measure.compile_original(planned.as_written) if original else None, optimized,
             result.program, arguments, sizes, used_threads, timing, original_error, inputs)
     return Optimized(code.function, filename, target,
-                     [_nest_result(c, tiles, tuned is not None) for c in chosen],
+                     [_nest_result(c, tiles, tuned is not None and tuned.unsearched is None)
+                      for c in chosen],
                      "; ".join(str(step) for c in chosen for step in c.steps), result.source,
                      verification, verdict, times, tuned, candidates, kept,
                      notes + list(result.notes), result)
@@ -330,7 +335,8 @@ def _proved(code: Any, plans: list[list[Any]], chosen: list[Any], tiles: Mapping
             optimized = ahead.function(result)
             verification = _verify(result, loop_tiles([c.plan for c in final], tiles),
                                    sizes, supplier, optimized,
-                                   ahead.checked_function(result))
+                                   ahead.checked_function(result),
+                                   original.original if original is not None else None)
             verdict = (measure.check(original, optimized, result.program, inputs, sizes)
                        if original is not None else Check(True, None, None))
         except UsageError:  # the original failing on its inputs, the sizes too large
@@ -361,18 +367,23 @@ def _bug(what: Any) -> Exception:
 
 def _verify(result: Any, tiles: Mapping[Any, int], timed: Mapping[str, int],
             supplier: Callable[..., Any] | None, compiled: Callable[..., Any],
-            checked: Callable[..., Any] | None) -> Any:
+            checked: Callable[..., Any] | None,
+            compiled_original: Callable[..., Any] | None) -> Any:
     """The transformed function (``compiled``; ``checked``: compiled with bounds checks
     already, where it was) against the original run as Python, at sizes past the tiles
     (``tiles``: each tiled loop's; a whole tile and a partial one; ``past_the_tiles``),
-    or the transformer's small defaults; on
-    ``supplier``'s inputs where given. Scalar arguments no loop uses as a size keep the
+    or the transformer's small defaults; on ``supplier``'s inputs where given. Past
+    ``PYTHON_VERIFICATION_INSTANCES`` the original runs as ``compiled_original`` (Numba,
+    bounds-checked) where it compiled. Scalar arguments no loop uses as a size keep the
     values they are timed at (a resize's ``H``: the row it reads)."""
     from loclab.optimize.measure import past_the_tiles
+    from loclab.transform.inputs import instances
     from loclab.transform.verify import verify
 
-    return verify(result, past_the_tiles(result.program, tiles, timed), inputs=supplier,
-                  most_instances=None, compiled=compiled, checked=checked)
+    sizes = past_the_tiles(result.program, tiles, timed)
+    slow = sizes and instances(result.program, sizes) > PYTHON_VERIFICATION_INSTANCES
+    return verify(result, sizes, inputs=supplier, most_instances=None, compiled=compiled,
+                  checked=checked, compiled_original=compiled_original if slow else None)
 
 
 def _nest_result(chosen: Any, tiles: Mapping[str, int], tuned: bool) -> NestResult:

@@ -80,7 +80,8 @@ def proof_lines(result: Any) -> list[str]:
     timing = result.timing
     if timing is None:
         return []
-    lines = wrap(f"verified against the original run as Python: {result.verification}")
+    verification = result.verification
+    lines = wrap(f"verified against the original {verification.original}: {verification}")
     if timing.original is not None:
         lines += wrap(f"checked at {sizes_text(timing.sizes)} against the original compiled "
                       f"with Numba: {'equal' if result.check.max_rel_err == 0 else 'agrees'}")

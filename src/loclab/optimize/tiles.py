@@ -144,9 +144,9 @@ def panel(accesses: list[ArrayAccess], band: tuple[Loop, ...], extents: Mapping[
     below ``tile``; None where no loop's tile is longer."""
     if len(band) < 2 or not jammed:
         return None
-    # one pass of the micro-kernel: the jammed loops at their factors, a held loop at the
-    # tuned tile, the others at one iteration until sized
-    sizes = {loop: tile if loop in held else jammed.get(loop, 1) for loop in band}
+    # one pass of the micro-kernel: the jammed loops at their factors, the others at one
+    # iteration; each loop, once sized from the inside out, at its tile
+    sizes = {loop: jammed.get(loop, 1) for loop in band}
 
     def longest(loop: Loop, capacity: int) -> int:
         extent = max(extents.get(loop.var, 1), 1)
@@ -157,11 +157,12 @@ def panel(accesses: list[ArrayAccess], band: tuple[Loop, ...], extents: Mapping[
 
     inner = band[-1]
     longer: dict[Loop, int] = {}
-    if inner not in held:
-        sizes[inner] = longer[inner] = longest(inner, l1_bytes)
-    for loop in reversed(band[1:-1]):
-        if loop not in held:
-            sizes[loop] = longer[loop] = longest(loop, l2_bytes)
+    for loop in reversed(band[1:]):
+        if loop in held:
+            sizes[loop] = tile
+        else:
+            sizes[loop] = longer[loop] = longest(loop, l1_bytes if loop is inner
+                                                 else l2_bytes)
     longer = {loop: size for loop, size in longer.items() if size > tile}
     if not longer:
         return None

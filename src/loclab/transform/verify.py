@@ -85,6 +85,7 @@ class Compared:
 class Verification:
     sizes: dict[str, int]
     compared: tuple[Compared, ...]
+    original: str = "run as Python"  # how the original ran
 
     @property
     def ok(self) -> bool:
@@ -96,7 +97,7 @@ class Verification:
         return f"{verdict} at {sizes_text(self.sizes)}: {compared}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"ok": self.ok, "sizes": dict(self.sizes),
+        return {"ok": self.ok, "sizes": dict(self.sizes), "original": self.original,
                 "compared": [{"name": c.name, "shape": list(c.shape), "exact": c.exact,
                               "error": c.error if math.isfinite(c.error) else None,
                               "tolerance": c.tolerance, "ok": c.ok}
@@ -145,14 +146,17 @@ def verify(result: "Transformed", sizes: Mapping[str, int], *,
            inputs: Supplier | None = None, progress: Callable[[str], None] | None = None,
            most_instances: int | None = MAX_PYTHON_INSTANCES,
            compiled: Callable[..., Any] | None = None,
-           checked: Callable[..., Any] | None = None) -> Verification:
+           checked: Callable[..., Any] | None = None,
+           compiled_original: Callable[..., Any] | None = None) -> Verification:
     """Run the original and the transformed function on the same inputs (loclab's, or what
     ``inputs`` returns at these sizes) and compare every output: the transformed function
     with bounds checks (``bounds_checked``: its loops in order), then, where it runs loops
     in parallel, as it runs. Sizes past ``most_instances`` statement instances are refused
     (None: any); ``progress`` hears what runs where it takes more than about a second;
     ``compiled`` and ``checked``: the transformed function compiled already, as it runs and
-    bounds-checked, where it was."""
+    bounds-checked, where it was; ``compiled_original``: the original compiled (by Numba,
+    with bounds checks), to run instead of as Python where the caller finds that too long
+    (the result says which ran)."""
     if result.language == "c":
         from loclab.transform.verify_c import verify_c
 
@@ -178,13 +182,18 @@ def verify(result: "Transformed", sizes: Mapping[str, int], *,
         checked = checked or made
     checked = checked or bounds_checked(compiled)
     runs = [checked, *([compiled] if runs_in_parallel(compiled) else [])]
-    reference = reference_run(compile_original(result), program, arguments, chosen, inputs)
+    reference = reference_run(compiled_original or compile_original(result), program,
+                              arguments, chosen, inputs)
     for transformed in runs:
         verification = compare_runs(reference, transformed, program, arguments, chosen,
                                     supplier=inputs)
         if not verification.ok:
             break
-    return verification
+    if compiled_original is None:
+        return verification
+    return replace(verification, original=(
+        f"compiled with Numba, with bounds checks (as Python it would run {work:,} "
+        "statement instances)"))
 
 
 # the functions verified lately, by text and original (kept alive while here): a result
