@@ -851,7 +851,10 @@ def strip_nests(draw: Draw) -> str:
     a sequential ``k``, or with ``i`` outside it) whose body is statements around a loop
     over ``i`` that reads and writes down columns (``A[i, j]``), a scalar set before it and
     used after it or not; sometimes ``j`` carries a dependence (``A[i, j - 1]``): loops to
-    run in strips with ``j`` sunk innermost, or to leave alone."""
+    run in strips with ``j`` sunk innermost, or to leave alone. Or lu's row update: under a
+    sequential ``k``, ``for j: for i:`` statements alone that read down columns."""
+    if draw(st.integers(0, 3)) == 0:
+        return draw(row_update_nests())
     outer = draw(st.sampled_from(["", "k", "k"]))
     low = draw(st.sampled_from(["0", "k + 1"])) if outer else "0"
     inner = draw(st.sampled_from(["range(N)", "range(k)"])) if outer else "range(N)"
@@ -877,4 +880,22 @@ def strip_nests(draw: Draw) -> str:
     lines += [f"{indent}    {statement}" for statement in body]
     if post:
         lines.append(f"{indent}{post}")
+    return "\n".join(lines) + "\n"
+
+
+@st.composite
+def row_update_nests(draw: Draw) -> str:
+    """lu's second loop and look-alikes: a sequential ``k`` (row ``k`` reads rows written
+    before it), a ``j`` over the row (from ``k`` or from 0), a sum over ``i`` into the row's
+    element that reads down a column (``A[i, j]``), sometimes from the element before it
+    (``j`` carries a dependence then), sometimes a second statement beside it."""
+    low = draw(st.sampled_from(["0", "k"]))
+    inner = draw(st.sampled_from(["range(k)", "range(N)", "range(k + 1, N)"]))
+    body = draw(st.lists(st.sampled_from([
+        "A[k, j] -= A[k, i] * A[i, j]", "B[k, j] += C[k, i] * A[i, j]",
+        "B[k, j] += A[i, j] * A[i, j - 1]", "A[k, j] += A[i, j - 1]",
+        "D[i, j] = A[i, j] + B[k, j]"]), min_size=1, max_size=2, unique=True))
+    lines = ["def f(A, B, C, D, s, N, M):", "    for k in range(N):",
+             f"        for j in range({low}, M):", f"            for i in {inner}:"]
+    lines += [f"                {statement}" for statement in body]
     return "\n".join(lines) + "\n"

@@ -80,7 +80,9 @@ def _in_strips(source: Source, context: Context, plan: NestPlan) -> NestPlan | N
     below, bottom = _below(context, plan, loop)
     chains = [chain_of(child) for child in bottom if isinstance(child, Loop)]
     gaining = [chain for chain in chains if _gains(context, loop, below, chain)]
-    if not gaining:
+    # no loop chain at the bottom: the loops below are the chain (lu's row update
+    # ``for j: for k: A[i, j] -= A[i, k] * A[k, j]`` under its sequential ``i``)
+    if not gaining and (chains or not below or not _gains(context, loop, [], below)):
         return None
     extent = context.extents.get(label(loop), 1)
     size = strip_size(extent, context.threads)
@@ -94,7 +96,7 @@ def _in_strips(source: Source, context: Context, plan: NestPlan) -> NestPlan | N
         steps.append(Decision(make_step("permute", *(label(v) for v in below), label(loop)),
                               f"{loop.var} inside the strip sunk below "
                               f"{', '.join(v.var for v in below)}: it carries no dependence"))
-    distributed = len(bottom) >= 2
+    distributed = len(bottom) >= 2 and bool(gaining)
     if distributed:
         steps.append(Decision(make_step("distribute", label(loop)),
                               f"{loop.var} distributed over its body, so that it can sink "
