@@ -349,6 +349,12 @@ def test_the_parallel_loop_has_a_tile_for_each_thread():
                       threads=threads).plans[0][0].band.choice for threads in (2, 64))
     assert few.tile > 16 and many.tile == 16 and "64 threads to get a tile each" in \
         many.reason()
+    # nor does the search try a longer one (1,024 rows in tiles of 32: 32 of 64 idle)
+    from loclab.optimize.search import space
+
+    assert (few.most, many.most) == (512, 16)
+    band = SimpleNamespace(key="i@1", choice=many)
+    assert space([band]).values == {"i@1": (8, 16)}
 
 
 PRODUCT_IKJ = """

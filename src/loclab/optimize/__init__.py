@@ -36,10 +36,11 @@ from loclab.errors import UsageError
 
 TARGETS = ("cpu", "gpu")
 VERIFY_MARGIN = 5  # verification sizes: the largest tile and a partial tile more
-# Past this many statement instances (about two seconds), the verification past the tiles
-# runs the original compiled with Numba, not as Python: 3mm's panels of 256 need 261 in
-# four of its five sizes, 9 million instances in its middle product alone
-PYTHON_VERIFICATION_INSTANCES = 1 << 21
+# Past this many statement instances (about half a second), the verification past the
+# tiles runs the original compiled with Numba, not as Python: 3mm's panels of 256 need 261
+# in four of its five sizes, 9 million instances in its middle product alone; a product's
+# panels alone 1-2 million, which as Python added seconds to each optimize call
+PYTHON_VERIFICATION_INSTANCES = 1 << 19
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,9 @@ class TileChoice:
     cache_bytes: int
     footprint_bytes: int
     threads: int = 0  # where the tile was made smaller so that each thread gets one
+    # the longest tile that leaves each thread a tile of the outermost loop: the search
+    # tries none longer (a tile of 512 rows of 1,200 keeps 13 of 16 threads idle)
+    most: int = TILE_SIZES[-1]
 
     def reason(self) -> str:
         shared = (f", small enough for {self.threads} threads to get a tile each"
@@ -109,10 +112,11 @@ def choose_tile(accesses: list[ArrayAccess], band: tuple[Loop, ...],
             tile = min(fitting[-1], shared[-1])
             return TileChoice(tile, cache, capacity,
                               footprint(accesses, band, tile, extents) * element_bytes,
-                              threads if tile < fitting[-1] else 0)
+                              threads if tile < fitting[-1] else 0, shared[-1])
     tile = TILE_SIZES[0]
     return TileChoice(tile, "L2", l2_bytes,
-                      footprint(accesses, band, tile, extents) * element_bytes)
+                      footprint(accesses, band, tile, extents) * element_bytes,
+                      most=shared[-1])
 
 
 @dataclass(frozen=True)
