@@ -57,14 +57,14 @@ def timing_sizes(program: Any, given: Mapping[str, int]) -> dict[str, int]:
 
 def past_the_tiles(program: Any, tiles: Mapping[Loop, int],
                    timed: Mapping[str, int]) -> dict[str, int]:
-    """The sizes the kept recipe is verified at against the original run as Python: each
-    size past the longest tile of the loops whose range it bounds (a whole tile and a
-    partial one), a size that bounds no tiled loop past the shortest tile; none given
-    without tiles (the transformer's small defaults). A panel's loops are tiled by 128 or
-    256 where the band's other loop is by 16: verifying at 261 in every size would run a
-    product's original as Python seven times as long as it needs. Scalar arguments no loop
-    uses as a size keep the values they are timed at (a resize's ``H``: the row it
-    reads)."""
+    """The sizes the kept recipe is verified at against the original (as Python, or
+    compiled where that would take long: ``optimize._verify``): each size past the longest
+    tile of the loops whose range it bounds (a whole tile and a partial one), a size that
+    bounds no tiled loop past the shortest tile; none given without tiles (the
+    transformer's small defaults). A panel's loops are tiled by 128 or 256 where the band's
+    other loop is by 16: verifying at 261 in every size would run a product's original
+    seven times as long as it needs. Scalar arguments no loop uses as a size keep the
+    values they are timed at (a resize's ``H``: the row it reads)."""
     from loclab.optimize import VERIFY_MARGIN
 
     parameters = program.nest.parameters

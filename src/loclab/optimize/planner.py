@@ -464,11 +464,12 @@ def _order_plan(context: Context, top: Loop, option: Interchange, accesses: list
             f"innermost {inner}: {', '.join(units) or 'no access'} unit-stride (locality "
             f"score {score} against {order_score(accesses, option.band, option.band)} as "
             f"written{beside}); legal: every dependence keeps its source first"))
-    band = None
+    band, registers = None, ()
     reuse = band_reuse(accesses, option.band, option.order)
-    jammed = jammed_loops(accesses, option.order)
     if tile and len(option.order) >= 2 and reuse:
+        jammed = jammed_loops(accesses, option.order)
         band = tiled_band(context, accesses, option.order, reuse, jammed, (target,))
+        registers = register_decisions(jammed, {})
     sequential = tuple(f"{loop.var} stays sequential in this order: it carries a dependence "
                        f"the others do not" for loop in option.order
                        if loop not in option.parallel
@@ -478,7 +479,7 @@ def _order_plan(context: Context, top: Loop, option: Interchange, accesses: list
                 f"{', '.join(r.label() for r in option.privatizing)}")
     return NestPlan(top, "tiled" if band else "reordered", tuple(before), band, (),
                     ((target, why),), sequential,
-                    registers=register_decisions(jammed, {}) if band else (),
+                    registers=registers,
                     lanes=vector_lanes(context, innermost_loops(top, option.band,
                                                                 option.order)))
 
@@ -510,7 +511,8 @@ def tiled_band(context: Context, accesses: list[ArrayAccess], order: tuple[Loop,
                          context.l1_bytes, context.l2_bytes, context.threads)
     shape = panel(accesses, order, context.extents, context.element_bytes,
                   context.l1_bytes, context.l2_bytes, choice.tile,
-                  {loop: REGISTER_FACTOR for loop, _ in jammed}, (*held, *filter(None, [lead])))
+                  {loop: REGISTER_FACTOR for loop, _ in jammed},
+                  held + ((lead,) if lead is not None else ()))
     return TiledBand(order, choice, reuse, names, lead, (),
                      shape.tiles if shape else (), shape.reason if shape else "")
 
@@ -535,13 +537,14 @@ def register_decisions(jammed: list[tuple[Loop, str]], names: Mapping[str, str]
 
 def jammed_loops(accesses: list[ArrayAccess], order: tuple[Loop, ...],
                  kept: Mapping[Loop, str] | None = None) -> list[tuple[Loop, str]]:
-    """Each loop to jam and what its copies share. Register tiling of a tiled band in ``order``: unroll-and-jam of the (up to) two loops
-    nearest the innermost in which some access is invariant, so that the copies of the
-    innermost loop's body share that value from a register (the slides' register tiling as
-    steps). ``kept`` adds reuse the accesses do not show: an expanded scalar's element,
-    invariant in the loops it was summed along. The loop the written element is invariant
-    in is jammed last, so that the copies updating one element are adjacent and LLVM keeps
-    it in a register between them. None where the innermost loop has no unit-stride access
+    """Each loop to jam and what its copies share, in the order to jam them. Register
+    tiling of a tiled band in ``order``: unroll-and-jam of the (up to) two loops nearest the
+    innermost in which some access is invariant, so that the copies of the innermost loop's
+    body share that value from a register (the slides' register tiling as steps). ``kept``
+    adds reuse the accesses do not show: an expanded scalar's element, invariant in the
+    loops it was summed along. The loop the written element is invariant in is jammed last,
+    so that the copies updating one element are adjacent and LLVM keeps it in a register
+    between them. Empty where the innermost loop has no unit-stride access
     (nothing runs in vector lanes for the copies to share), or where a loop lies below the
     band (the copies would be jammed into it: a private sum per copy, no vector loop for
     them to share, and a body the compiler takes minutes over: bmmm's 16 copies). A loop
