@@ -357,6 +357,30 @@ def test_the_parallel_loop_has_a_tile_for_each_thread():
     assert space([band]).values == {"i@1": (8, 16)}
 
 
+@pytest.mark.parametrize("extent, threads", [(800, 16), (1200, 16), (1000, 2), (37, 3),
+                                             (100_000, 16), (3000, 64)])
+def test_balanced_tiles_deal_the_parallel_loop_in_fewer_rows_per_thread(extent, threads):
+    """Each balanced tile gives the busiest thread fewer rows than every tile of the list at
+    least as long as it (what a power of two of the same rounds would), and the search tries
+    it beside them."""
+    from loclab.optimize.search import space
+    from loclab.optimize.tiles import TILE_SIZES, balanced_tiles
+
+    def busiest(tile: int) -> int:  # rows of the thread with the most tiles
+        return -(-(-(-extent // tile)) // threads) * tile
+
+    found = balanced_tiles(extent, threads)
+    for tile in found:
+        assert tile % TILE_SIZES[0] == 0 and tile not in TILE_SIZES
+        longer = [t for t in TILE_SIZES if t > tile]
+        assert not longer or busiest(tile) < busiest(longer[0])
+    if (extent, threads) == (800, 16):
+        assert found == (56,)  # 15 tiles of 56 (one round), against 25 of 32 (two)
+    choice = SimpleNamespace(tile=32, most=32, balanced=found)
+    values = space([SimpleNamespace(key="i@1", choice=choice)]).values["i@1"]
+    assert set(found) <= set(values) and list(values) == sorted(values)
+
+
 PRODUCT_IKJ = """
 def product(C, A, B, N, M, K):
     for i in range(N):

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from loclab.cli import main
+from loclab.cpu.vector_width import COMMAND, features_in_use, vector_bits
 from loclab.errors import UsageError
 from loclab.measure import timing
 from loclab.measure.timing import Budget
@@ -183,6 +184,12 @@ def test_optimize_json_serializes_a_run_compared_within_a_tolerance(tmp_path, ca
     returned = document["verification"]["compared"][-1]
     assert returned["name"] == "return value" and returned["tolerance"] > 0
     assert document["timing"]["restored"] is False
+    # the vectors it was timed with, said in the notes and the code where loclab widened them
+    bits = vector_bits(features_in_use())
+    assert document["timing"]["vector_bits"] == bits
+    assert document["source"].splitlines()[1].startswith(
+        "# compiled and timed with 512-bit vectors") == (bits == 512)
+    assert any(COMMAND in note for note in document["notes"]) == (bits == 512)
 
 
 def test_transform_json_serializes_a_verification_within_a_tolerance(tmp_path, capsys):

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from loclab.cpu.vector_width import widen
 from loclab.version import __version__
+
+widen()  # before any module of loclab's builds Numba's CPU target: see loclab.cpu.vector_width
 
 
 def run(*args: Any, **kwargs: Any) -> dict[str, Any]:

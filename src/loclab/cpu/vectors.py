@@ -9,7 +9,9 @@ read once when numba starts) and numba offers no per-function attribute. Vector 
 into the IR are not subject to it: the backend keeps a ``<16 x float>`` in one zmm register
 wherever the CPU has AVX-512 (and splits it into halves or quarters where it has not: slower,
 never wrong). So the block product below is emitted as vectors of ``lanes`` floats, with
-``lanes`` chosen by the caller from the detected ISA.
+``lanes`` chosen by the caller from the detected ISA. (loclab's own processes also turn the
+preference off, ``loclab.cpu.vector_width``; the explicit vectors keep these kernels at full
+width in any process.)
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+import textwrap
 import time
 import types
 from collections.abc import Callable, Mapping
@@ -206,6 +207,7 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
     sizes (``loclab.transform.inputs.INPUTS_CONTRACT``; default: loclab's random ones);
     ``assume_distinct``: no two arguments share memory (the code then skips the check that
     runs it as written when they do)."""
+    from loclab.cpu import vector_width
     from loclab.cpu.threads import configure_threads
     from loclab.optimize import measure
     from loclab.optimize.ahead import CompiledAhead
@@ -259,12 +261,26 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
         times = measure.compare_times(
             measure.compile_original(planned.as_written) if original else None, optimized,
             result.program, arguments, sizes, used_threads, timing, original_error, inputs)
+    wide = times.vector_bits == 512
     return Optimized(code.function, filename, target,
                      [_nest_result(c, tiles, tuned is not None and tuned.unsearched is None)
                       for c in chosen],
-                     "; ".join(str(step) for c in chosen for step in c.steps), result.source,
+                     "; ".join(str(step) for c in chosen for step in c.steps),
+                     _with_width_comment(result.source) if wide else result.source,
                      verification, verdict, times, tuned, candidates, kept,
-                     notes + list(result.notes), result)
+                     notes + list(result.notes)
+                     + ([f"{vector_width.NOTE}: `{vector_width.COMMAND}`"] if wide else []),
+                     result)
+
+
+def _with_width_comment(source: str) -> str:
+    """``source`` with comments below its first line (loclab's header) that say it was timed
+    with 512-bit vectors and how to run it so: the file alone must tell its reader."""
+    from loclab.cpu.vector_width import COMMAND, NOTE
+
+    first, _, rest = source.partition("\n")
+    prose = textwrap.wrap(f"{NOTE}:", 92, break_on_hyphens=False)
+    return "\n".join([first, *(f"# {line}" for line in prose), f"#     {COMMAND}", rest])
 
 
 def _searched(code: Any, planned: Planned, reference: Any, arguments: dict[str, Any],

@@ -96,16 +96,17 @@ def proof_lines(result: Any) -> list[str]:
         return lines + wrap(f"original (Numba, as written, CPU) "
                             f"{_ms(timing.original.median)}; GPU {gpu} (arrays on the "
                             f"device, CUDA events): {timing.speedup:.3g}x")
+    lanes = f", {timing.vector_bits}-bit vectors" if timing.vector_bits else ""
     if timing.original is None:  # why is the notes' to say, once
-        lines += wrap(f"optimized {_ms(timing.optimized.median)} ({timing.threads} threads); "
-                      "the original, which Numba refuses, is not timed")
+        lines += wrap(f"optimized {_ms(timing.optimized.median)} ({timing.threads} "
+                      f"threads{lanes}); the original, which Numba refuses, is not timed")
     elif not result.recipe:
         lines.append(f"original (Numba, as written) {_ms(timing.original.median)}; returned "
                      f"as written")
     else:
-        lines.append(f"original (Numba, as written) {_ms(timing.original.median)}; optimized "
-                     f"{_ms(timing.optimized.median)}: {timing.speedup:.3g}x "
-                     f"({timing.threads} threads)")
+        lines += wrap(f"original (Numba, as written) {_ms(timing.original.median)}; "
+                      f"optimized {_ms(timing.optimized.median)}: {timing.speedup:.3g}x "
+                      f"({timing.threads} threads{lanes})")
     return lines
 
 

@@ -329,8 +329,10 @@ def compare_times(original: Callable[..., Any] | None, optimized: Callable[..., 
             if original else None)
     if slow is not None and slow.restored and not fast.restored:
         fast = time_optimized(optimized, program, inputs, budget, restore=True)
+    from loclab.cpu.vector_width import features_in_use, vector_bits
+
     return Timing(dict(sizes), threads, fast.summary, slow.summary if slow else None,
-                  original_error, fast.restored)
+                  original_error, fast.restored, vector_bits(features_in_use()))
 
 
 @dataclass(frozen=True)
@@ -343,6 +345,7 @@ class Timing:
     original: Summary | None
     original_error: str | None  # why the original could not be compiled or run
     restored: bool = False  # each call timed on its written arrays restored (see above)
+    vector_bits: int | None = None  # LLVM's vector width for Numba's loops (cpu.vector_width)
 
     @property
     def speedup(self) -> float | None:
@@ -354,4 +357,4 @@ class Timing:
                 "original_s": self.original.median if self.original else None,
                 "original_iqr_s": self.original.iqr if self.original else None,
                 "original_error": self.original_error, "restored": self.restored,
-                "speedup": self.speedup}
+                "vector_bits": self.vector_bits, "speedup": self.speedup}

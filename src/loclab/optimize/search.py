@@ -182,9 +182,11 @@ def _verifiable(tiles: Space, restriction: Callable[[Config], str | None]) -> Co
 
 def space(bands: Sequence[TiledBand]) -> Space:
     """Every band's tile from the list of sizes, none longer than leaves each thread a tile
-    (``TileChoice.most``), the model's choice the default."""
-    return Space(values={band.key: tuple(size for size in TILE_SIZES
-                                         if size <= max(band.choice.most, band.choice.tile))
+    (``TileChoice.most``), and the tiles that deal its parallel loop evenly to the threads
+    (``TileChoice.balanced``), the model's choice the default."""
+    return Space(values={band.key: tuple(sorted({*band.choice.balanced, *(
+                             size for size in TILE_SIZES
+                             if size <= max(band.choice.most, band.choice.tile))}))
                          for band in bands},
                  default={band.key: band.choice.tile for band in bands})
 

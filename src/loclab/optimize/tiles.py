@@ -23,6 +23,7 @@ from loclab.model.cache import format_bytes
 
 TILE_SIZES = (8, 16, 32, 64, 128, 256, 512)
 SMALLEST_L1_TILE = 16  # below this the L1 is too small for the band: aim at the L2
+BALANCED_ROUNDS = 4  # deals of a parallel loop to the threads that ``balanced_tiles`` sizes
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,9 @@ class TileChoice:
     # the longest tile that leaves each thread a tile of the outermost loop: the search
     # tries none longer (a tile of 512 rows of 1,200 keeps 13 of 16 threads idle)
     most: int = TILE_SIZES[-1]
+    # tiles besides TILE_SIZES that deal the outermost loop evenly to the threads (see
+    # ``balanced_tiles``): the search tries them too
+    balanced: tuple[int, ...] = ()
 
     def reason(self) -> str:
         shared = (f", small enough for {self.threads} threads to get a tile each"
@@ -94,6 +98,28 @@ def footprint(accesses: list[ArrayAccess], band: tuple[Loop, ...],
     return total
 
 
+def balanced_tiles(extent: int, threads: int, rounds: int = BALANCED_ROUNDS) -> tuple[int, ...]:
+    """Tiles, multiples of the smallest of ``TILE_SIZES`` and not among them, that deal a
+    parallel loop of ``extent`` iterations to ``threads`` in 1 to ``rounds`` whole rounds:
+    the powers of two seldom do (800 rows in tiles of 32 are 25 tiles, two rounds of 16
+    threads with 7 idle in the second; tiles of 56 are 15, one round of 56 rows each). Each
+    gives the busiest thread fewer rows than the next longer tile of the list."""
+    if threads < 2:
+        return ()
+
+    def busiest(tile: int) -> int:  # the rows of the thread dealt the most tiles
+        return -(-(-(-extent // tile)) // threads) * tile
+
+    step = TILE_SIZES[0]
+    found = {-(-extent // (threads * r * step)) * step for r in range(1, rounds + 1)}
+    # kept where it beats the next longer of the list (rounded up to a multiple of 8, a
+    # tile may deal no better: 800 rows in 3 rounds of 16 threads are 24-row tiles, 72 rows
+    # for the busiest thread against 64 in tiles of 32)
+    return tuple(sorted(t for t in found if TILE_SIZES[0] < t <= TILE_SIZES[-1]
+                        and t not in TILE_SIZES
+                        and busiest(t) < busiest(min(s for s in TILE_SIZES if s > t))))
+
+
 def choose_tile(accesses: list[ArrayAccess], band: tuple[Loop, ...],
                 extents: Mapping[str, int], element_bytes: int, l1_bytes: int,
                 l2_bytes: int, threads: int = 1, l2_only: bool = False) -> TileChoice:
@@ -101,9 +127,10 @@ def choose_tile(accesses: list[ArrayAccess], band: tuple[Loop, ...],
     (only the L2 where ``l2_only``: a packed panel, whose copy a larger tile pays for over
     more iterations); no larger than leaves each of ``threads`` a tile of the band's
     outermost loop (the parallel one: 1024 rows in tiles of 128 would keep 8 of 16 cores
-    busy)."""
+    busy). The search also tries the tiles that deal that loop evenly (``balanced_tiles``)."""
     outermost = max(extents.get(band[0].var, 1), 1)
     shared = [t for t in TILE_SIZES if -(-outermost // t) >= threads] or [TILE_SIZES[0]]
+    balanced = balanced_tiles(outermost, threads)
     caches = (("L1", l1_bytes), ("L2", l2_bytes))
     for cache, capacity in caches[1:] if l2_only else caches:
         fitting = [t for t in TILE_SIZES
@@ -112,11 +139,11 @@ def choose_tile(accesses: list[ArrayAccess], band: tuple[Loop, ...],
             tile = min(fitting[-1], shared[-1])
             return TileChoice(tile, cache, capacity,
                               footprint(accesses, band, tile, extents) * element_bytes,
-                              threads if tile < fitting[-1] else 0, shared[-1])
+                              threads if tile < fitting[-1] else 0, shared[-1], balanced)
     tile = TILE_SIZES[0]
     return TileChoice(tile, "L2", l2_bytes,
                       footprint(accesses, band, tile, extents) * element_bytes,
-                      most=shared[-1])
+                      most=shared[-1], balanced=balanced)
 
 
 @dataclass(frozen=True)
