@@ -773,3 +773,15 @@ def test_a_loop_started_often_with_little_work_is_not_planned_parallel():
     swept = planned(KERNELS / "jacobi_2d.py", "jacobi_2d", TSTEPS=20, N=300)
     as_written = next(p for p in swept.plans[0] if p.level == "as written")
     assert [loop.var for loop, _ in as_written.parallel] == ["i", "i"]
+
+
+def test_the_auto_rows_take_the_arithmetic_leave_of_the_hand_written_variants():
+    """mmm's and matvec's hand-written CPU variants fuse multiply-adds (matvec's also reorder
+    the dot products): their auto-cpu rows are optimized with --fast-math, and say so;
+    transposition does no arithmetic and gets none."""
+    from loclab.bench.auto import auto_variants, golden_nest
+
+    assert golden_nest("mmm").fast_math and golden_nest("matvec").fast_math
+    assert not golden_nest("transpose").fast_math
+    assert "--fast-math" in auto_variants(golden_nest("mmm"))[0].description
+    assert "--fast-math" not in auto_variants(golden_nest("transpose"))[0].description

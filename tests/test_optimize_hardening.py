@@ -192,6 +192,41 @@ def test_optimize_json_serializes_a_run_compared_within_a_tolerance(tmp_path, ca
     assert any(COMMAND in note for note in document["notes"]) == (bits == 512)
 
 
+AXPY_ROWS = '''
+def axpy_rows(Y, A, x, N, M):
+    for i in range(N):
+        for j in range(M):
+            Y[i, j] += A[i, j] * x[j]
+'''
+
+
+def test_fast_math_ends_every_recipe_in_fastmath_and_says_so(tmp_path, capsys, quick_timing):
+    path = tmp_path / "axpy_rows.py"
+    path.write_text(AXPY_ROWS)
+    command = ["optimize", f"{path}::axpy_rows", "--param", "N=64", "--param", "M=512",
+               "--no-tune", "--json", "--tuning-cache", str(tmp_path / "tuning.json")]
+    assert main([*command, "--fast-math"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["fast_math"] and document["recipe"].endswith("; fastmath()")
+    assert 'fastmath={"contract", "reassoc"}' in document["source"]
+    assert document["verification"]["ok"]
+    assert main(command) == 0  # without it: no fastmath, and the explanation says which
+    document = json.loads(capsys.readouterr().out)
+    assert not document["fast_math"] and "fastmath" not in document["recipe"]
+    assert "contract" not in document["source"]
+    assert main([word for word in command if word != "--json"]) == 0
+    explained = capsys.readouterr().err
+    assert "arithmetic: each multiply and add rounded as written" in " ".join(
+        line.strip() for line in explained.splitlines())
+
+
+def test_fast_math_is_for_the_cpu(tmp_path, capsys):
+    path = tmp_path / "axpy_rows.py"
+    path.write_text(AXPY_ROWS)
+    assert main(["optimize", f"{path}::axpy_rows", "--target", "gpu", "--fast-math"]) == 2
+    assert "--fast-math: for --target cpu" in one_line(capsys)
+
+
 def test_transform_json_serializes_a_verification_within_a_tolerance(tmp_path, capsys):
     path = tmp_path / "total.py"
     path.write_text(TOTAL)
@@ -373,7 +408,7 @@ def test_why_numba_refuses_the_original_is_said_once():
     why = "TypingError: Numba cannot type this"
     result = SimpleNamespace(
         file="f.py", function="f", target="cpu", nests=[], parallel=True, candidates=[],
-        tuning=None, recipe="parallel(i)",
+        tuning=None, recipe="parallel(i)", fast_math=False,
         verification=Verification({"N": 7}, (Compared("A", (7,), True, 0.0, 0.0, True),)),
         timing=Timing({"N": 64}, 2, summarize([1e-3] * 3), None, why),
         notes=[f"the original does not run under Numba as written ({why}): nothing measured "

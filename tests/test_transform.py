@@ -239,6 +239,25 @@ def test_vectorize_lets_a_sum_run_in_lanes() -> None:
     assert "fastmath" not in transform(MATMUL, "privatize(tmp)", emit="numba").source
 
 
+def test_fastmath_lets_the_compiler_fuse_and_reorder_the_whole_function() -> None:
+    result = transform(MATMUL, "privatize(tmp); parallel(i); fastmath()", emit="numba")
+    assert '@njit(parallel=True, fastmath={"contract", "reassoc"})' in result.source
+    assert result.program.fast_math and "fuse multiplies and adds" in result.steps[-1].reason
+    verification = result.verify(M=5, N=6, U=37)
+    assert verification.ok and all(c.tolerance > 0 for c in verification.compared
+                                   if c.name == "C")  # within a reordered sum's bound
+    # the loops are the recipe's without it
+    plain = transform(MATMUL, "privatize(tmp); parallel(i)", emit="numba").source
+    assert [line for line in result.source.splitlines()[1:] if "@njit(" not in line] == \
+        [line for line in plain.splitlines()[1:] if "@njit(" not in line]
+
+
+@pytest.mark.parametrize("emit", ["python", "cuda"])
+def test_fastmath_is_numbas_only(emit: str) -> None:
+    with pytest.raises(UsageError, match=r"fastmath\(\): only Numba's emitter writes it"):
+        transform(MATMUL, "fastmath()", emit=emit)
+
+
 @pytest.mark.parametrize(("source", "recipe", "message"), [
     (MATMUL, "privatize(tmp); vectorize(j)", r"j@\d+ holds loops"),
     ("def f(A, B, N):\n    for i in range(1, N):\n        A[i] = A[i - 1] + B[i]\n",

@@ -210,6 +210,12 @@ def build_parser() -> argparse.ArgumentParser:
     optimize.add_argument("--json", action="store_true",
                           help="print the decisions, the code, the verification and the "
                                "timing as JSON")
+    optimize.add_argument("--fast-math", action="store_true",
+                          help="let the compiler fuse multiplies and adds (FMA) and reorder "
+                               "sums throughout the CPU code (Numba's fastmath contract and "
+                               "reassoc): results within the bound of a reordered sum "
+                               "(default: each multiply and add rounded as written, but for "
+                               "the sums a step vectorizes or splits among threads)")
     distinct_option(optimize)
     optimize.set_defaults(handler=_optimize)
 
@@ -565,7 +571,7 @@ def _optimize(args: argparse.Namespace) -> int:
     result = optimize_file(path, function, target=args.target,
                            params=dict(args.param), tune=args.tune, threads=args.threads,
                            tuning_cache=args.tuning_cache, inputs=inputs,
-                           assume_distinct=args.assume_distinct,
+                           assume_distinct=args.assume_distinct, fast_math=args.fast_math,
                            progress=lambda message: print(f"loclab optimize: {message}",
                                                           file=sys.stderr, flush=True))
     if args.output is not None:

@@ -47,7 +47,10 @@ def widen() -> None:
     features are then the ones ``vector_bits`` reads)."""
     if VARIABLE in os.environ or _numba_target_built():
         return
-    import llvmlite.binding as llvm
+    try:
+        import llvmlite.binding as llvm
+    except ImportError:  # no Numba here: nothing to compile
+        return
 
     features = widened_features(llvm.get_host_cpu_features().flatten())
     if features is not None:

@@ -84,6 +84,7 @@ class Optimized:
     kept: int | None  # which of them was kept (None: none was measured)
     notes: list[str] = field(default_factory=list)
     transformed: Any = field(default=None, repr=False)
+    fast_math: bool = False  # the user let the compiler fuse and reorder (--fast-math)
 
     @property
     def parallel(self) -> bool:
@@ -96,7 +97,7 @@ class Optimized:
     def to_json(self) -> dict[str, Any]:
         return {"function": self.function, "file": self.file, "target": self.target,
                 "parallel": self.parallel, "nests": [n.to_json() for n in self.nests],
-                "recipe": self.recipe, "source": self.source,
+                "recipe": self.recipe, "fast_math": self.fast_math, "source": self.source,
                 "verification": self.verification.to_json() if self.verification else None,
                 "check": {"valid": self.check.valid, "max_error": self.check.max_rel_err}
                 if self.check else None,
@@ -132,12 +133,14 @@ class Planned:
 
 def plan(source: str, function: str | None = None, *, filename: str = "<source>",
          params: Mapping[str, int] | None = None, element_bytes: int = 8,
-         threads: int | None = None, assume_distinct: bool = False) -> Planned:
+         threads: int | None = None, assume_distinct: bool = False,
+         fast_math: bool = False) -> Planned:
     """Analyse ``function`` and plan each of its top-level loop nests (``planner``) for the
     caches of this CPU and ``threads`` (default: Numba's), at ``params`` (the rest of the
     sizes chosen as ``timing_sizes`` says; each a whole number of at least 1). The plans
     are for distinct arrays: the code checks arguments that may share memory and runs as
-    written when they do, unless ``assume_distinct``."""
+    written when they do, unless ``assume_distinct``; with ``fast_math`` each recipe ends in
+    ``fastmath()``."""
     import numba
 
     from loclab.deps import analyze
@@ -156,7 +159,7 @@ def plan(source: str, function: str | None = None, *, filename: str = "<source>"
     from loclab.optimize.timetile import time_tiled_plans
 
     code = Source(source, function or _only_function(source, filename), filename,
-                  assume_distinct=assume_distinct)
+                  assume_distinct=assume_distinct, fast_math=fast_math)
     analysis = analyze(source, code.function, filename=filename, assume_distinct=True)
     if not top_loops(analysis):
         raise UsageError(f"{filename}::{code.function}: no loop to optimize")
@@ -195,7 +198,7 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
              element_bytes: int = 8, timing: Any = None,
              progress: Callable[[str], None] | None = None,
              inputs: Callable[..., Any] | None = None,
-             assume_distinct: bool = False) -> Optimized:
+             assume_distinct: bool = False, fast_math: bool = False) -> Optimized:
     """Optimize ``function`` of the Python source text ``source`` for ``target``.
 
     ``params`` fixes sizes the code is tuned and timed at (the rest grow until the original
@@ -206,12 +209,13 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
     default: ``loclab run``'s); ``inputs`` a function that returns the arguments at given
     sizes (``loclab.transform.inputs.INPUTS_CONTRACT``; default: loclab's random ones);
     ``assume_distinct``: no two arguments share memory (the code then skips the check that
-    runs it as written when they do)."""
+    runs it as written when they do); ``fast_math``: the compiler may fuse multiplies and
+    adds and reorder sums in the CPU code (``fastmath()`` ends every recipe)."""
     from loclab.cpu import vector_width
     from loclab.cpu.threads import configure_threads
     from loclab.optimize import measure
     from loclab.optimize.ahead import CompiledAhead
-    from loclab.optimize.build import choose
+    from loclab.optimize.build import FAST_MATH, choose
     from loclab.optimize.cuda import gpu_plan
     from loclab.optimize.gpu import optimize_gpu, refuse_one_thread
     from loclab.transform.inputs import argument_names
@@ -220,10 +224,13 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
     say = progress or (lambda message: None)
     if target not in TARGETS:
         raise UsageError(f"--target {target}: choose from {', '.join(TARGETS)}")
+    if fast_math and target != "cpu":
+        raise UsageError("--fast-math: for --target cpu (the CUDA compiler fuses multiplies "
+                         "and adds already)")
     used_threads = configure_threads(threads)
     planned = plan(source, function, filename=filename, params=params,
                    element_bytes=element_bytes, threads=used_threads,
-                   assume_distinct=assume_distinct)
+                   assume_distinct=assume_distinct, fast_math=fast_math)
     code, sizes = planned.code, planned.sizes
     measure.check_timed_work(planned.as_written.program, sizes)
     if target == "gpu":  # mapped first: what cannot run on a GPU is said before any run
@@ -265,12 +272,13 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
     return Optimized(code.function, filename, target,
                      [_nest_result(c, tiles, tuned is not None and tuned.unsearched is None)
                       for c in chosen],
-                     "; ".join(str(step) for c in chosen for step in c.steps),
+                     "; ".join([*(str(step) for c in chosen for step in c.steps),
+                                *([str(FAST_MATH)] if fast_math and result.steps else [])]),
                      _with_width_comment(result.source) if wide else result.source,
                      verification, verdict, times, tuned, candidates, kept,
                      notes + list(result.notes)
                      + ([f"{vector_width.NOTE}: `{vector_width.COMMAND}`"] if wide else []),
-                     result)
+                     result, fast_math)
 
 
 def _with_width_comment(source: str) -> str:

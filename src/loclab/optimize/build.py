@@ -37,14 +37,21 @@ class Source:
     # the user vouches that no two arguments share memory: the code does not check them
     # (otherwise it runs as written when they do, loclab.transform.versioning)
     assume_distinct: bool = False
+    # the user lets the compiler fuse multiplies and adds and reorder sums (--fast-math):
+    # every recipe for Numba ends in ``fastmath()``
+    fast_math: bool = False
 
     def transform(self, steps: Sequence[Step], emit: str = "numba") -> Any:
         """``loclab.transform`` of the function with ``steps`` (none: the function as
-        written, emitted as ``emit``); the same steps again are not proved again (a plan is
-        tried, then kept: seconds each where it unrolls), nor refused again."""
+        written, emitted as ``emit``, ``fastmath()`` not added); the same steps again are not
+        proved again (a plan is tried, then kept: seconds each where it unrolls), nor
+        refused again."""
+        if self.fast_math and steps and emit == "numba":
+            steps = [*steps, FAST_MATH]
         return _transformed(self, tuple(steps), emit)
 
 
+FAST_MATH = make_step("fastmath")
 TransformKey = tuple[Source, tuple[Step, ...], str]
 
 # the transforms made lately (a result, or the refusal it raised), the latest last: a step

@@ -110,6 +110,17 @@ def proof_lines(result: Any) -> list[str]:
     return lines
 
 
+def arithmetic_line(fast_math: bool) -> str:
+    """How the code rounds, against the original: the user's leave (``--fast-math``) or not."""
+    if fast_math:
+        return ("arithmetic: fastmath() (--fast-math): the compiler may fuse multiplies and "
+                "adds (FMA) and reorder sums throughout; verified within the bound of a "
+                "reordered sum")
+    return ("arithmetic: each multiply and add rounded as written, sums reordered only where "
+            "a step above says so (--fast-math lets the compiler fuse multiply-adds and "
+            "reorder sums throughout)")
+
+
 def explain(result: Any) -> str:
     """The whole account, one line per fact, wrapped for a terminal."""
     timing = result.timing
@@ -120,6 +131,8 @@ def explain(result: Any) -> str:
         lines += nest_lines(nest)
     if not result.parallel:
         lines.append("nothing runs in parallel: the function is returned as written")
+    if result.target == "cpu":
+        lines += wrap(arithmetic_line(result.fast_math))
     lines += candidate_lines(result) + tuning_lines(result) + proof_lines(result)
     lines += [f"note: {note}" for note in result.notes]
     return "\n".join(lines)

@@ -30,8 +30,9 @@ from loclab.errors import UsageError
 from loclab.transform.recipe import Step, make_step
 
 EMITTERS = {"python": ("python", "numba", "cuda"), "c": ("c",)}
-AFTER_COPIES = {"parallel", "stage", "copy", "privatize", "vectorize", "grid",
+AFTER_COPIES = {"parallel", "stage", "copy", "privatize", "vectorize", "fastmath", "grid",
                 "block"}  # steps that move no loop
+NUMBA_ONLY_STEPS = {"fastmath"}  # steps only the Numba emitter writes (C, CUDA: flags)
 GPU_STEPS = {"grid", "block"}  # steps that map loops onto a CUDA kernel's blocks and threads
 HOST_ONLY_STEPS = {"fuse", "skew"}  # steps whose loops the CUDA emitter does not take
 
@@ -238,6 +239,11 @@ def _run(origin: Origin, recipe: str | Sequence[Step], emit: str | None, languag
     gpu = next((step for step in steps if step.name in GPU_STEPS), None)
     if gpu is not None and emit != "cuda":
         raise UsageError(f"{gpu}: grid and block map loops onto a GPU: emit cuda")
+    numba_only = next((step for step in steps if step.name in NUMBA_ONLY_STEPS), None)
+    if numba_only is not None and emit != "numba":
+        raise UsageError(f"{numba_only}: only Numba's emitter writes it (--emit numba); a C "
+                         "or CUDA compiler takes it from the command line "
+                         "(-ffp-contract=fast -fassociative-math; NVCC fuses by default)")
     shaped = next((step for step in steps if step.name in HOST_ONLY_STEPS), None)
     if shaped is not None and emit == "cuda":  # its kernels' guards were never run on a GPU
         raise UsageError(f"{shaped}: the CUDA emitter takes no fused or skewed loops yet: "

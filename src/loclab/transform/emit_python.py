@@ -96,7 +96,9 @@ class _Emitter:
             options = []
             if any(node.parallel for node in self.program.loops()):
                 options.append("parallel=True")
-            if any(node.vectorized and node.reductions for node in self.program.loops()):
+            if self.program.fast_math:  # fastmath(): FMAs and reordered sums throughout
+                options.append('fastmath={"contract", "reassoc"}')
+            elif any(node.vectorized and node.reductions for node in self.program.loops()):
                 options.append('fastmath={"reassoc"}')  # vectorize: sums may run in lanes
             decorator = [f"@njit({', '.join(options)})" if options else "@njit"]
         helper = overlap_helper(self.out.numba) if self.out.overlaps else []

@@ -211,6 +211,8 @@ class Program:
     buffers: list[Buffer] = field(default_factory=list)
     names: set[str] = field(default_factory=set)  # identifiers in use in the function
     notes: list[str] = field(default_factory=list)  # what was kept as written, and why
+    # the compiler may fuse multiplies and adds and reorder sums throughout (``fastmath()``)
+    fast_math: bool = False
 
     def units(self) -> list[Unit]:
         return list(units_of(self.body))
@@ -292,7 +294,7 @@ class Program:
             node.skew = tuple((mapping[id(other)], factor) for other, factor in node.skew)
         buffers = [replace(b, loop=mapping[id(b.loop)]) for b in self.buffers]
         return Program(self.nest, self.model, body, self.syntax, dict(self.private), buffers,
-                       set(self.names), list(self.notes))
+                       set(self.names), list(self.notes), self.fast_math)
 
     # -- where things are -------------------------------------------------------------------
     def path(self, target: Node) -> list[LoopNode]:

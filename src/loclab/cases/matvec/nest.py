@@ -17,3 +17,6 @@ def arguments(inputs, out):
 
 # The golden nest the harness's auto rows optimize (loclab.bench.auto).
 NEST = matvec
+# The auto rows may round as the hand-written variants do (they fuse multiply-adds and
+# reorder the dot products): ``loclab optimize --fast-math``.
+FAST_MATH = True

@@ -21,3 +21,6 @@ def arguments(inputs, out):
 
 # The golden nest the harness's auto rows optimize (loclab.bench.auto).
 NEST = mmm
+# The auto rows may round as the hand-written variants do (they fuse multiply-adds):
+# ``loclab optimize --fast-math``.
+FAST_MATH = True
