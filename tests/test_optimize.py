@@ -785,3 +785,41 @@ def test_the_auto_rows_take_the_arithmetic_leave_of_the_hand_written_variants():
     assert not golden_nest("transpose").fast_math
     assert "--fast-math" in auto_variants(golden_nest("mmm"))[0].description
     assert "--fast-math" not in auto_variants(golden_nest("transpose"))[0].description
+
+
+def _candidate(median: float | None, tiled: bool):
+    """A measured recipe as ``fastest_recipe`` returns it: valid where it has a median."""
+    plan = SimpleNamespace(band=object() if tiled else None)
+    attempt = SimpleNamespace(valid=median is not None,
+                              summary=SimpleNamespace(median=median) if median else None)
+    return SimpleNamespace(chosen=[SimpleNamespace(plan=plan)], attempt=attempt,
+                           recipe="tiled" if tiled else "strips")
+
+
+def test_a_tiled_recipe_close_behind_one_without_tiles_is_tuned_before_it_loses():
+    """The model's tiles are where the search starts: a tiled recipe within the margin of
+    the fastest untiled one is its rival; a tiled fastest, one past the margin, or one that
+    failed are not."""
+    from loclab.optimize.search import TIE_MARGIN, tunable_rival
+
+    close = 1.0 + TIE_MARGIN / 2
+    far = 1.0 + 2 * TIE_MARGIN
+    assert tunable_rival([_candidate(close, True), _candidate(1.0, False)], 1) == 0
+    assert tunable_rival([_candidate(far, True), _candidate(1.0, False)], 1) is None
+    assert tunable_rival([_candidate(None, True), _candidate(1.0, False)], 1) is None
+    assert tunable_rival([_candidate(1.0, True), _candidate(close, False)], 0) is None
+    # the most ambitious of two close ones
+    assert tunable_rival([_candidate(close, True), _candidate(1.0, True),
+                          _candidate(0.99, False)], 2) == 0
+
+
+def test_a_rivals_tuned_median_is_the_searchs_best_and_none_where_unsearched():
+    from loclab.optimize.search import Tuned, tuned_median
+
+    best = SimpleNamespace(median_s=0.5)
+    assert tuned_median(Tuned({"i@1": 32}, SimpleNamespace(best=best), None),
+                        None, [], None, {}, {}) == 0.5
+    assert tuned_median(Tuned({"i@1": 32}, SimpleNamespace(best=None), None),
+                        None, [], None, {}, {}) is None
+    assert tuned_median(Tuned({"i@1": 32}, None, None, "no time left"),
+                        None, [], None, {}, {}) is None

@@ -252,9 +252,10 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
     program = planned.as_written.program
     with CompiledAhead([arguments[name] for name in argument_names(program)]) as ahead:
         if tune and original is not None:
-            chosen, candidates, kept, tuned = _searched(code, planned, reference, arguments,
-                                                        used_threads, tuning_cache, say,
-                                                        ahead, started)
+            chosen, candidates, kept, tuned, rivalry = _searched(
+                code, planned, reference, arguments, used_threads, tuning_cache, say, ahead,
+                started)
+            notes += [rivalry] if rivalry else []
         else:
             (chosen, _), candidates, kept, tuned = choose(code, planned.plans), [], None, None
         bands = [c.plan for c in chosen if c.plan.band is not None]
@@ -293,32 +294,50 @@ def _with_width_comment(source: str) -> str:
 
 def _searched(code: Any, planned: Planned, reference: Any, arguments: dict[str, Any],
               threads: int, tuning_cache: Path | None, say: Callable[[str], None],
-              ahead: Any, started: float) -> tuple[list[Any], list[Any], int, Any]:
+              ahead: Any, started: float
+              ) -> tuple[list[Any], list[Any], int, Any, str | None]:
     """The recipe measured fastest and its tiles tuned by measurement, every candidate
     compiled ahead (``ahead``, a ``CompiledAhead``), the tiles searched within what is left
     of ``SEARCH_SECONDS`` since ``started``: (its plans chosen, the candidates, which was
-    kept, the tiles' search or None where it has no band). The candidates are built as the
-    result will be, checking whether arguments share memory (a compile about a tenth
-    longer): the one kept is proved and timed as the search compiled it."""
+    kept, the tiles' search or None where it has no band, a note where a recipe with tiles
+    to tune was measured again against a faster one without: ``search.tunable_rival``).
+    The candidates are built as the result will be, checking whether arguments share memory
+    (a compile about a tenth longer): the one kept is proved and timed as the search
+    compiled it."""
     from loclab.hw import detect_machine
     from loclab.measure.cache import device_name
-    from loclab.optimize.search import SEARCH_SECONDS, fastest_recipe, tune_tiles
+    from loclab.optimize.explain import milliseconds
+    from loclab.optimize.search import (SEARCH_SECONDS, TIE_MARGIN, fastest_recipe,
+                                        tunable_rival, tune_tiles, tuned_median)
 
     sizes = planned.sizes
     say("measuring the acceptable recipes")
     kept, candidates = fastest_recipe(code, planned.plans, reference, arguments, sizes,
                                       ahead)
-    chosen = candidates[kept].chosen
-    plans = [c.plan for c in chosen]
+    rival = tunable_rival(candidates, kept)
+    tried = candidates[kept if rival is None else rival]
+    plans = [c.plan for c in tried.chosen]
     if not any(plan.band is not None for plan in plans):
-        return chosen, candidates, kept, None
+        return tried.chosen, candidates, kept, None, None
     say("tuning the tiles by measurement")
     # a batch of tiles takes about as long as the slowest recipe took to build and compile
     seconds = SEARCH_SECONDS - (time.perf_counter() - started) - ahead.slowest_s
     tuned = tune_tiles(code, plans, reference, arguments, sizes,
                        device_name("cpu", detect_machine(with_gpu=False), threads),
                        tuning_cache, ahead=ahead, seconds=seconds)
-    return chosen, candidates, kept, tuned
+    if rival is None:
+        return tried.chosen, candidates, kept, tuned, None
+    fastest = candidates[kept].attempt.summary.median
+    median = tuned_median(tuned, code, plans, reference, arguments, sizes, ahead)
+    measured = (f"{tried.recipe}, within {TIE_MARGIN:.0%} of the fastest recipe at the "
+                f"cache model's tiles ({milliseconds(tried.attempt.summary.median)} against "
+                f"{milliseconds(fastest)}), had its tiles tuned: ")
+    if median is not None and median < fastest:
+        return tried.chosen, candidates, rival, tuned, \
+            measured + f"{milliseconds(median)}, faster: kept"
+    tuned_text = milliseconds(median) if median is not None else "no tile searched or valid"
+    return candidates[kept].chosen, candidates, kept, None, \
+        measured + f"{tuned_text}, not faster: {candidates[kept].recipe or 'as written'} kept"
 
 
 def _only_function(source: str, filename: str) -> str:

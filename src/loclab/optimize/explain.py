@@ -9,7 +9,8 @@ from loclab.model.text import wrap
 from loclab.transform.inputs import sizes_text
 
 
-def _ms(seconds: float | None) -> str:
+def milliseconds(seconds: float | None) -> str:
+    """A time as the explanation shows it."""
     return "-" if seconds is None else f"{seconds * 1e3:.3g} ms"
 
 
@@ -40,7 +41,7 @@ def candidate_lines(result: Any) -> list[str]:
         name = candidate.recipe or "as written"
         kept = " (kept)" if index == result.kept else ""
         attempt = candidate.attempt
-        timing = _ms(attempt.summary.median) if attempt.valid else \
+        timing = milliseconds(attempt.summary.median) if attempt.valid else \
             f"failed: {attempt.error or attempt.check.problem}"
         parts.append(f"{name}: {timing}{kept}")
     return wrap("recipes measured (median, the cache model's tiles): " + "; ".join(parts))
@@ -51,7 +52,7 @@ def tuning_lines(result: Any) -> list[str]:
     if tuned is None:
         return []
     if result.target == "gpu":
-        parts = [f"{t.text()}: " + (_ms(t.median_s) if t.problem is None else
+        parts = [f"{t.text()}: " + (milliseconds(t.median_s) if t.problem is None else
                                     f"failed ({t.problem})") + (
             " (kept)" if index == tuned.kept else "")
             for index, t in enumerate(tuned.trials)]
@@ -62,7 +63,7 @@ def tuning_lines(result: Any) -> list[str]:
     if tuned.search is None:
         return [f"tiles from the tuning cache ({tuned.cached}): {tiles}"]
     shown = sorted((t for t in tuned.search.trials if t.valid), key=lambda t: t.median_s)
-    parts = [", ".join(f"{k}={v}" for k, v in t.config.items()) + f" {_ms(t.median_s)}"
+    parts = [", ".join(f"{k}={v}" for k, v in t.config.items()) + f" {milliseconds(t.median_s)}"
              for t in shown]
     failed = [t for t in tuned.search.trials if not t.valid and t.status != "rejected"]
     rejected = [t for t in tuned.search.trials if t.status == "rejected"]
@@ -89,23 +90,23 @@ def proof_lines(result: Any) -> list[str]:
         lines += wrap("timed with the arrays the function writes restored before each call, "
                       "the copy included: run again on its own output, it fails")
     if result.target == "gpu":
-        gpu = _ms(timing.optimized.median)
+        gpu = milliseconds(timing.optimized.median)
         if timing.original is None:  # why is the notes' to say, once
             return lines + wrap(f"GPU {gpu} (arrays on the device, CUDA events); the "
                                 "original, which Numba refuses, is not timed")
         return lines + wrap(f"original (Numba, as written, CPU) "
-                            f"{_ms(timing.original.median)}; GPU {gpu} (arrays on the "
+                            f"{milliseconds(timing.original.median)}; GPU {gpu} (arrays on the "
                             f"device, CUDA events): {timing.speedup:.3g}x")
     lanes = f", {timing.vector_bits}-bit vectors" if timing.vector_bits else ""
     if timing.original is None:  # why is the notes' to say, once
-        lines += wrap(f"optimized {_ms(timing.optimized.median)} ({timing.threads} "
+        lines += wrap(f"optimized {milliseconds(timing.optimized.median)} ({timing.threads} "
                       f"threads{lanes}); the original, which Numba refuses, is not timed")
     elif not result.recipe:
-        lines.append(f"original (Numba, as written) {_ms(timing.original.median)}; returned "
+        lines.append(f"original (Numba, as written) {milliseconds(timing.original.median)}; returned "
                      f"as written")
     else:
-        lines += wrap(f"original (Numba, as written) {_ms(timing.original.median)}; "
-                      f"optimized {_ms(timing.optimized.median)}: {timing.speedup:.3g}x "
+        lines += wrap(f"original (Numba, as written) {milliseconds(timing.original.median)}; "
+                      f"optimized {milliseconds(timing.optimized.median)}: {timing.speedup:.3g}x "
                       f"({timing.threads} threads{lanes})")
     return lines
 

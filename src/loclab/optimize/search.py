@@ -48,6 +48,12 @@ SEARCH_SECONDS = 40.0
 # timed no more: timing noise is far below it (cholesky's sums in parallel: 30 times the
 # sequential one's, a second a call on 2 cores)
 GIVE_UP_FACTOR = 4.0
+# A recipe with tiles to tune, measured at the cache model's tiles within this fraction of a
+# faster one that has none, gets its tiles tuned and is measured again against it: the
+# model's tiles are where the search starts (trmm, half of LARGE on 2 cores: its tiled
+# product 5.2 ms at the model's tiles against its rows in strips' 4.9 ms; at LARGE on the
+# 16-core host the strips, kept, ran 23.6 ms where the tiled product, tuned, had run 15-17)
+TIE_MARGIN = 0.10
 
 
 @dataclass(frozen=True)
@@ -149,6 +155,35 @@ def fastest_recipe(source: Source, plans: Sequence[Sequence[NestPlan]],
     if not valid:
         return len(candidates) - 1, candidates
     return min(valid, key=lambda k: candidates[k].attempt.summary.median), candidates
+
+
+def tunable_rival(candidates: Sequence[Candidate], kept: int) -> int | None:
+    """Where the fastest recipe (``kept``) has no tile to tune: the most ambitious valid one
+    that has, measured at the cache model's tiles within ``TIE_MARGIN`` of it, whose tiles are
+    then tuned and it measured again (``tuned_median``); None where there is none."""
+    def tunable(candidate: Candidate) -> bool:
+        return any(chosen.plan.band is not None for chosen in candidate.chosen)
+
+    if tunable(candidates[kept]) or not candidates[kept].attempt.valid:
+        return None
+    bound = candidates[kept].attempt.summary.median * (1 + TIE_MARGIN)
+    return next((k for k, c in enumerate(candidates) if c.attempt.valid and tunable(c)
+                 and c.attempt.summary.median <= bound), None)
+
+
+def tuned_median(tuned: Tuned, source: Source, plans: Sequence[NestPlan], original: Any,
+                 inputs: Mapping[str, Any], sizes: Mapping[str, int],
+                 ahead: CompiledAhead | None = None) -> float | None:
+    """The median of ``plans`` at their tuned tiles: the search's best, or measured here where
+    the tuning cache answered; None where no search had the time (the model's tiles, measured
+    already) or none was valid."""
+    if tuned.search is not None:
+        return tuned.search.best.median_s if tuned.search.best else None
+    if tuned.unsearched is not None:
+        return None
+    attempt = measured(lambda: _build(source, plans, tuned.tiles), original, inputs, sizes,
+                       dict(tuned.tiles), ahead=ahead)
+    return attempt.summary.median if attempt.valid else None
 
 
 def cache_variant(source: Source, plans: Sequence[NestPlan]) -> str:
