@@ -220,6 +220,25 @@ def test_fast_math_ends_every_recipe_in_fastmath_and_says_so(tmp_path, capsys, q
         line.strip() for line in explained.splitlines())
 
 
+RECURRENCE = '''
+def recurrence(A, N):
+    for i in range(1, N):
+        A[i] = A[i - 1] * 0.5 + A[i]
+'''
+
+
+def test_fast_math_on_a_function_returned_as_written_says_it_rounds_as_written(
+        tmp_path, capsys, quick_timing):
+    path = tmp_path / "recurrence.py"
+    path.write_text(RECURRENCE)
+    assert main(["optimize", f"{path}::recurrence", "--param", "N=1000", "--no-tune",
+                 "--json", "--fast-math", "--tuning-cache", str(tmp_path / "t.json")]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert not document["fast_math"] and "fastmath" not in document["source"]
+    assert "--fast-math: the function is returned as written, so it rounds as written" in \
+        document["notes"]
+
+
 def test_fast_math_is_for_the_cpu(tmp_path, capsys):
     path = tmp_path / "axpy_rows.py"
     path.write_text(AXPY_ROWS)

@@ -270,16 +270,21 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
             measure.compile_original(planned.as_written) if original else None, optimized,
             result.program, arguments, sizes, used_threads, timing, original_error, inputs)
     wide = times.vector_bits == 512
+    # a function returned as written has no recipe to end in fastmath(): it rounds as written
+    fused = result.program.fast_math
+    if fast_math and not fused:
+        notes.append("--fast-math: the function is returned as written, so it rounds as "
+                     "written")
     return Optimized(code.function, filename, target,
                      [_nest_result(c, tiles, tuned is not None and tuned.unsearched is None)
                       for c in chosen],
                      "; ".join([*(str(step) for c in chosen for step in c.steps),
-                                *([str(FAST_MATH)] if fast_math and result.steps else [])]),
+                                *([str(FAST_MATH)] if fused else [])]),
                      _with_width_comment(result.source) if wide else result.source,
                      verification, verdict, times, tuned, candidates, kept,
                      notes + list(result.notes)
                      + ([f"{vector_width.NOTE}: `{vector_width.COMMAND}`"] if wide else []),
-                     result, fast_math)
+                     result, fused)
 
 
 def _with_width_comment(source: str) -> str:
