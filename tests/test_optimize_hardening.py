@@ -216,7 +216,7 @@ def test_fast_math_ends_every_recipe_in_fastmath_and_says_so(tmp_path, capsys, q
     assert "contract" not in document["source"]
     assert main([word for word in command if word != "--json"]) == 0
     explained = capsys.readouterr().err
-    assert "arithmetic: each multiply and add rounded as written" in " ".join(
+    assert "arithmetic: no fused multiply-adds" in " ".join(
         line.strip() for line in explained.splitlines())
 
 

@@ -252,6 +252,21 @@ def test_fastmath_lets_the_compiler_fuse_and_reorder_the_whole_function() -> Non
         [line for line in plain.splitlines()[1:] if "@njit(" not in line]
 
 
+def test_fastmaths_tolerance_is_the_longest_chain_of_updates_as_written() -> None:
+    """Not the tiled code's depth: a product's element takes K updates of four accesses
+    however it is tiled; a scalar's, every loop around it."""
+    from loclab.transform.verify import update_chain
+
+    product = ("def f(C, A, B, N, M, K):\n    for i in range(N):\n        for j in range(M):"
+               "\n            for k in range(K):\n                C[i, j] += A[i, k] * B[k, j]"
+               "\n")
+    tiled = transform(product, "tile(i=4, j=4, k=4); fastmath()", emit="numba")
+    assert update_chain(tiled.program.nest, {"N": 7, "M": 9, "K": 11}) == 4 * 11
+    total = "def f(A, N):\n    s = 0.0\n    for i in range(N):\n        s += A[i]\n    return s\n"
+    assert update_chain(transform(total, "fastmath()", emit="numba").program.nest,
+                        {"N": 50}) == 3 * 50 + 1  # s, s, A[i] per update; s = 0.0 once
+
+
 @pytest.mark.parametrize("emit", ["python", "cuda"])
 def test_fastmath_is_numbas_only(emit: str) -> None:
     with pytest.raises(UsageError, match=r"fastmath\(\): only Numba's emitter writes it"):

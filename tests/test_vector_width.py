@@ -69,6 +69,15 @@ def test_a_users_own_setting_is_kept():
     assert setting == "+sse2,+avx" and used == "+sse2,+avx"
 
 
+@pytest.mark.parametrize("name, value", [("NUMBA_CPU_NAME", "generic"),
+                                         ("NUMBA_ENABLE_AVX", "0")])
+def test_a_users_choice_of_cpu_is_kept(name, value):
+    """A portable cache's generic CPU, or AVX turned off: loclab adds no feature."""
+    environment = {k: v for k, v in os.environ.items() if k != VARIABLE}
+    setting, _ = _imported_setting({**environment, name: value})
+    assert setting is None
+
+
 def test_the_command_a_note_gives_sets_the_variable_the_same_way():
     import llvmlite.binding as llvm
 

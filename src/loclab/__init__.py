@@ -6,7 +6,8 @@ The API mirrors the command line: ``loclab.run(...)`` returns the document that
 in the tuning cache); ``loclab.analyze(func_or_source)`` the dependence analysis
 ``loclab analyze`` explains; ``loclab.compare(base, new)`` what ``loclab compare --json`` writes;
 ``loclab.transform(func_or_source, "tile(i=32, j=32)")`` what ``loclab transform`` prints.
-Heavy modules (numba, CuPy, matplotlib) load only when used.
+Heavy modules (numba, CuPy, matplotlib) load only when used; llvmlite's binding loads at
+import, to give Numba the CPU's widest vectors before it compiles (``loclab.cpu.vector_width``).
 """
 
 from __future__ import annotations

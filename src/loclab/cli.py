@@ -214,8 +214,8 @@ def build_parser() -> argparse.ArgumentParser:
                           help="let the compiler fuse multiplies and adds (FMA) and reorder "
                                "sums throughout the CPU code (Numba's fastmath contract and "
                                "reassoc): results within the bound of a reordered sum "
-                               "(default: each multiply and add rounded as written, but for "
-                               "the sums a step vectorizes or splits among threads)")
+                               "(default: no fused multiply-adds, and sums reordered only "
+                               "where a step vectorizes one or splits it among threads)")
     distinct_option(optimize)
     optimize.set_defaults(handler=_optimize)
 

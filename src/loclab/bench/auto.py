@@ -85,7 +85,7 @@ def auto_variants(nest: Nest) -> tuple[Variant, Variant]:
     a case asked for twice has equal variants)."""
     function = nest.function
     cpu_name, gpu_name = AUTO_VARIANTS
-    leave = " --fast-math, as the hand-written variants" if nest.fast_math else ""
+    leave = "; --fast-math, as the hand-written variants" if nest.fast_math else ""
     return (
         Variant(cpu_name, "cpu", "optimized",
                 f"loclab optimize --target cpu of nest.py::{function} (Numba prange; the "

@@ -3,13 +3,14 @@ processes.
 
 On Intel's AVX-512 cores LLVM's tuning prefers 256-bit vectors (``prefer-256-bit``, set by
 the CPU's name and absent from the feature list Numba passes), so a loop Numba compiles runs
-on half the lanes the CPU has: on an Emerald Rapids host (2026-11-30) a register-tiled
-product ran 1.5x slower so, and no zmm register appeared in its code. Numba reads its CPU
+on half the lanes the CPU has: on an Emerald Rapids host (2026-11-30) register-tiled
+products (PolyBench's gemm and 2mm) ran 1.14-1.35x slower so, and no zmm register appeared
+in an FMA loop's code. Numba reads its CPU
 features once, when it builds its CPU target (``NUMBA_CPU_FEATURES``, at its first ``njit``),
 and has no per-function setting; so loclab, when imported before that, sets the variable to
 the host's features with the preference turned off (``-prefer-256-bit`` is a no-op on a CPU
 that does not prefer 256 bits). The subprocesses that compile ahead and time inherit it. A
-user who set the variable keeps it. The code loclab emits is plain Numba: run in a process
+user who chose what Numba compiles for keeps that choice (``USERS_SETTINGS``). The code loclab emits is plain Numba: run in a process
 without the setting, it runs at LLVM's width (``NOTE`` says how to match the measured one).
 """
 
@@ -23,8 +24,8 @@ PREFERENCE_OFF = "-prefer-256-bit"
 # A shell line that sets the variable as loclab does, for the user's own process.
 COMMAND = (f"export {VARIABLE}=\"$(python -c 'import llvmlite.binding as b; "
            f"print(b.get_host_cpu_features().flatten())'),{PREFERENCE_OFF}\"")
-NOTE = (f"compiled and timed with 512-bit vectors: loclab turns off LLVM's preference for "
-        f"256-bit ones on AVX-512 CPUs ({VARIABLE}); to run this code so in your own process, "
+NOTE = (f"compiled and timed with 512-bit vectors, LLVM's preference for 256-bit ones on "
+        f"AVX-512 CPUs turned off ({VARIABLE}); to run this code so in your own process, "
         f"start Python after")
 
 
@@ -41,21 +42,29 @@ def _numba_target_built() -> bool:
     return registry is not None and "_toplevel_target_context" in vars(registry.cpu_target)
 
 
+# The user's own choices of what Numba compiles for, which loclab never overrides: the CPU's
+# features or name (a portable cache's ``generic``), or AVX turned off.
+USERS_SETTINGS = (VARIABLE, "NUMBA_CPU_NAME", "NUMBA_ENABLE_AVX")
+
+
 def widen() -> None:
     """Turn off LLVM's 256-bit preference for every Numba compile of this process and its
-    children, unless the user set Numba's CPU features or Numba has compiled already (its
-    features are then the ones ``vector_bits`` reads)."""
-    if VARIABLE in os.environ or _numba_target_built():
+    children, unless the user chose what Numba compiles for (``USERS_SETTINGS``, or its
+    config set in code) or Numba has compiled already (its features are then the ones
+    ``vector_bits`` reads)."""
+    config = sys.modules.get("numba.core.config")
+    if any(name in os.environ for name in USERS_SETTINGS) or _numba_target_built() or (
+            config is not None and config.CPU_FEATURES is not None):
         return
     try:
         import llvmlite.binding as llvm
-    except ImportError:  # no Numba here: nothing to compile
-        return
 
-    features = widened_features(llvm.get_host_cpu_features().flatten())
+        host = llvm.get_host_cpu_features().flatten()
+    except (ImportError, RuntimeError):  # no Numba here, or LLVM cannot read this CPU
+        return
+    features = widened_features(host)
     if features is not None:
         os.environ[VARIABLE] = features
-        config = sys.modules.get("numba.core.config")
         if config is not None:  # imported before loclab: read the variable already
             config.CPU_FEATURES = features
 
@@ -76,8 +85,3 @@ def vector_bits(features: str) -> int | None:
     if "+avx2" in names or "+avx" in names:
         return 256
     return 128 if names & {"+sse2", "+neon"} else None
-
-
-def widened() -> bool:
-    """Whether this process's Numba compiles with the preference turned off."""
-    return vector_bits(features_in_use()) == 512

@@ -313,7 +313,7 @@ def _searched(code: Any, planned: Planned, reference: Any, arguments: dict[str, 
     from loclab.measure.cache import device_name
     from loclab.optimize.explain import milliseconds
     from loclab.optimize.search import (SEARCH_SECONDS, TIE_MARGIN, fastest_recipe,
-                                        tunable_rival, tune_tiles, tuned_median)
+                                        remeasured, tunable_rival, tune_tiles)
 
     sizes = planned.sizes
     say("measuring the acceptable recipes")
@@ -332,17 +332,22 @@ def _searched(code: Any, planned: Planned, reference: Any, arguments: dict[str, 
                        tuning_cache, ahead=ahead, seconds=seconds)
     if rival is None:
         return tried.chosen, candidates, kept, tuned, None
-    fastest = candidates[kept].attempt.summary.median
-    median = tuned_median(tuned, code, plans, reference, arguments, sizes, ahead)
+    fastest = candidates[kept]
     measured = (f"{tried.recipe}, within {TIE_MARGIN:.0%} of the fastest recipe at the "
                 f"cache model's tiles ({milliseconds(tried.attempt.summary.median)} against "
-                f"{milliseconds(fastest)}), had its tiles tuned: ")
-    if median is not None and median < fastest:
-        return tried.chosen, candidates, rival, tuned, \
-            measured + f"{milliseconds(median)}, faster: kept"
-    tuned_text = milliseconds(median) if median is not None else "no tile searched or valid"
-    return candidates[kept].chosen, candidates, kept, None, \
-        measured + f"{tuned_text}, not faster: {candidates[kept].recipe or 'as written'} kept"
+                f"{milliseconds(fastest.attempt.summary.median)})")
+    other = f"{fastest.recipe or 'as written'} kept"
+    if tuned.unsearched is not None:  # the model's tiles: measured already, and slower
+        return fastest.chosen, candidates, kept, None, \
+            f"{measured}, had no time to tune its tiles ({tuned.unsearched}): {other}"
+    median = remeasured(code, plans, tuned.tiles, reference, arguments, sizes, ahead)
+    against = remeasured(code, [c.plan for c in fastest.chosen], {}, reference, arguments,
+                         sizes, ahead)
+    times = (f"{measured}, had its tiles tuned; measured again, {milliseconds(median)} "
+             f"against {milliseconds(against)}")
+    if median is not None and (against is None or median < against):
+        return tried.chosen, candidates, rival, tuned, f"{times}: kept"
+    return fastest.chosen, candidates, kept, None, f"{times}: {other}"
 
 
 def _only_function(source: str, filename: str) -> str:

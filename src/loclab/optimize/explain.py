@@ -117,9 +117,10 @@ def arithmetic_line(fast_math: bool) -> str:
         return ("arithmetic: fastmath() (--fast-math): the compiler may fuse multiplies and "
                 "adds (FMA) and reorder sums throughout; verified within the bound of a "
                 "reordered sum")
-    return ("arithmetic: each multiply and add rounded as written, sums reordered only where "
-            "a step above says so (--fast-math lets the compiler fuse multiply-adds and "
-            "reorder sums throughout)")
+    return ("arithmetic: no fused multiply-adds; sums reordered only in a function where a "
+            "step above vectorizes a sum (the whole function then: Numba has no finer "
+            "switch) or splits one among threads (--fast-math lets the compiler fuse "
+            "multiply-adds and reorder sums throughout)")
 
 
 def explain(result: Any) -> str:

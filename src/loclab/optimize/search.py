@@ -160,7 +160,7 @@ def fastest_recipe(source: Source, plans: Sequence[Sequence[NestPlan]],
 def tunable_rival(candidates: Sequence[Candidate], kept: int) -> int | None:
     """Where the fastest recipe (``kept``) has no tile to tune: the most ambitious valid one
     that has, measured at the cache model's tiles within ``TIE_MARGIN`` of it, whose tiles are
-    then tuned and it measured again (``tuned_median``); None where there is none."""
+    then tuned and both measured again (``remeasured``); None where there is none."""
     def tunable(candidate: Candidate) -> bool:
         return any(chosen.plan.band is not None for chosen in candidate.chosen)
 
@@ -171,18 +171,14 @@ def tunable_rival(candidates: Sequence[Candidate], kept: int) -> int | None:
                  and c.attempt.summary.median <= bound), None)
 
 
-def tuned_median(tuned: Tuned, source: Source, plans: Sequence[NestPlan], original: Any,
-                 inputs: Mapping[str, Any], sizes: Mapping[str, int],
-                 ahead: CompiledAhead | None = None) -> float | None:
-    """The median of ``plans`` at their tuned tiles: the search's best, or measured here where
-    the tuning cache answered; None where no search had the time (the model's tiles, measured
-    already) or none was valid."""
-    if tuned.search is not None:
-        return tuned.search.best.median_s if tuned.search.best else None
-    if tuned.unsearched is not None:
-        return None
-    attempt = measured(lambda: _build(source, plans, tuned.tiles), original, inputs, sizes,
-                       dict(tuned.tiles), ahead=ahead)
+def remeasured(source: Source, plans: Sequence[NestPlan], tiles: Mapping[str, int],
+               original: Any, inputs: Mapping[str, Any], sizes: Mapping[str, int],
+               ahead: CompiledAhead | None = None) -> float | None:
+    """The median of ``plans`` at ``tiles``, measured once more (built and compiled before:
+    a lookup), None where it is not valid: a rival and the recipe it is compared with are
+    timed alike, not the best of a search's trials against one earlier timing."""
+    attempt = measured(lambda: _build(source, plans, tiles), original, inputs, sizes,
+                       dict(tiles), ahead=ahead)
     return attempt.summary.median if attempt.valid else None
 
 
@@ -191,7 +187,8 @@ def cache_variant(source: Source, plans: Sequence[NestPlan]) -> str:
     so that tiles tuned for one recipe never serve another (a newer loclab, or a rerun that
     measured another recipe fastest, found syrk's old tile and kept it untuned)."""
     chosen, _ = choose(source, [[plan] for plan in plans])
-    recipe = "; ".join(str(step) for c in chosen for step in c.steps)
+    recipe = "; ".join([*(str(step) for c in chosen for step in c.steps),
+                        *(["fastmath()"] if source.fast_math else [])])  # FMAs: other times
     digest = hashlib.sha256(recipe.encode()).hexdigest()[:12]
     return f"{Path(source.filename).name}::{source.function}#{digest}"
 

@@ -36,7 +36,8 @@ class TileChoice:
     footprint_bytes: int
     threads: int = 0  # where the tile was made smaller so that each thread gets one
     # the longest tile that leaves each thread a tile of the outermost loop: the search
-    # tries none longer (a tile of 512 rows of 1,200 keeps 13 of 16 threads idle)
+    # tries none of the list longer (a tile of 512 rows of 1,200 keeps 13 of 16 threads
+    # idle), but for the balanced tiles below
     most: int = TILE_SIZES[-1]
     # tiles besides TILE_SIZES that deal the outermost loop evenly to the threads (see
     # ``balanced_tiles``): the search tries them too

@@ -450,16 +450,36 @@ def compare_outputs(name: str, expected: np.ndarray, actual: np.ndarray, length:
 
 def reordered_length(program: Any, sizes: dict[str, int]) -> int:
     """The longest sum a parallel or vectorized reduction may reorder (0: nothing
-    reordered); under ``fastmath()`` any chain of float operations the deepest nest makes."""
+    reordered); under ``fastmath()``, the longest chain of updates of one element
+    (``update_chain``)."""
     longest = 0
     if program.fast_math:
-        depth = max((_depth(node) for node in program.body if hasattr(node, "body")),
-                    default=0)
-        return max(sizes.values(), default=1) ** max(1, depth)
+        return update_chain(program.nest, sizes)
     for node in program.loops():
         if (node.parallel or node.vectorized) and node.reductions:
             longest = max(longest, max(sizes.values(), default=1) ** max(1, _depth(node)))
     return longest
+
+
+def update_chain(nest: Any, sizes: dict[str, int]) -> int:
+    """The most float operations that may end in one element of a variable in the original
+    nest, which ``fastmath()`` lets the compiler fuse and reorder: for each statement that
+    writes it, its accesses times the largest size to the power of the loops around it that
+    its subscripts do not name (every loop, for a scalar or a subscript loclab cannot read),
+    summed over those statements. For ``C[i, j] += A[i, k] * B[k, j]``: 3 K; the bound of
+    the tiled code's loops would be N^6, a tolerance past the values themselves.)"""
+    top = max(sizes.values(), default=1)
+    chains: dict[str, int] = {}
+    for statement in nest.statements:
+        for write in statement.writes:
+            named: set[str] = set()
+            for subscript in write.subscripts:
+                named |= subscript.symbols() if subscript is not None else set()
+            unread = any(subscript is None for subscript in write.subscripts)
+            free = sum(1 for loop in statement.loops if unread or loop.var not in named)
+            key = write.variable.key
+            chains[key] = chains.get(key, 0) + len(statement.accesses) * top ** free
+    return max(chains.values(), default=1)
 
 
 def _depth(node: Any) -> int:

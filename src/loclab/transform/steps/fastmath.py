@@ -8,7 +8,9 @@ multiplies and adds share its vector units (Intel's: two FMA pipes that also do 
 each multiply alone), since an FMA rounds once where the original rounds twice. This step is
 the user's leave to round so (``loclab optimize --fast-math``): Numba's ``fastmath``
 ``contract`` and ``reassoc`` flags on the whole function, never those that assume no NaN or
-infinity. It changes no loop, so it is always legal; the results then differ from the
+infinity (the branch that runs as written where arguments share memory is in the same
+function, and compiled so too). It changes no loop, so it is always legal; the results then
+differ from the
 original's within the bound of a reordered sum (``verify.reordered_length``), which is what
 verification allows. Numba's emitter only: C and CUDA compilers take the same leave from
 their command line (``-ffp-contract=fast -fassociative-math``; NVCC fuses by default).
