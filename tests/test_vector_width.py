@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from loclab.cpu.vector_width import COMMAND, PREFERENCE_OFF, VARIABLE, vector_bits, widened_features
+from loclab.cpu.vector_width import (COMMAND, PREFERENCE_OFF, VARIABLE, vector_bits,
+                                     widened_features)
 
 AVX512_HOST = "+sse2,+avx,+avx2,+avx512f,+avx512bw,-avx512fp16"
 AVX2_HOST = "+sse2,+avx,+avx2,-avx512f,-avx512bw"

@@ -5,13 +5,14 @@ On Intel's AVX-512 cores LLVM's tuning prefers 256-bit vectors (``prefer-256-bit
 the CPU's name and absent from the feature list Numba passes), so a loop Numba compiles runs
 on half the lanes the CPU has: on an Emerald Rapids host (2026-11-30) register-tiled
 products (PolyBench's gemm and 2mm) ran 1.14-1.35x slower so, and no zmm register appeared
-in an FMA loop's code. Numba reads its CPU
-features once, when it builds its CPU target (``NUMBA_CPU_FEATURES``, at its first ``njit``),
-and has no per-function setting; so loclab, when imported before that, sets the variable to
-the host's features with the preference turned off (``-prefer-256-bit`` is a no-op on a CPU
-that does not prefer 256 bits). The subprocesses that compile ahead and time inherit it. A
-user who chose what Numba compiles for keeps that choice (``USERS_SETTINGS``). The code loclab emits is plain Numba: run in a process
-without the setting, it runs at LLVM's width (``NOTE`` says how to match the measured one).
+in an FMA loop's code. Numba reads its CPU features once, when it builds its CPU target
+(``NUMBA_CPU_FEATURES``, at its first ``njit``), and has no per-function setting; so
+loclab, when imported before that, sets the variable to the host's features with the
+preference turned off (``-prefer-256-bit`` is a no-op on a CPU that does not prefer 256
+bits). The subprocesses that compile ahead and time inherit it. A user who chose what Numba
+compiles for keeps that choice (``USERS_SETTINGS``). The code loclab emits is plain Numba:
+run in a process without the setting, it runs at LLVM's width (``NOTE`` says how to match
+the measured one).
 """
 
 from __future__ import annotations

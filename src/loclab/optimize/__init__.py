@@ -215,7 +215,7 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
     from loclab.cpu.threads import configure_threads
     from loclab.optimize import measure
     from loclab.optimize.ahead import CompiledAhead
-    from loclab.optimize.build import FAST_MATH, choose
+    from loclab.optimize.build import choose
     from loclab.optimize.cuda import gpu_plan
     from loclab.optimize.gpu import optimize_gpu, refuse_one_thread
     from loclab.transform.inputs import argument_names
@@ -278,8 +278,7 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
     return Optimized(code.function, filename, target,
                      [_nest_result(c, tiles, tuned is not None and tuned.unsearched is None)
                       for c in chosen],
-                     "; ".join([*(str(step) for c in chosen for step in c.steps),
-                                *([str(FAST_MATH)] if fused else [])]),
+                     "; ".join(step.step for step in result.steps),  # fastmath() too
                      _with_width_comment(result.source) if wide else result.source,
                      verification, verdict, times, tuned, candidates, kept,
                      notes + list(result.notes)

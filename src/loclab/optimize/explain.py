@@ -63,8 +63,8 @@ def tuning_lines(result: Any) -> list[str]:
     if tuned.search is None:
         return [f"tiles from the tuning cache ({tuned.cached}): {tiles}"]
     shown = sorted((t for t in tuned.search.trials if t.valid), key=lambda t: t.median_s)
-    parts = [", ".join(f"{k}={v}" for k, v in t.config.items()) + f" {milliseconds(t.median_s)}"
-             for t in shown]
+    parts = [", ".join(f"{k}={v}" for k, v in t.config.items())
+             + f" {milliseconds(t.median_s)}" for t in shown]
     failed = [t for t in tuned.search.trials if not t.valid and t.status != "rejected"]
     rejected = [t for t in tuned.search.trials if t.status == "rejected"]
     text = "tiles measured (median): " + "; ".join(parts)
@@ -95,19 +95,19 @@ def proof_lines(result: Any) -> list[str]:
             return lines + wrap(f"GPU {gpu} (arrays on the device, CUDA events); the "
                                 "original, which Numba refuses, is not timed")
         return lines + wrap(f"original (Numba, as written, CPU) "
-                            f"{milliseconds(timing.original.median)}; GPU {gpu} (arrays on the "
-                            f"device, CUDA events): {timing.speedup:.3g}x")
+                            f"{milliseconds(timing.original.median)}; GPU {gpu} (arrays on "
+                            f"the device, CUDA events): {timing.speedup:.3g}x")
     lanes = f", {timing.vector_bits}-bit vectors" if timing.vector_bits else ""
     if timing.original is None:  # why is the notes' to say, once
         lines += wrap(f"optimized {milliseconds(timing.optimized.median)} ({timing.threads} "
                       f"threads{lanes}); the original, which Numba refuses, is not timed")
     elif not result.recipe:
-        lines.append(f"original (Numba, as written) {milliseconds(timing.original.median)}; returned "
-                     f"as written")
+        lines.append(f"original (Numba, as written) {milliseconds(timing.original.median)}; "
+                     f"returned as written")
     else:
         lines += wrap(f"original (Numba, as written) {milliseconds(timing.original.median)}; "
-                      f"optimized {milliseconds(timing.optimized.median)}: {timing.speedup:.3g}x "
-                      f"({timing.threads} threads{lanes})")
+                      f"optimized {milliseconds(timing.optimized.median)}: "
+                      f"{timing.speedup:.3g}x ({timing.threads} threads{lanes})")
     return lines
 
 

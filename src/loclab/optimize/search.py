@@ -185,10 +185,10 @@ def remeasured(source: Source, plans: Sequence[NestPlan], tiles: Mapping[str, in
 def cache_variant(source: Source, plans: Sequence[NestPlan]) -> str:
     """``<file>::<function>#<digest>``: the digest of the recipe at the cache model's tiles,
     so that tiles tuned for one recipe never serve another (a newer loclab, or a rerun that
-    measured another recipe fastest, found syrk's old tile and kept it untuned)."""
-    chosen, _ = choose(source, [[plan] for plan in plans])
-    recipe = "; ".join([*(str(step) for c in chosen for step in c.steps),
-                        *(["fastmath()"] if source.fast_math else [])])  # FMAs: other times
+    measured another recipe fastest, found syrk's old tile and kept it untuned), nor tiles
+    tuned with ``fastmath()`` a recipe without it."""
+    _, result = choose(source, [[plan] for plan in plans])
+    recipe = "; ".join(step.step for step in result.steps)
     digest = hashlib.sha256(recipe.encode()).hexdigest()[:12]
     return f"{Path(source.filename).name}::{source.function}#{digest}"
 
