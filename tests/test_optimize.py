@@ -764,10 +764,12 @@ def lower_sums(A, N):
 
 def test_a_loop_started_often_with_little_work_is_not_planned_parallel():
     """cholesky's k sums inside i and j: each start of k in parallel would fork and join
-    the threads for at most N instances, N^2 times. The plans say so and keep k in order;
-    a sweep started at each time step, with N^2 instances, is still planned parallel."""
+    the threads for at most N instances, N^2 times. The plans say so and keep k in order,
+    its sums into ``A[i, j]`` in vector lanes (or not at all); a sweep started at each time
+    step, with N^2 instances, is still planned parallel."""
     found = plan(TRIANGULAR_SUMS, "lower_sums", params={"N": 200})
-    assert [p.level for p in found.plans[0]] == ["sequential"]
+    assert [p.level for p in found.plans[0]] == ["in lanes", "sequential"]
+    assert [str(d.step) for d in found.plans[0][0].lanes] == ["vectorize(k@5)"]
     assert "start 40,000 times with at most 200 statement instances each, where a " \
            "fork-join" in " ".join(found.plans[0][-1].sequential)
     swept = planned(KERNELS / "jacobi_2d.py", "jacobi_2d", TSTEPS=20, N=300)

@@ -36,6 +36,9 @@ from typing import Any
 from loclab.errors import UsageError
 
 TARGETS = ("cpu", "gpu")
+# the levels at which no loop of a nest runs in threads: why each stays sequential is said
+# (a CPU nest in order, or with its sums in vector lanes; a GPU nest in one thread)
+UNTHREADED = frozenset({"sequential", "in lanes", "one thread"})
 VERIFY_MARGIN = 5  # verification sizes: the largest tile and a partial tile more
 # Past this many statement instances (about half a second), the verification past the
 # tiles runs the original compiled with Numba, not as Python: 3mm's panels of 256 need 261
@@ -88,7 +91,7 @@ class Optimized:
 
     @property
     def parallel(self) -> bool:
-        return any(nest.level not in {"sequential", "one thread"} for nest in self.nests)
+        return any(nest.level not in UNTHREADED for nest in self.nests)
 
     def compile(self) -> Callable[..., Any]:
         """The optimized function, ready to call (Numba compiles it on the first call)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from loclab.model.text import wrap
+from loclab.optimize import UNTHREADED
 from loclab.transform.inputs import sizes_text
 
 
@@ -24,7 +25,7 @@ def nest_lines(nest: Any) -> list[str]:
     lines = [f"nest at line {nest.line} ({', '.join(nest.loops)}): {nest.level}"]
     for step, reason in nest.steps:
         lines += _step_lines(step, reason)
-    if nest.level in {"sequential", "one thread"}:
+    if nest.level in UNTHREADED:
         for why in nest.sequential:
             lines += wrap(f"  {why}")
     for level, why in nest.refused:
@@ -132,7 +133,8 @@ def explain(result: Any) -> str:
     for nest in result.nests:
         lines += nest_lines(nest)
     if not result.parallel:
-        lines.append("nothing runs in parallel: the function is returned as written")
+        lines.append("nothing runs in parallel" + (
+            "" if result.recipe else ": the function is returned as written"))
     if result.target == "cpu":
         lines += wrap(arithmetic_line(result.fast_math))
     lines += candidate_lines(result) + tuning_lines(result) + proof_lines(result)

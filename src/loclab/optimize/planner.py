@@ -51,7 +51,8 @@ if TYPE_CHECKING:
     from loclab.deps.dependences import Use
     from loclab.optimize.packing import Pack
 
-LEVELS = ("time-tiled", "fused", "distributed", "tiled", "reordered", "as written", "sequential")
+LEVELS = ("time-tiled", "fused", "distributed", "tiled", "reordered", "as written", "in lanes",
+          "sequential")
 # Remedies the transformer applies with a step before ``parallel``; reductions and atomic
 # updates are ``parallel``'s own; a scan is not a DOALL loop at all.
 STEP_REMEDIES = {"privatize", "expand", "copy"}
@@ -583,15 +584,19 @@ def _coupled(outer: Loop, inner: Loop) -> bool:
 
 
 def vector_lanes(context: Context, innermost: list[Loop]) -> tuple[Decision, ...]:
-    """``vectorize`` of each innermost loop that carries only scalar sums: without leave to
-    reorder the sum, the compiler adds one element after another (a chain of dependent adds)
-    instead of a vector's worth at once."""
+    """``vectorize`` of each innermost loop that carries only sums (into scalars, or into one
+    array element the loop never moves): without leave to reorder the sum, the compiler adds
+    one element after another (a chain of dependent adds) instead of a vector's worth at
+    once."""
+    arrays = {v.name for v in context.analysis.nest.variables if v.is_array}
     decisions = []
     for loop in innermost:
         report = context.report(loop)
         sums = [r for r in report.remedies if r.kind == "reduction"]
         if sums and not report.unresolved and len(sums) == len(report.remedies):
-            summed = ", ".join(f"{r.op or '+'} on {r.variable}" for r in sums)
+            summed = ", ".join(f"{r.op or '+'} on {r.variable}" + (
+                ", an element held in a scalar for the loop's run" if r.variable in arrays
+                else "") for r in sums)
             decisions.append(Decision(
                 make_step("vectorize", label(loop)),
                 f"{loop.var} carries a sum ({summed}): partial sums in vector lanes, "
@@ -807,12 +812,19 @@ def plan_nest(context: Context, top: Loop) -> list[NestPlan]:
                               tuple(d for _, _, after, _ in paths for d in after),
                               tuple((loop, why) for loop, _, _, why in paths), tuple(blocked),
                               lanes=vector_lanes(context, innermost_loops(top))))
-    plans.append(NestPlan(top, "sequential", sequential=tuple(
-        sequential_reason(context.report(loop), context)
-        for loop in context.analysis.nest.loops
-        if loop is top or top in loop.enclosing)))
+    reasons = tuple(sequential_reason(context.report(loop), context)
+                    for loop in context.analysis.nest.loops
+                    if loop is top or top in loop.enclosing)
+    plans.append(NestPlan(top, "sequential", sequential=reasons))
     unique: dict[tuple[object, ...], NestPlan] = {}
     for plan in plans:
         for fallback in plan.fallbacks():
             unique.setdefault(fallback.key, fallback)
-    return list(unique.values())
+    out = list(unique.values())
+    # the loops in order, their sums in vector lanes (cholesky's dot products): the
+    # sequential plan's steps, so not one of its fallbacks (that would be named after it)
+    in_lanes = NestPlan(top, "in lanes", sequential=reasons,
+                        lanes=vector_lanes(context, innermost_loops(top)))
+    if in_lanes.lanes and in_lanes.key not in unique:
+        out.insert(len(out) - 1, in_lanes)
+    return out

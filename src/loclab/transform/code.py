@@ -110,3 +110,9 @@ def walk(code: list[Code]) -> Iterator[Code]:
 def fors(code: list[Code]) -> Iterator[For]:
     """Every loop of a code tree, outermost first."""
     return (item for item in walk(code) if isinstance(item, For))
+
+
+def first_use(code: list[Code], key: str) -> Call | None:
+    """The first statement of a code tree that touches the variable."""
+    return next((item for item in walk(code) if isinstance(item, Call) and uses(item, key)),
+                None)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from loclab.errors import UsageError
 from loclab.nest.expr import Compare, Condition, FloorDiv, MinMax, Mod, Poly, Symbol
 from loclab.transform.buffers import BufferMarker
-from loclab.transform.code import render, upward
+from loclab.transform.code import first_use, render, upward
 from loclab.transform.codegen import Call, Code, For, If, Mark, Select, Value, plus
 from loclab.transform.storage import Expansion, Placement, copy_suffix
 from loclab.transform.tree import LoopNode, Program, Reduction, Unit
@@ -133,6 +133,9 @@ class _Emitter:
         self.expansions = expansions
         self.buffers = buffers
         self.lines: list[str] = []
+        # the elements held in scalars for a vectorized loop's run, by the loop's code (id):
+        # the element as emitted -> the scalar
+        self.held: dict[int, dict[str, str]] = {}
 
     def body(self, code: list[Code]) -> str:
         self.lines = ["{"]
@@ -219,13 +222,21 @@ class _Emitter:
             self.line(depth, "{")
             self.line(depth + 1, f"const long {item.var} = {value(item.start)};")
         else:
-            if node.parallel or node.vectorized:
-                pragma = " ".join(["parallel for"] * node.parallel + ["simd"] * node.vectorized)
+            compare = "<" if item.step > 0 else ">"
+            held = self.held_elements(item, loops)
+            if held:  # the elements' subscripts may be valid only where the loop runs
+                self.line(depth, f"if ({value(item.start)} {compare} {value(item.stop)}) {{")
+                depth += 1
+                for target, name in held.items():
+                    self.line(depth, f"__typeof__({target}) {name} = {target};")
+            # a sum into an element left in memory (not held) is no lane's: no simd then
+            lanes = node.vectorized and len(held) == sum(bool(r.held) for r in node.reductions)
+            if node.parallel or lanes:
+                pragma = " ".join(["parallel for"] * node.parallel + ["simd"] * lanes)
                 self.line(depth, f"#pragma omp {pragma}"
                           + " schedule(dynamic)" * (node.parallel and node.dynamic)
                           + " schedule(static, 1)" * (node.parallel and node.cyclic > 0)
                           + _reduction_clause(node, self.program))
-            compare = "<" if item.step > 0 else ">"
             step = {1: f"{item.var}++", -1: f"{item.var}--"}.get(
                 item.step, f"{item.var} += {item.step}")
             self.line(depth, f"for (long {item.var} = {value(item.start)}; {item.var} "
@@ -233,12 +244,52 @@ class _Emitter:
         self.hoisted(node, depth + 1)
         self.block(item.body, depth + 1, loops + [item])
         self.line(depth, "}")
+        for target, name in self.held.pop(id(item), {}).items():
+            self.line(depth, f"{target} = {name};")
+            self.line(depth - 1, "}")
 
-    def call(self, item: Call, depth: int, loops: list[For]) -> None:
+    def held_elements(self, item: For, loops: list[For]) -> dict[str, str]:
+        """The array elements a vectorized loop sums into, each with the scalar that holds
+        it for the loop's run (``vectorize``'s scalar replacement; the Python emitter's
+        ``held_elements`` says when one is left in memory)."""
+        from pycparser import c_ast
+
+        node = item.node
+        if not node.vectorized or node.parallel:
+            return {}
+        held: dict[str, str] = {}
+        for reduction in node.reductions:
+            if not reduction.held or any(r.key == reduction.key for around in loops
+                                         for r in around.node.reductions):
+                continue
+            call = first_use(item.body, reduction.key)
+            if call is None:
+                continue
+            statement = self.rewritten(call)
+            target = next((n.lvalue for n in _nodes(statement)
+                           if isinstance(n, c_ast.Assignment)
+                           and isinstance(n.lvalue, c_ast.ArrayRef)
+                           and _flatten(n.lvalue)[0] == reduction.name), None)
+            if target is not None and item.var not in {
+                    n.name for n in _nodes(target) if isinstance(n, c_ast.ID)}:
+                held[self.generator.visit(target)] = reduction.held
+        if held:
+            self.held[id(item)] = held
+        return held
+
+    def rewritten(self, item: Call) -> Any:
+        """A unit's statement at one point of the new loops (:class:`_Rewriter`)."""
         unit = item.placed.unit
         values = {loop.var: value(arg) for loop, arg in zip(unit.loops, item.args)
                   if value(arg) != loop.var}
-        node = _Rewriter(self, unit, values).statement(copy.deepcopy(unit.syntax))
+        return _Rewriter(self, unit, values).statement(copy.deepcopy(unit.syntax))
+
+    def call(self, item: Call, depth: int, loops: list[For]) -> None:
+        unit = item.placed.unit
+        node = self.rewritten(item)
+        for around in loops:
+            if id(around) in self.held:
+                node = _held(node, self.held[id(around)], self.generator)
         for reduction in self.atomic(unit, loops):
             node = _atomic(node, reduction.name)
         self.statement_text(depth, self.generator.visit(node), node)
@@ -247,7 +298,8 @@ class _Emitter:
         """The generalized reductions parallel loops around the unit make its updates."""
         touched = {a.variable.key for s in unit.statements for a in s.accesses if a.write}
         return [reduction for item in loops for reduction in item.node.reductions
-                if not reduction.scalar and not reduction.copy and reduction.key in touched]
+                if not (reduction.scalar or reduction.copy or reduction.held)
+                and reduction.key in touched]
 
     def mark(self, item: Mark, depth: int) -> None:
         buffer: BufferMarker = item.marker.payload
@@ -359,6 +411,24 @@ def _atomic(node: Any, name: str) -> Any:
     return node
 
 
+def _held(node: Any, held: dict[str, str], generator: Any) -> Any:
+    """Every access of an element held in a scalar (as emitted) as that scalar."""
+    from pycparser import c_ast
+
+    if isinstance(node, c_ast.ArrayRef) and generator.visit(node) in held:
+        return c_ast.ID(held[generator.visit(node)])
+    for field_name, child in node.children():
+        _Rewriter._replace(node, field_name, _held(child, held, generator))
+    return node
+
+
+def _nodes(node: Any) -> Any:
+    """A C syntax tree's nodes, the root first."""
+    yield node
+    for _, child in node.children():
+        yield from _nodes(child)
+
+
 def _local_blocks(code: list[Code], placements: dict[str, Placement]) -> dict[int, list[str]]:
     """Per block of the code tree (by ``id``), the private variables to declare at its start:
     for each one, the innermost block that holds all its uses under one of the loops it is
@@ -432,13 +502,14 @@ def _declare(declaration: Any, name: str, generator: Any) -> str:
 
 
 def _reduction_clause(node: LoopNode, program: Program) -> str:
-    """OpenMP's reductions of a parallel loop: each scalar's, and each array's that has a
-    copy per thread (``copies=True``: an array section, which needs the array's declared
-    extents)."""
+    """OpenMP's reductions of a parallel or vectorized loop: each scalar's (an element held
+    in one for the loop's run: that scalar's), and each array's that has a copy per thread
+    (``copies=True``: an array section, which needs the array's declared extents)."""
     clauses = []
     for reduction in node.reductions:
-        if reduction.scalar:
-            clauses.append(f" reduction({reduction.op}: {reduction.name})")
+        if reduction.scalar or reduction.held:
+            name = reduction.held or reduction.name
+            clauses.append(f" reduction({reduction.op}: {name})")
         elif reduction.copy:
             clauses.append(f" reduction({reduction.op}: {reduction.name}"
                            f"{_section(program, reduction)})")

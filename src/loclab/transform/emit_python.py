@@ -27,7 +27,7 @@ from loclab.errors import UsageError
 from loclab.nest.expr import BoolOp, Compare, Condition, FloorDiv, MinMax, Mod, Poly, Symbol
 from loclab.nest.python import serves
 from loclab.transform.buffers import BufferMarker
-from loclab.transform.code import counting_down, render, uses
+from loclab.transform.code import counting_down, first_use, render, uses
 from loclab.transform.codegen import Call, Code, For, If, Mark, Select, Value, plus
 from loclab.transform.python_program import FunctionSyntax
 from loclab.transform.storage import Expansion, Placement, copy_suffix
@@ -66,6 +66,9 @@ class _Emitter:
         self.atomics = False
         self.threads = False  # get_num_threads: a loop split into chunks by hand
         self.chunksize = False  # set_parallel_chunksize: a loop whose iterations are handed out
+        # the elements held in scalars for a vectorized loop's run, by the loop's code (id):
+        # the element as emitted -> the scalar
+        self.held: dict[int, dict[str, str]] = {}
         self.expanded_done: set[str] = set()
         self.unsigned: set[str] = set()
         if output.numba:  # arrays whose subscripts isl proves non-negative, and loclab's own
@@ -180,6 +183,12 @@ class _Emitter:
             self.line(depth, f"for {counter} in prange({count}):")
             self.line(depth + 1, f"{item.var} = {_nth(start, item.step, counter)}")
         else:
+            held = self.held_elements(item, loops)
+            if held:  # the elements' subscripts may be valid only where the loop runs
+                self.line(depth, f"if {start} {'<' if item.step > 0 else '>'} {stop}:")
+                depth, inside = depth + 1, inside + 1
+                for target, name in held:
+                    self.line(depth, f"{name} = {target}")
             arguments = stop if start == "0" and item.step == 1 else f"{start}, {stop}"
             if item.step != 1:
                 arguments += f", {item.step}"
@@ -194,6 +203,32 @@ class _Emitter:
             self.line(inside, "pass")
         if handed_out:
             self.line(depth, f"set_parallel_chunksize({item.var}_chunksize)")
+        for target, name in self.held.pop(id(item), {}).items():
+            self.line(depth, f"{target} = {name}")
+
+    def held_elements(self, item: For, loops: list[For]) -> list[tuple[str, str]]:
+        """The array elements a vectorized loop sums into, each with the scalar that holds
+        it for the loop's run (``vectorize``'s scalar replacement), as written at the first
+        statement that updates it: the same text in every iteration, since the step proved
+        that its subscripts do not move with the loop. An element whose text names the
+        loop's own variable (isl may write an outer value through it) is left in memory:
+        exact, only slower."""
+        node = item.node
+        if not node.vectorized or node.parallel:
+            return []
+        held: dict[str, str] = {}
+        for reduction in node.reductions:
+            if not reduction.held or any(r.key == reduction.key for around in loops
+                                         for r in around.node.reductions):
+                continue  # a parallel loop around updates it atomically or in copies
+            call = first_use(item.body, reduction.key)
+            target = None if call is None else _target(self.rewritten(call), reduction.name)
+            if target is not None and item.var not in {
+                    n.id for n in ast.walk(target) if isinstance(n, ast.Name)}:
+                held[ast.unparse(target)] = reduction.held
+        if held:
+            self.held[id(item)] = held
+        return list(held.items())
 
     def chunked(self, item: For, depth: int, loops: list[For]) -> None:
         """A parallel loop whose reductions into arrays go to a copy per thread: the copies
@@ -295,7 +330,10 @@ class _Emitter:
             return f"np.{given}"
         return "np.int64" if _indexes(self.program, name) else "np.float64"
 
-    def call(self, item: Call, depth: int, loops: list[For]) -> None:
+    def rewritten(self, item: Call) -> ast.AST:
+        """A unit's syntax at one point of the new loops: their values for the original
+        loop variables, private names per copy, expanded and staged accesses, and under
+        Numba unsigned subscripts."""
         unit = item.placed.unit
         syntax = copy.deepcopy(unit.syntax)
         values = {loop.var: value(arg) for loop, arg in zip(unit.loops, item.args)
@@ -306,6 +344,14 @@ class _Emitter:
         ast.fix_missing_locations(syntax)
         if self.out.numba:
             syntax = _Unsigned(self.unsigned).visit(syntax)
+        return syntax
+
+    def call(self, item: Call, depth: int, loops: list[For]) -> None:
+        unit = item.placed.unit
+        syntax = self.rewritten(item)
+        for around in loops:
+            if id(around) in self.held:
+                syntax = _Held(self.held[id(around)]).visit(syntax)
         reduction = self.atomic(unit, loops)
         if reduction is not None and self.out.numba:
             syntax = _Atomic(reduction, unit).visit(syntax)
@@ -358,7 +404,8 @@ class _Emitter:
         touched = {a.variable.key for s in unit.statements for a in s.accesses if a.write}
         for item in loops:
             for reduction in item.node.reductions:
-                if not reduction.scalar and not reduction.copy and reduction.key in touched:
+                if not (reduction.scalar or reduction.copy or reduction.held) \
+                        and reduction.key in touched:
                     return reduction
         return None
 
@@ -519,6 +566,31 @@ def _tiles(item: For) -> str:
         return f"({value(high)} - ({value(low)}) + {step - 1}) // {step}" if step != 1 \
             else f"({value(high)} - ({value(low)}))"
     return poly((span + Poly.const(step - 1)).floordiv(step)) if step != 1 else poly(span)
+
+
+class _Held(ast.NodeTransformer):
+    """Every access of an element held in a scalar (as emitted) as that scalar."""
+
+    def __init__(self, held: dict[str, str]) -> None:
+        self.held = held
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.expr:
+        name = self.held.get(ast.unparse(node))
+        if name is not None:
+            return ast.Name(name, node.ctx)
+        self.generic_visit(node)
+        return node
+
+
+def _target(syntax: ast.AST, name: str) -> ast.Subscript | None:
+    """The element of array ``name`` a statement assigns to (``A[i, j] -= ...``)."""
+    for node in ast.walk(syntax):
+        targets = node.targets if isinstance(node, ast.Assign) else (
+            [node.target] if isinstance(node, ast.AugAssign) else [])
+        for target in targets:
+            if isinstance(target, ast.Subscript) and _flatten(target)[0] == name:
+                return target
+    return None
 
 
 class _Unsigned(ast.NodeTransformer):

@@ -138,13 +138,15 @@ class Reduction:
     combined per thread (Numba's reductions, OpenMP's ``reduction`` clause), an array element
     updated atomically (a generalized reduction), or in a copy of the array per thread
     (``copy``: the name of the copies), the copies combined into the array after the
-    loop."""
+    loop. A vectorized loop's sum into one array element is held in a scalar for the loop's
+    run (``held``: its name; loaded before the loop, stored after it)."""
 
     key: str
     name: str
     op: str
     scalar: bool
     copy: str = ""
+    held: str = ""
 
 
 @dataclass(frozen=True)
