@@ -612,3 +612,34 @@ def test_a_sparse_row_loop_is_parallel_once_its_sum_is_privatized() -> None:
     with pytest.raises(IllegalStep, match=r"parallel\(i\) is illegal: i carries D1 S1->S1 WAW "
                                           "on total"):
         transform(CSR_ROWS, "parallel(i)")
+
+
+TRIANGLE = '''
+def upper(C, A, M, N):
+    for i in range(M - 1):
+        for k in range(N):
+            for j in range(i + 1, M):
+                C[i, j] += A[k, i] * A[k, j]
+'''
+
+
+def test_a_triangles_tiles_line_up_and_its_jammed_rows_need_no_guard_in_the_vector_loop():
+    """``j`` starts at ``i + 1``: its tiles are counted from 0, so that every row of an ``i``
+    tile meets the same ``j`` tiles (from ``i + 1`` they would be cut anew for each row, and
+    isl folds the rows into the tile loop), and the copies of a jammed ``i`` each start the
+    innermost ``j`` at their own row: codegen separates that range, so that no copy is
+    guarded inside the loop that runs in vector lanes."""
+    result = transform(TRIANGLE, "tile(i=8, k=4, j=16); unroll(i, 4, jam=True); "
+                                 "unroll(k, 2, jam=True); parallel(ii)", emit="numba")
+    code = body(result)
+    assert "for j in range(max(jj, i + 4), min(M, jj + 16)):" in code
+    lines = code.split("\n")
+    for at, line in enumerate(lines):
+        if line.strip().startswith("for j in"):
+            depth = len(line) - len(line.lstrip())
+            inside = [l for l in lines[at + 1:] if l.strip()]
+            block = [l for l in inside[:next((n for n, l in enumerate(inside) if len(l) - len(
+                l.lstrip()) <= depth), len(inside))]]
+            assert not any(l.strip().startswith("if ") for l in block), "\n".join(block)
+    for sizes in ({"M": 37, "N": 11}, {"M": 5, "N": 3}, {"M": 1, "N": 1}, {"M": 20, "N": 1}):
+        assert result.verify(**sizes).ok, sizes

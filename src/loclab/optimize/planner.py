@@ -549,10 +549,14 @@ def jammed_loops(accesses: list[ArrayAccess], order: tuple[Loop, ...],
     (nothing runs in vector lanes for the copies to share), or where a loop lies below the
     band (the copies would be jammed into it: a private sum per copy, no vector loop for
     them to share, and a body the compiler takes minutes over: bmmm's 16 copies). A loop
-    that bounds a loop inside it, or is bounded by one (a triangle: syrk's ``j <= i``), is
-    not jammed: its copies run over different ranges of the inner loop, so each needs a
-    guard inside the vector loop, which LLVM then does not vectorize (syrk: 166 ms jammed
-    in i and k against 47 ms in k alone, 2 cores, 2026-11-29)."""
+    that bounds a loop between it and the innermost, or is bounded by one, is not jammed:
+    its copies run over different ranges of that loop, so each needs a guard inside the
+    vector loop, which LLVM then does not vectorize (syrk: 166 ms jammed in i and k against
+    47 ms in k alone, 2 cores, 2026-11-29). The innermost loop itself may start or stop with
+    it (a triangle's ``j`` from ``i + 1``): codegen separates its range into the pieces
+    each copy runs whole (``codegen._ranges_move_with_copies``; correlation's triangular
+    product at 1200 x 1400 on 2 cores, 2026-11-30: 39.6 ms jammed in k alone, 16.3 ms in i
+    and k)."""
     kept = kept or {}
     inner = order[-1]
     if not any(stride(a.subscripts, inner.var) == "unit" for a in accesses):
@@ -561,7 +565,8 @@ def jammed_loops(accesses: list[ArrayAccess], order: tuple[Loop, ...],
         return []
     chosen: list[tuple[bool, Loop, str]] = []
     for position, loop in reversed(list(enumerate(order[:-1]))):
-        if any(_coupled(loop, other) for other in order[position + 1:]):
+        if any(_coupled(loop, other) for other in order[position + 1:-1]) \
+                or _coupled(loop, inner, separable=True):
             continue
         reused = [a for a in accesses if loop in a.statement.loops
                   and stride(a.subscripts, loop.var) == "invariant"]
@@ -576,10 +581,13 @@ def jammed_loops(accesses: list[ArrayAccess], order: tuple[Loop, ...],
     return [(loop, texts) for _, loop, texts in chosen]
 
 
-def _coupled(outer: Loop, inner: Loop) -> bool:
-    """Whether either loop's bounds name the other's variable (or cannot be told)."""
+def _coupled(outer: Loop, inner: Loop, separable: bool = False) -> bool:
+    """Whether either loop's bounds name the other's variable (or cannot be told);
+    ``separable``: the inner loop's affine bounds may name the outer's."""
     def names(loop: Loop, var: str) -> bool:
         return any(bound is None or var in bound.symbols() for bound in (loop.start, loop.stop))
+    if separable:
+        return names(outer, inner.var) or inner.start is None or inner.stop is None
     return names(inner, outer.var) or names(outer, inner.var)
 
 

@@ -111,10 +111,12 @@ class Codegen:
         # a copy of the whole nest per case of the sizes modulo the unroll factors; but
         # "separate" for the level of an innermost fused loop: its statements' ranges differ
         # by their shifts, and guards in the innermost loop kept a time-tiled stencil from
-        # vectorizing (jacobi-2d, 2 cores: 188 ms guarded, 142 ms separated)
+        # vectorizing (jacobi-2d, 2 cores: 188 ms guarded, 142 ms separated); so for an
+        # innermost loop whose range moves with a loop unrolled around it (a triangle's
+        # ``j`` from ``i + 1`` with ``i`` unrolled and jammed: each copy's own start)
         dims = ", ".join(f"t{k}" for k in range(self.schedule.depth))
         separate = {2 * len(p.path) - 1 for p in self.schedule.placed
-                    if p.path and p.path[-1].fused}
+                    if p.path and (p.path[-1].fused or _ranges_move_with_copies(p.path))}
         atomic = " and ".join([f"0 <= x < {self.schedule.depth}"]
                               + [f"x != {level}" for level in separate])
         options = [f"[{dims}] -> atomic[x] : {atomic}"]
@@ -417,3 +419,11 @@ def comparison(op: str, left: Value, right: Value) -> Condition:
                 for guard, arm in arms])
     assert isinstance(left, Poly) and isinstance(right, Poly)
     return Compare(op, left, right)
+
+
+def _ranges_move_with_copies(path: list[LoopNode]) -> bool:
+    """Whether the innermost loop's bounds name a loop whose copies were jammed around it."""
+    inner = path[-1].origin
+    jammed = {node.origin.var for node in path[:-1] if node.copies}
+    bounds = [b for b in (inner.start, inner.stop) if b is not None]
+    return bool(jammed) and any(b.symbols() & jammed for b in bounds)

@@ -18,7 +18,8 @@ schedules only the leaders and emits each follower right after its leader's call
 shifted coordinates, under its guard: the same instances in the same order as isl would
 have placed them (adjacent siblings at equal loop values run one after the other, and
 nothing can sit between adjacent units). A run that fails any of the checks is left to isl,
-copy by copy, as before.
+copy by copy, as before; so is a copy whose guard names the innermost loop's variable
+(:func:`_guards_innermost`).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def copy_groups(schedule: Schedule) -> dict[int, list[Follower]]:
                 break
             lead = lead or _timed(schedule, leader)
             follower = _follower(schedule, lead, candidate)
-            if follower is None:
+            if follower is None or _guards_innermost(follower):
                 break
             followers.append(follower)
         if followers:
@@ -102,6 +103,22 @@ def _follower(schedule: Schedule, lead: "isl.Map", candidate: Placed) -> Followe
     if any(piece.dim(isl.dim_type.div) for piece in guard.get_basic_sets()):
         return None
     return Follower(candidate, offsets, guard)
+
+
+def _guards_innermost(follower: Follower) -> bool:
+    """Whether the follower's guard names the variable of the innermost loop around it (a
+    triangle's ``j >= i + 2`` for the second copy of a jammed ``i``): as a guard it would sit
+    in every iteration of that loop and keep it from vector lanes, where isl, given the copy,
+    separates the loop's range into pieces each copy runs whole (``codegen``'s
+    ``separate``). The innermost loop's own copies are left grouped: their guards are its
+    remainder."""
+    import islpy as isl
+
+    inner = follower.placed.path[-1] if follower.placed.path else None
+    if follower.guard is None or inner is None or inner.copies:
+        return False
+    index = follower.placed.unit.loops.index(inner.origin)
+    return follower.guard.involves_dims(isl.dim_type.set, index, 1)
 
 
 def _timed(schedule: Schedule, placed: Placed) -> "isl.Map":

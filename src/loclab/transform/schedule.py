@@ -8,7 +8,8 @@ value each loop around it takes at ``x``. A loop's value is written in *order co
 * a variable loop takes ``x`` itself;
 * a tile loop of ``T`` iterations takes the first value of ``x``'s tile:
   ``b + T*s*floor((x - b) / (T*s))``, where ``s`` is the step and ``b`` the first value of
-  the range being cut (the loop's lower bound, or the enclosing tile's first value).
+  the range being cut (the loop's lower bound, or the enclosing tile's first value; 0 where
+  the lower bound moves with a loop around it: a triangle's tiles line up across its rows).
 
 Codegen reads one relation per unit (``U3[x] -> [t]``); legality reads one per statement of
 each unit (``S5u3[x] -> [t]``, the unit's time followed by the statement's place inside a
@@ -104,6 +105,12 @@ class Schedule:
         if within is not None:
             return self.value(within, unit)
         if not node.plain:  # one first value for every loop it runs, whatever its bounds
+            return "0"
+        if node.tile and node.origin.start is not None and node.origin.start.symbols() & {
+                loop.var for loop in node.origin.enclosing if loop is not node.origin}:
+            # a range that starts where a loop around it is (a triangle's j from i + 1): its
+            # tiles counted from 0 line up for every value of that loop, so that it may be
+            # jammed with them, where tiles counted from its start cut it anew for each
             return "0"
         bound = self.model.render(node.origin.start, unit.first, "x")
         assert bound is not None, "affine bounds only"
