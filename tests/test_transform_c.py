@@ -54,6 +54,30 @@ def test_c_recipes_compile_and_compute_the_same(file: str, function: str, recipe
     assert check.ok, str(check)
 
 
+TRISOLV_C = """
+void trisolv(int n, double L[n][n], double x[n], double b[n]) {
+  for (int i = 0; i < n; i++) {
+    x[i] = b[i];
+    for (int j = 0; j < i; j++)
+      x[i] -= L[i][j] * x[j];
+    x[i] = x[i] / L[i][i];
+  }
+}
+"""
+
+
+@compiler
+def test_c_holds_a_sum_into_an_element_in_a_scalar_its_simd_reduces() -> None:
+    """``x[i]`` summed along ``j``: declared as a scalar of its type before the loop (which
+    may not run: guarded), reduced by ``simd``, stored after it; compiled and compared."""
+    result = transform(TRISOLV_C, "vectorize(j)", language="c")
+    assert "__typeof__(x[i]) x_sum = x[i];" in result.source
+    assert "#pragma omp simd reduction(+: x_sum)" in result.source
+    assert "x_sum -= L[i][j] * x[j];" in result.source and "x[i] = x_sum;" in result.source
+    assert "if (0 < i) {" in result.source
+    assert result.verify(n=37).ok
+
+
 SYRK_C = """
 void syrk(int N, int M, double alpha, double A[N][M], double C[N][N]) {
     for (int i = 0; i < N; i++)
