@@ -112,7 +112,6 @@ def fors(code: list[Code]) -> Iterator[For]:
     return (item for item in walk(code) if isinstance(item, For))
 
 
-def first_use(code: list[Code], key: str) -> Call | None:
-    """The first statement of a code tree that touches the variable."""
-    return next((item for item in walk(code) if isinstance(item, Call) and uses(item, key)),
-                None)
+def users(code: list[Code], key: str) -> list[Call]:
+    """The statements of a code tree that touch the variable, in order."""
+    return [item for item in walk(code) if isinstance(item, Call) and uses(item, key)]

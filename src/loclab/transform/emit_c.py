@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from loclab.errors import UsageError
 from loclab.nest.expr import Compare, Condition, FloorDiv, MinMax, Mod, Poly, Symbol
 from loclab.transform.buffers import BufferMarker
-from loclab.transform.code import first_use, render, upward
+from loclab.transform.code import render, upward, users
 from loclab.transform.codegen import Call, Code, For, If, Mark, Select, Value, plus
 from loclab.transform.storage import Expansion, Placement, copy_suffix
 from loclab.transform.tree import LoopNode, Program, Reduction, Unit
@@ -262,17 +262,16 @@ class _Emitter:
             if not reduction.held or any(r.key == reduction.key for around in loops
                                          for r in around.node.reductions):
                 continue
-            call = first_use(item.body, reduction.key)
-            if call is None:
-                continue
-            statement = self.rewritten(call)
-            target = next((n.lvalue for n in _nodes(statement)
-                           if isinstance(n, c_ast.Assignment)
-                           and isinstance(n.lvalue, c_ast.ArrayRef)
-                           and _flatten(n.lvalue)[0] == reduction.name), None)
-            if target is not None and item.var not in {
-                    n.name for n in _nodes(target) if isinstance(n, c_ast.ID)}:
-                held[self.generator.visit(target)] = reduction.held
+            targets = [next((n.lvalue for n in _nodes(self.rewritten(call))
+                             if isinstance(n, c_ast.Assignment)
+                             and isinstance(n.lvalue, c_ast.ArrayRef)
+                             and _flatten(n.lvalue)[0] == reduction.name), None)
+                       for call in users(item.body, reduction.key)]
+            texts = {self.generator.visit(t) for t in targets if t is not None}
+            if len(texts) == 1 and None not in targets and item.var not in {
+                    n.name for t in targets if t is not None for n in _nodes(t)
+                    if isinstance(n, c_ast.ID)}:
+                held[texts.pop()] = reduction.held
         if held:
             self.held[id(item)] = held
         return held

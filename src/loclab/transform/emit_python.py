@@ -27,7 +27,7 @@ from loclab.errors import UsageError
 from loclab.nest.expr import BoolOp, Compare, Condition, FloorDiv, MinMax, Mod, Poly, Symbol
 from loclab.nest.python import serves
 from loclab.transform.buffers import BufferMarker
-from loclab.transform.code import counting_down, first_use, render, uses
+from loclab.transform.code import counting_down, render, users, uses
 from loclab.transform.codegen import Call, Code, For, If, Mark, Select, Value, plus
 from loclab.transform.python_program import FunctionSyntax
 from loclab.transform.storage import Expansion, Placement, copy_suffix
@@ -208,11 +208,11 @@ class _Emitter:
 
     def held_elements(self, item: For, loops: list[For]) -> list[tuple[str, str]]:
         """The array elements a vectorized loop sums into, each with the scalar that holds
-        it for the loop's run (``vectorize``'s scalar replacement), as written at the first
-        statement that updates it: the same text in every iteration, since the step proved
-        that its subscripts do not move with the loop. An element whose text names the
-        loop's own variable (isl may write an outer value through it) is left in memory:
-        exact, only slower."""
+        it for the loop's run (``vectorize``'s scalar replacement), as the statements that
+        update it write it: the same text in every iteration, since the step proved that its
+        subscripts do not move with the loop. An element written in two ways (isl may place
+        the update in two branches, an outer variable replaced by its value in one) or
+        through the loop's own variable is left in memory: exact, only slower."""
         node = item.node
         if not node.vectorized or node.parallel:
             return []
@@ -221,11 +221,13 @@ class _Emitter:
             if not reduction.held or any(r.key == reduction.key for around in loops
                                          for r in around.node.reductions):
                 continue  # a parallel loop around updates it atomically or in copies
-            call = first_use(item.body, reduction.key)
-            target = None if call is None else _target(self.rewritten(call), reduction.name)
-            if target is not None and item.var not in {
-                    n.id for n in ast.walk(target) if isinstance(n, ast.Name)}:
-                held[ast.unparse(target)] = reduction.held
+            targets = [_target(self.rewritten(call), reduction.name)
+                       for call in users(item.body, reduction.key)]
+            texts = {ast.unparse(t) for t in targets if t is not None}
+            if len(texts) == 1 and None not in targets and item.var not in {
+                    n.id for t in targets if t is not None for n in ast.walk(t)
+                    if isinstance(n, ast.Name)}:
+                held[texts.pop()] = reduction.held
         if held:
             self.held[id(item)] = held
         return list(held.items())
