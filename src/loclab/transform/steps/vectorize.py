@@ -91,10 +91,9 @@ def held_element(program: Program, node: LoopNode, carried: Carried) -> str | No
              if any(a.variable.key == carried.key for s in unit.statements for a in s.accesses)]
     if len(units) != 1:
         return f"{len(units)} pieces of the loop's body update it"
-    targets = {s.writes[0].text for s in units[0].statements if s.writes
-               and s.writes[0].variable.key == carried.key}
     writes = [s.writes[0] for s in units[0].statements if s.writes
               and s.writes[0].variable.key == carried.key]
+    targets = {write.text for write in writes}
     if len(targets) != 1:
         return f"{len(targets)} elements are updated"
     outside = {loop.var for unit in units for loop in unit.loops if loop is not node.origin}
