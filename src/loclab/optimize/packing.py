@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 
 from loclab.nest.ir import Loop
 from loclab.optimize.locality import ArrayAccess, array_accesses, stride
-from loclab.optimize.planner import Context, Decision, NestPlan
+from loclab.optimize.planner import Context, Decision, NestPlan, bounds_name
 from loclab.optimize.tiles import choose_tile
 
 
@@ -98,10 +98,7 @@ def _bounds(decision: Decision, inner: Loop) -> bool:
     triangle's rows): beside packed panels it gained nothing and cost a compile three to
     seven times longer (syr2k at 1200 x 1000, 2 cores, 2026-11-30: packed and jammed in
     ``k`` alone 68 ms, built in 3.4 s; also in ``i`` 72 ms, built in 23 s)."""
-    if decision.step is None:
-        return False
-    jammed = decision.step.args[0].var
-    return any(b is None or jammed in b.symbols() for b in (inner.start, inner.stop))
+    return decision.step is not None and bounds_name(inner, decision.step.args[0].var)
 
 
 def _packable(access: ArrayAccess, order: tuple[Loop, ...]) -> bool:

@@ -584,11 +584,14 @@ def jammed_loops(accesses: list[ArrayAccess], order: tuple[Loop, ...],
 def _coupled(outer: Loop, inner: Loop, separable: bool = False) -> bool:
     """Whether either loop's bounds name the other's variable (or cannot be told);
     ``separable``: the inner loop's affine bounds may name the outer's."""
-    def names(loop: Loop, var: str) -> bool:
-        return any(bound is None or var in bound.symbols() for bound in (loop.start, loop.stop))
     if separable:
-        return names(outer, inner.var) or inner.start is None or inner.stop is None
-    return names(inner, outer.var) or names(outer, inner.var)
+        return bounds_name(outer, inner.var) or inner.start is None or inner.stop is None
+    return bounds_name(inner, outer.var) or bounds_name(outer, inner.var)
+
+
+def bounds_name(loop: Loop, var: str) -> bool:
+    """Whether a loop's bounds name a variable (or cannot be told: not affine)."""
+    return any(bound is None or var in bound.symbols() for bound in (loop.start, loop.stop))
 
 
 def vector_lanes(context: Context, innermost: list[Loop]) -> tuple[Decision, ...]:
@@ -814,12 +817,13 @@ def plan_nest(context: Context, top: Loop) -> list[NestPlan]:
                 if plan is not None:
                     plans.append(plan)
     paths, blocked = parallel_paths(context, top)
+    lanes = vector_lanes(context, innermost_loops(top))
     if paths:
         plans.append(NestPlan(top, "as written",
                               tuple(d for _, before, _, _ in paths for d in before), None,
                               tuple(d for _, _, after, _ in paths for d in after),
                               tuple((loop, why) for loop, _, _, why in paths), tuple(blocked),
-                              lanes=vector_lanes(context, innermost_loops(top))))
+                              lanes=lanes))
     reasons = tuple(sequential_reason(context.report(loop), context)
                     for loop in context.analysis.nest.loops
                     if loop is top or top in loop.enclosing)
@@ -831,8 +835,7 @@ def plan_nest(context: Context, top: Loop) -> list[NestPlan]:
     out = list(unique.values())
     # the loops in order, their sums in vector lanes (cholesky's dot products): the
     # sequential plan's steps, so not one of its fallbacks (that would be named after it)
-    in_lanes = NestPlan(top, "in lanes", sequential=reasons,
-                        lanes=vector_lanes(context, innermost_loops(top)))
+    in_lanes = NestPlan(top, "in lanes", sequential=reasons, lanes=lanes)
     if in_lanes.lanes and in_lanes.key not in unique:
         out.insert(len(out) - 1, in_lanes)
     return out

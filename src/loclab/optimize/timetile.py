@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING
 
 from loclab.nest.ir import Loop
 from loclab.optimize.locality import Reuse
-from loclab.optimize.planner import Context, Decision, NestPlan, TiledBand, label
+from loclab.optimize.planner import (Context, Decision, NestPlan, TiledBand, bounds_name,
+                                     label)
 from loclab.optimize.tiles import TILE_SIZES, TileChoice
 from loclab.model.cache import format_bytes
 from loclab.transform.recipe import make_step
@@ -73,7 +74,7 @@ def time_tiling(context: Context, top: Loop) -> TimeTiling | None:
     if context.report(top).parallel or top.step < 1 or top.stride is not None \
             or not nests or len(nests) < len(top.body) \
             or any(nest.step != 1 or nest.stride is not None for nest in nests) \
-            or any(_bounded_by(loop, top) for loop in context.analysis.nest.loops
+            or any(bounds_name(loop, top.var) for loop in context.analysis.nest.loops
                    if top in loop.enclosing and loop is not top) \
             or any(_moves_with(access, top) for nest in nests
                    for statement in nest.statements() for access in statement.writes):
@@ -101,13 +102,6 @@ def time_tiling(context: Context, top: Loop) -> TimeTiling | None:
     if factor is None:
         return None
     return TimeTiling(top, nests, tuple(shifts), factor, spread)
-
-
-def _bounded_by(loop: Loop, top: Loop) -> bool:
-    """Whether ``loop``'s range moves with ``top``'s variable (LU's ``for j in range(i)``):
-    a time loop's sweeps cover the same rows every step."""
-    return any(bound is None or top.var in bound.symbols()
-               for bound in (loop.start, loop.stop))
 
 
 def _moves_with(write: "Access", top: Loop) -> bool:

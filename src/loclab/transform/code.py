@@ -112,6 +112,18 @@ def fors(code: list[Code]) -> Iterator[For]:
     return (item for item in walk(code) if isinstance(item, For))
 
 
-def users(code: list[Code], key: str) -> list[Call]:
-    """The statements of a code tree that touch the variable, in order."""
-    return [item for item in walk(code) if isinstance(item, Call) and uses(item, key)]
+def held_sums(item: For, loops: list[For]) -> list[tuple[str, str, list[Call]]]:
+    """The sums into array elements a vectorized loop may hold in scalars for its run
+    (``vectorize``'s ``Reduction.held``): each as (array name, scalar, the statements that
+    update it, in order). None where the loop runs in parallel, nor for an array a parallel
+    loop around sums into (its threads update it atomically or in copies). Each emitter
+    holds one only where those statements write the element one way, not through the
+    loop's own variable."""
+    node = item.node
+    if not node.vectorized or node.parallel:
+        return []
+    return [(reduction.name, reduction.held,
+             [c for c in walk(item.body) if isinstance(c, Call) and uses(c, reduction.key)])
+            for reduction in node.reductions
+            if reduction.held and not any(r.key == reduction.key for around in loops
+                                          for r in around.node.reductions)]

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from loclab.errors import UsageError
 from loclab.nest.expr import Compare, Condition, FloorDiv, MinMax, Mod, Poly, Symbol
 from loclab.transform.buffers import BufferMarker
-from loclab.transform.code import render, upward, users
+from loclab.transform.code import held_sums, render, upward
 from loclab.transform.codegen import Call, Code, For, If, Mark, Select, Value, plus
 from loclab.transform.storage import Expansion, Placement, copy_suffix
 from loclab.transform.tree import LoopNode, Program, Reduction, Unit
@@ -249,29 +249,23 @@ class _Emitter:
             self.line(depth - 1, "}")
 
     def held_elements(self, item: For, loops: list[For]) -> dict[str, str]:
-        """The array elements a vectorized loop sums into, each with the scalar that holds
-        it for the loop's run (``vectorize``'s scalar replacement; the Python emitter's
-        ``held_elements`` says when one is left in memory)."""
+        """The array elements a vectorized loop sums into (``code.held_sums``), each as its
+        statements write it, with the scalar that holds it for the loop's run; left in
+        memory where written in two ways or through the loop's own variable."""
         from pycparser import c_ast
 
-        node = item.node
-        if not node.vectorized or node.parallel:
-            return {}
         held: dict[str, str] = {}
-        for reduction in node.reductions:
-            if not reduction.held or any(r.key == reduction.key for around in loops
-                                         for r in around.node.reductions):
-                continue
+        for array, scalar, calls in held_sums(item, loops):
             targets = [next((n.lvalue for n in _nodes(self.rewritten(call))
                              if isinstance(n, c_ast.Assignment)
                              and isinstance(n.lvalue, c_ast.ArrayRef)
-                             and _flatten(n.lvalue)[0] == reduction.name), None)
-                       for call in users(item.body, reduction.key)]
+                             and _flatten(n.lvalue)[0] == array), None)
+                       for call in calls]
             texts = {self.generator.visit(t) for t in targets if t is not None}
             if len(texts) == 1 and None not in targets and item.var not in {
                     n.name for t in targets if t is not None for n in _nodes(t)
                     if isinstance(n, c_ast.ID)}:
-                held[texts.pop()] = reduction.held
+                held[texts.pop()] = scalar
         if held:
             self.held[id(item)] = held
         return held
@@ -414,8 +408,9 @@ def _held(node: Any, held: dict[str, str], generator: Any) -> Any:
     """Every access of an element held in a scalar (as emitted) as that scalar."""
     from pycparser import c_ast
 
-    if isinstance(node, c_ast.ArrayRef) and generator.visit(node) in held:
-        return c_ast.ID(held[generator.visit(node)])
+    scalar = held.get(generator.visit(node)) if isinstance(node, c_ast.ArrayRef) else None
+    if scalar is not None:
+        return c_ast.ID(scalar)
     for field_name, child in node.children():
         _Rewriter._replace(node, field_name, _held(child, held, generator))
     return node

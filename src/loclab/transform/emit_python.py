@@ -27,7 +27,7 @@ from loclab.errors import UsageError
 from loclab.nest.expr import BoolOp, Compare, Condition, FloorDiv, MinMax, Mod, Poly, Symbol
 from loclab.nest.python import serves
 from loclab.transform.buffers import BufferMarker
-from loclab.transform.code import counting_down, render, users, uses
+from loclab.transform.code import counting_down, held_sums, render, uses
 from loclab.transform.codegen import Call, Code, For, If, Mark, Select, Value, plus
 from loclab.transform.python_program import FunctionSyntax
 from loclab.transform.storage import Expansion, Placement, copy_suffix
@@ -207,27 +207,19 @@ class _Emitter:
             self.line(depth, f"{target} = {name}")
 
     def held_elements(self, item: For, loops: list[For]) -> list[tuple[str, str]]:
-        """The array elements a vectorized loop sums into, each with the scalar that holds
-        it for the loop's run (``vectorize``'s scalar replacement), as the statements that
-        update it write it: the same text in every iteration, since the step proved that its
-        subscripts do not move with the loop. An element written in two ways (isl may place
-        the update in two branches, an outer variable replaced by its value in one) or
-        through the loop's own variable is left in memory: exact, only slower."""
-        node = item.node
-        if not node.vectorized or node.parallel:
-            return []
+        """The array elements a vectorized loop sums into (``code.held_sums``), each as its
+        statements write it, with the scalar that holds it for the loop's run. An element
+        written in two ways (isl may place the update in two branches, an outer variable
+        replaced by its value in one) or through the loop's own variable is left in memory:
+        exact, only slower."""
         held: dict[str, str] = {}
-        for reduction in node.reductions:
-            if not reduction.held or any(r.key == reduction.key for around in loops
-                                         for r in around.node.reductions):
-                continue  # a parallel loop around updates it atomically or in copies
-            targets = [_target(self.rewritten(call), reduction.name)
-                       for call in users(item.body, reduction.key)]
+        for array, scalar, calls in held_sums(item, loops):
+            targets = [_target(self.rewritten(call), array) for call in calls]
             texts = {ast.unparse(t) for t in targets if t is not None}
             if len(texts) == 1 and None not in targets and item.var not in {
                     n.id for t in targets if t is not None for n in ast.walk(t)
                     if isinstance(n, ast.Name)}:
-                held[texts.pop()] = reduction.held
+                held[texts.pop()] = scalar
         if held:
             self.held[id(item)] = held
         return list(held.items())
