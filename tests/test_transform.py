@@ -161,6 +161,24 @@ def test_a_parallel_loop_counting_down_runs_each_value_once_under_numba(loop, re
         assert result.verify(M=size).ok, (size, result.source)
 
 
+def test_unsigned_subscripts_are_proved_statement_by_statement() -> None:
+    """A subscript that may be negative (``A[i + K - 1]`` at ``K = 0``, ``B[M - 1]`` at ``M = 0``)
+    keeps its statement's accesses of that array signed, as Python means them, and no other
+    statement's (correlation's ``corr[M - 1, M - 1] = 1.0`` kept its triangular product
+    signed: 4.2 times slower on 2 cores)."""
+    source = ("def f(A, B, M, K):\n    for i in range(M):\n        B[i] = A[i] * 2.0\n"
+              "    for i in range(M):\n        A[i] = A[i + K - 1] + B[i]\n"
+              "    B[M - 1] = 0.5\n")
+    result = transform(source, "parallel(i@2)", emit="numba", assume_distinct=True)
+    assert "B[uintp(i)] = A[uintp(i)] * 2.0" in result.source
+    assert "A[i] = A[i + K - 1] + B[uintp(i)]" in result.source
+    assert "B[M - 1] = 0.5" in result.source
+    for size in (1, 4, 9):
+        assert result.verify(M=size, K=2).ok, (size, result.source)
+    plain = transform(source, "parallel(i@2)", emit="python", assume_distinct=True)
+    assert "uintp" not in plain.source
+
+
 def test_tiling_emits_the_slides_blocked_loops() -> None:
     result = transform(TRANSPOSE, "tile(i=32, j=32); parallel(ii)", assume_distinct=True)
     assert body(result) == """def transpose(A, B, N, M):

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import copy
 import textwrap
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from loclab.errors import UsageError
@@ -31,7 +32,8 @@ from loclab.transform.code import counting_down, held_sums, render, uses
 from loclab.transform.codegen import Call, Code, For, If, Mark, Select, Value, plus
 from loclab.transform.python_program import FunctionSyntax
 from loclab.transform.storage import Expansion, Placement, copy_suffix
-from loclab.transform.subscripts import unsigned_arrays
+from loclab.transform.subscripts import (unsigned_arrays, unsigned_by_statement,
+                                         unsigned_in)
 from loclab.transform.tree import Chunks, LoopNode, Program, Reduction, Unit
 from loclab.transform.versioning import as_written_branch, overlap_helper
 
@@ -70,11 +72,17 @@ class _Emitter:
         # the element as emitted -> the scalar
         self.held: dict[int, dict[str, str]] = {}
         self.expanded_done: set[str] = set()
-        self.unsigned: set[str] = set()
-        if output.numba:  # arrays whose subscripts isl proves non-negative, and loclab's own
-            self.unsigned = unsigned_arrays(output.program) | {
-                e.private.name for e in output.expansions.values()} | {
+        # under Numba: the arrays whose subscripts isl proves non-negative, by statement and
+        # in every statement, and loclab's own (expanded scalars, buffers), always
+        self.unsigned_proved: dict[int, frozenset[str]] = {}
+        self.unsigned_everywhere: set[str] = set()
+        self.unsigned_own: set[str] = set()
+        if output.numba:
+            self.unsigned_proved = unsigned_by_statement(output.program)
+            self.unsigned_everywhere = unsigned_arrays(output.program, self.unsigned_proved)
+            self.unsigned_own = {e.private.name for e in output.expansions.values()} | {
                 b.buffer.name for b in output.buffers}
+        self.uintp = False  # some subscript was cast: the module imports uintp
 
     # -- the module -------------------------------------------------------------------------
     def module(self, code: list[Code]) -> str:
@@ -114,7 +122,7 @@ class _Emitter:
             if not any(l.startswith("import numpy") for l in lines):
                 lines.append("import numpy as np")
             lines.append("from numba import njit, prange")
-            if self.unsigned:
+            if self.uintp:
                 lines.append("from numpy import uintp  # unsigned subscripts skip Numba's "
                              "negative-index test")
             if self.atomics:
@@ -337,7 +345,12 @@ class _Emitter:
         syntax = rewriter.visit(syntax)
         ast.fix_missing_locations(syntax)
         if self.out.numba:
-            syntax = _Unsigned(self.unsigned).visit(syntax)
+            unsigned = self.unsigned_own | unsigned_in(unit.statements, bool(unit.opaque),
+                                                       self.unsigned_proved,
+                                                       self.unsigned_everywhere)
+            cast = _Unsigned(unsigned)
+            syntax = cast.visit(syntax)
+            self.uintp = self.uintp or cast.cast
         return syntax
 
     def call(self, item: Call, depth: int, loops: list[For]) -> None:
@@ -439,6 +452,7 @@ class _Emitter:
             indices = [f"{buffer.buffer.name}_i{k}" for k in range(buffer.rank)]
             for k, (index, low, high) in enumerate(zip(indices, buffer.lows, highs)):
                 self.line(depth + k, f"for {index} in range({low}, {high}):")
+            self.uintp = True
             into = buffer.in_buffer_order([f"uintp({index} - {low})"
                                            for index, low in zip(indices, buffer.lows)])
             self.line(depth + buffer.rank, f"{buffer.buffer.name}[{', '.join(into)}] = "
@@ -590,13 +604,15 @@ def _target(syntax: ast.AST, name: str) -> ast.Subscript | None:
 class _Unsigned(ast.NodeTransformer):
     """``A[i, j + 1]`` as ``A[uintp(i), uintp(j + 1)]`` for the arrays named."""
 
-    def __init__(self, names: set[str]) -> None:
+    def __init__(self, names: Collection[str]) -> None:
         self.names = names
+        self.cast = False  # whether it cast any subscript
 
     def visit_Subscript(self, node: ast.Subscript) -> ast.expr:
         self.generic_visit(node)
         if _flatten(node)[0] not in self.names:
             return node
+        self.cast = True
         items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         cast = [ast.Call(ast.Name("uintp", ast.Load()), [item], []) for item in items]
         node.slice = ast.Tuple(cast, ast.Load()) if len(cast) > 1 else cast[0]
