@@ -79,6 +79,26 @@ def test_lu_runs_its_row_update_in_strips_below_its_sum() -> None:
     assert result.verify(N=70).ok and result.verify(N=3).ok
 
 
+def test_a_scalar_expanded_by_distribution_follows_the_loops_as_nested_now() -> None:
+    """Back substitution's ``total``, private to each iteration of the band ``r, i``: in
+    strips, ``r`` sinks inside ``i`` and is distributed, so ``total`` gets an element per
+    ``(r, i)``. Its array's dimensions follow the loops as nested then, ``total[i, r]``, so
+    that the vector loop ``r`` walks it along a row (``total[r, i]`` strode by ``N``: 3x
+    slower on 2 cores)."""
+    from loclab.transform import transform
+
+    source = (Path(__file__).parent.parent / "benchmarks" / "kernels"
+              / "back_substitution.py").read_text()
+    result = transform(source, "privatize(total); stripmine(r@10, 32, r_strip10); "
+                       "permute(i@11, r@10); distribute(r@10); permute(j@13, r@14); "
+                       "parallel(r_strip10)", function="back_substitution", emit="numba",
+                       assume_distinct=True)
+    assert "total[uintp(i), uintp(r)] -= U[uintp(i), uintp(j)] * X[uintp(j), uintp(r)]" \
+        in result.source
+    for sizes in ({"N": 9, "R": 70}, {"N": 40, "R": 3}, {"N": 1, "R": 1}):
+        assert result.verify(**sizes).ok, sizes
+
+
 def test_a_loop_whose_body_gains_nothing_from_its_strips_keeps_its_plans() -> None:
     """Rows already along the innermost loop: no strips."""
     source = ("def f(A, B, N, M):\n    for i in range(N):\n        for j in range(M):\n"
