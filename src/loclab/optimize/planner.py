@@ -349,7 +349,7 @@ def uneven_work(loop: Loop) -> str | None:
         bounds = (inner.start, inner.stop)
         if any(bound is None for bound in bounds):
             return f"{inner.var}'s bounds are not affine"
-        if any(loop.var in bound.symbols() for bound in bounds if bound is not None):
+        if bounds_name(inner, loop.var):
             return f"{inner.var}'s range moves with {loop.var}"
     return None
 
