@@ -328,6 +328,47 @@ def test_an_imperfect_band_is_distributed_into_kernels_over_two_loops():
     assert cuda.kernels[1].promoted == ("C[i, j] in a register across the k loop",)
 
 
+def test_an_array_read_along_two_grid_loops_is_staged_as_two_tiles(tmp_path):
+    # syrk: A[i, k] and A[j, k] are rows of the block's i and of its j, each a tile
+    found, mapped = gpu_planned((KERNELS / "syrk.py").read_text(), "syrk", M=70, N=90)
+    inputs = make_inputs(found.as_written.program, found.sizes)
+    cuda = mapped.emit(*argument_types(inputs, ["M", "N"]))
+    product = cuda.kernels[1]
+    assert sorted(text.split(" (")[0] for text in product.staged) == [
+        "A[i, k] along k", "A[j, k] along k"]
+    assert "__shared__ double s_A[" in product.text and "__shared__ double s_A_1[" in \
+        product.text
+    # a block wholly past the triangle's diagonal skips its k loop, the whole block alike
+    assert "} else if (__syncthreads_or(ok_0_0 || " in product.text
+    if shutil.which("nvcc"):
+        run = nvcc_compiled(cuda, tmp_path)
+        assert run.returncode == 0, run.stderr
+
+
+def test_a_tiles_name_is_never_another_arrays():
+    # two forms of A and an array called A_1: three tiles, three names
+    source = """
+def f(A, A_1, C, N, M):
+    for i in range(N):
+        for j in range(N):
+            for k in range(M):
+                C[i, j] += A[i, k] * A[j, k] * A_1[j, k]
+"""
+    found, mapped = gpu_planned(source, N=70, M=40)
+    inputs = make_inputs(found.as_written.program, found.sizes)
+    (kernel,) = mapped.emit(*argument_types(inputs, ["N", "M"])).kernels
+    names = re.findall(r"__shared__ double (s_\w+)\[", kernel.text)
+    assert len(names) == 3 and len(set(names)) == 3, kernel.text
+
+
+def test_the_search_walks_the_nest_with_the_most_work_first():
+    from loclab.optimize.gpu import _by_work
+
+    found, mapped = gpu_planned((KERNELS / "gemm.py").read_text(), "gemm", NI=90, NJ=80,
+                                NK=70)
+    assert _by_work(mapped, found.sizes) == [1, 0]  # the product, then the scaling of C
+
+
 # a row sum into an array element (kept in a register), a read-modify-write after it, and a
 # column sum: what the split loops must combine and write once per grid iteration
 SPLIT_SUMS = """
@@ -760,6 +801,18 @@ def test_matrix_vector_kernels_agree_with_the_original(name, sizes):
     result = optimize_file(KERNELS / f"{name}.py", name, target="gpu", tune=False,
                            timing=QUICK, params=params)
     assert result.verification.ok and result.check.valid, result.notes
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name,sizes", [
+    ("syrk", {"M": 70, "N": 150}), ("syrk", {"M": 9, "N": 300}), ("syr2k", {"M": 45, "N": 170}),
+    ("symm", {"M": 60, "N": 70}), ("trmm", {"M": 100, "N": 37})])
+@pytest.mark.parametrize("tune", [False, True])
+def test_triangular_products_agree_with_the_original(name, sizes, tune):
+    result = optimize_file(KERNELS / f"{name}.py", name, target="gpu", tune=tune,
+                           timing=QUICK, params=sizes)
+    assert result.verification.ok and result.check.valid, result.notes
+    assert not [note for note in result.notes if note.startswith("BUG")], result.notes
 
 
 @pytest.mark.gpu

@@ -30,7 +30,7 @@ import ast
 import functools
 import math
 import runpy
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -115,16 +115,18 @@ def choose_sizes(program: Any, given: dict[str, int],
     return with_given(parameters, candidate, given)
 
 
-def instances(program: Any, sizes: Mapping[str, int]) -> int:
-    """How many statement instances a run has at most: per statement, the volume of the box
-    around its iteration domain (counting the points one by one is slower than the run)."""
+def instances(program: Any, sizes: Mapping[str, int],
+              statements: Sequence[Any] | None = None) -> int:
+    """How many statement instances a run has at most (of ``statements`` alone, where
+    given): per statement, the volume of the box around its iteration domain (counting the
+    points one by one is slower than the run)."""
     import islpy as isl
 
     from loclab.deps.model import Model
 
     model = Model(program.nest, sizes)
     total = 0
-    for statement in program.nest.statements:
+    for statement in program.nest.statements if statements is None else statements:
         domain = isl.Set(model.domain_set(statement))
         if domain.is_empty():
             continue

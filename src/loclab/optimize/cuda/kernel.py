@@ -111,6 +111,17 @@ class _Stage:
         var, low, high = self.dims[d]
         return (spans[var] if var is not None else 1) + high - low
 
+    @property
+    def form(self) -> tuple[str | None, ...]:
+        """The loop each dimension's subscript moves with: the reads this tile serves."""
+        return tuple(dim[0] for dim in self.dims)
+
+    @property
+    def key(self) -> str:
+        """The tile's name without the ``s_`` of shared memory (its prefetch registers'
+        stem)."""
+        return self.name[2:]
+
 
 @dataclass
 class _Copy:
@@ -244,7 +255,13 @@ class KernelWriter:
             test = f"__syncthreads_and({every})" if barriers else every
             out.append(f"{'  ' * depth}if ({test}) {{")
             self._grid_body(body, copies, depth + 1, guarded=False)
-            out.append(f"{'  ' * depth}}} else {{")
+            if barriers:  # a block none of whose iterations exist (a tile past a triangle's
+                # diagonal) skips the body: every write in it is guarded, and the test is
+                # the same for the whole block, so no thread waits at a barrier alone
+                any_ok = " || ".join(c.ok for c in copies)
+                out.append(f"{'  ' * depth}}} else if (__syncthreads_or({any_ok})) {{")
+            else:
+                out.append(f"{'  ' * depth}}} else {{")
             self.registers.clear()  # the other branch: a scope of its own
             self._grid_body(body, copies, depth + 1, guarded=True)
             out.append(f"{'  ' * depth}}}")
@@ -670,33 +687,47 @@ class KernelWriter:
 
     def _stages_at(self, body: list[ast.stmt], read_only: set[str], locals_: set[str],
                    fit: bool) -> None:
+        """Each read-only array's reads grouped by the loops their subscripts move with
+        (syrk's ``A[i, k]`` and ``A[j, k]``: rows of the block's ``i`` and of its ``j``),
+        each group a tile of its own."""
         self.staged = {}
         grid = {g.var: g for g in self.mapping.grid}
         x_var = self.mapping.x.var if self.mapping.x is not None else None
-        whole: dict[str, list[tuple[_Offset | None, ...]]] = {}
-        for sub in _reads(body):
-            name, indices = subscript_parts(sub)
-            if name in read_only:
-                whole.setdefault(name, []).append(tuple(_offset(i) for i in indices))
-        for name, forms in whole.items():
+        names = set(self.typing.arrays)
+        for (name, _), forms in _read_forms(body, read_only).items():
             stage = self._stage_of(name, forms, "", grid, None, x_var)
             if stage is not None and (not fit or self._fits(stage)):
-                self.staged[name] = stage
+                self._add_stage(stage, names)
         for loop in _uniform_loops(body, set(grid) | locals_):
             var = loop.target.id  # type: ignore[attr-defined]
             start, _, step = _range_args(loop)
             if step != 1:
                 continue
-            found: dict[str, list[tuple[_Offset | None, ...]]] = {}
-            for sub in _reads(loop.body):
-                name, indices = subscript_parts(sub)
-                if name not in read_only or name in self.staged:
+            staged = {(s.array, s.form) for s in self.staged.values()}
+            for (name, form), forms in _read_forms(loop.body, read_only).items():
+                if (name, form) in staged:
                     continue
-                found.setdefault(name, []).append(tuple(_offset(i) for i in indices))
-            for name, forms in found.items():
                 stage = self._stage_of(name, forms, var, grid, start, x_var)
                 if stage is not None and (not fit or self._fits(stage)):
-                    self.staged[name] = replace(stage, at=(loop.lineno, loop.col_offset))
+                    self._add_stage(replace(stage, at=(loop.lineno, loop.col_offset)), names)
+
+    def _add_stage(self, stage: _Stage, taken: set[str]) -> None:
+        """``stage`` kept, named ``s_A`` for array ``A``'s first tile and ``s_A_1``, ... for
+        its others (never another array's or tile's name)."""
+        key, count = stage.array, 0
+        while key in self.staged or (key != stage.array and key in taken):
+            count += 1
+            key = f"{stage.array}_{count}"
+        self.staged[key] = replace(stage, name=f"s_{key}")
+
+    def _stage_serving(self, name: str, indices: list[ast.expr]) -> _Stage | None:
+        """The tile that holds the read ``name[indices]``, if one does."""
+        offsets = [_offset(i) for i in indices]
+        if any(o is None for o in offsets):
+            return None
+        form = tuple(o.var for o in offsets)  # type: ignore[union-attr]
+        return next((s for s in self.staged.values() if s.array == name and s.form == form),
+                    None)
 
     def _stage_of(self, name: str, forms: list[tuple[_Offset | None, ...]], var: str,
                   grid: dict[str, Loop], start: ast.expr | None,
@@ -861,14 +892,14 @@ class KernelWriter:
         pad = "  " * depth
         kind = c_type(self.typing.arrays[stage.array])
         for r, (_, guard, source) in enumerate(self._prefetch_elements(stage, start)):
-            register = f"p_{stage.array}_{r}"
+            register = f"p_{stage.key}_{r}"
             self.lines.append(f"{pad}{kind + ' ' if declare else ''}{register} = ({guard}) ? "
                               f"{source} : 0;")
 
     def _store_prefetched(self, stage: _Stage, depth: int) -> None:
         pad = "  " * depth
         for r, (target, _, _) in enumerate(self._prefetch_elements(stage, "0")):
-            self.lines.append(f"{pad}{target} = p_{stage.array}_{r};")
+            self.lines.append(f"{pad}{target} = p_{stage.key}_{r};")
 
     def _base(self, v: str, var: str, start: str | None = None) -> str:
         """The first value of ``v`` in this block's tile (the staged loop's: ``start``, by
@@ -883,11 +914,14 @@ class KernelWriter:
     def _stage_text(self, stage: _Stage) -> str:
         shape = "x".join(map(str, self._tile_shape(stage)))
         where = f"along {stage.along}" if stage.along else "once per block"
-        return f"{stage.array} {where} ({shape} tile in shared memory)"
+        what = stage.array
+        if sum(s.array == stage.array for s in self.staged.values()) > 1:
+            what += "[" + ", ".join(v or str(low) for v, low, _ in stage.dims) + "]"
+        return f"{what} {where} ({shape} tile in shared memory)"
 
     # -- subscripts ------------------------------------------------------------------------
     def _subscript(self, name: str, indices: list[ast.expr], translator: Translator) -> str:
-        stage = self.staged.get(name)
+        stage = self._stage_serving(name, indices)
         if stage is not None:
             var = stage.along
             if var in self.inside:
@@ -956,7 +990,8 @@ class KernelWriter:
         candidates = promotable(node, self.redirected, apart=bool(self.mapping.block_splits))
         found = [(name, sub) for name, sub in candidates.items()
                  if (not self.mapping.block_splits or name in reduced)
-                 and name not in self.mapping.atomics and name not in self.staged
+                 and name not in self.mapping.atomics
+                 and all(s.array != name for s in self.staged.values())
                  and not any(c.registers.get(name) for c in copies)]
         if not found:
             return [], copies
@@ -1077,6 +1112,21 @@ def _offset(index: ast.expr) -> _Offset | None:
                 and isinstance(left.value, int):
             return _Offset(right.id, left.value)
     return None
+
+
+def _read_forms(body: Sequence[ast.stmt], arrays: set[str]
+                ) -> dict[tuple[str, tuple[str | None, ...]], list[tuple[_Offset | None, ...]]]:
+    """The reads of ``arrays`` in ``body`` as ``var + offset`` per dimension, grouped by
+    array and by the variables their dimensions move with (a dimension no such form
+    describes: ``?``)."""
+    found: dict[tuple[str, tuple[str | None, ...]], list[tuple[_Offset | None, ...]]] = {}
+    for sub in _reads(body):
+        name, indices = subscript_parts(sub)
+        if name in arrays:
+            offsets = tuple(_offset(i) for i in indices)
+            form = tuple(o.var if o is not None else "?" for o in offsets)
+            found.setdefault((name, form), []).append(offsets)
+    return found
 
 
 def _walk(body: Sequence[ast.AST]) -> Iterator[ast.AST]:

@@ -17,7 +17,7 @@ import ast
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from loclab.nest.ir import Loop
+from loclab.nest.ir import Loop, Statement
 from loclab.nest.python import serves
 from loclab.transform.recipe import Step
 
@@ -85,6 +85,13 @@ class NestMapping:
     # reductions ((name, op)) combined after it; what the rest writes one thread writes,
     # a barrier after it (a triangular solve's row sum, between rows)
     block_splits: tuple[tuple[Loop, tuple[tuple[str, str], ...]], ...] = ()
+
+    def statements(self) -> list[Statement]:
+        """The statements this kernel runs (``part``'s alone where it is one)."""
+        inside = self.top.statements()
+        if self.part is None:
+            return inside
+        return [s for s in inside if s.line == self.part.lineno]
 
     @property
     def threads_share(self) -> bool:
