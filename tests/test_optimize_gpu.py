@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from loclab.errors import UsageError
 from loclab.measure.timing import Budget
-from loclab.optimize import optimize_file, plan
+from loclab.optimize import optimize, optimize_file, plan
 from loclab.optimize.cuda import argument_types, gpu_plan
 from loclab.optimize.measure import make_inputs
 from tests.nestgen import nests, piece_nests, recurrence_nests, trace, war_nests
@@ -359,6 +359,75 @@ def f(A, A_1, C, N, M):
     (kernel,) = mapped.emit(*argument_types(inputs, ["N", "M"])).kernels
     names = re.findall(r"__shared__ double (s_\w+)\[", kernel.text)
     assert len(names) == 3 and len(set(names)) == 3, kernel.text
+
+
+# a batch of products as textbooks write them: each output row zeroed, then summed in its
+# saxpy form through a temporary (written into its uses for the GPU: ``temporaries``)
+BATCHED_SAXPY = """
+def f(X, W, Y, B, N, D, H):
+    for b in range(B):
+        for i in range(N):
+            for o in range(H):
+                Y[b, i, o] = 0.0
+            for k in range(D):
+                x = X[b, i, k]
+                for o in range(H):
+                    Y[b, i, o] += x * W[k, o]
+"""
+# the same band with nests that distribution must keep in their order, or keep fused
+BANDS_OF_NESTS = [BATCHED_SAXPY, """
+def f(X, W, Y, B, N, D, H):
+    for b in range(B):
+        for i in range(N):
+            for o in range(H):
+                Y[b, i, o] = X[b, i, o] * 2.0
+            for o in range(H):
+                W[b, o] = W[b, o] + Y[b, i, o]
+""", """
+def f(X, W, Y, B, N, D, H):
+    for b in range(B):
+        for i in range(1, N):
+            for o in range(H):
+                Y[b, i, o] = X[b, i, o] + 1.0
+            for o in range(H):
+                X[b, i - 1, o] = Y[b, i, o] * 0.5
+"""]
+
+
+def test_a_band_whose_last_loop_holds_nests_is_distributed_under_the_whole_band(tmp_path):
+    from loclab.optimize.temporaries import inline_temporaries
+
+    source, _ = inline_temporaries(BATCHED_SAXPY, "f")
+    found, mapped = gpu_planned(source, B=3, N=40, D=30, H=50)
+    assert [[g.var for g in m.grid] for m in mapped.mappings] == [["b", "i", "o"],
+                                                                  ["b", "i", "o"]]
+    assert [str(s) for s in mapped.mappings[0].steps][:2] == ["distribute(i@4)",
+                                                              "distribute(b@3)"]
+    inputs = make_inputs(found.as_written.program, found.sizes)
+    cuda = mapped.emit(*argument_types(inputs, ["B", "N", "D", "H"]))
+    assert cuda.kernels[1].promoted == ("Y[b, i, o] in a register across the k loop",)
+    if shutil.which("nvcc"):
+        run = nvcc_compiled(cuda, tmp_path)
+        assert run.returncode == 0, run.stderr
+
+
+@pytest.mark.parametrize("source", BANDS_OF_NESTS)
+def test_no_two_threads_conflict_in_bands_of_nests(source):
+    from loclab.optimize.temporaries import inline_temporaries
+
+    check_grids(inline_temporaries(source, "f")[0], {"B": 3, "N": 5, "D": 4, "H": 6})
+
+
+def test_a_size_called_i_keeps_its_name_and_the_index_type_takes_another(tmp_path):
+    path = EXAMPLES.parent / "benchmarks" / "kernels" / "mode1_product.py"
+    _, cuda = emitted(path, "mode1_product")
+    launcher = cuda.module[cuda.module.index("def mode1_product("):]
+    assert "    I_ = np.int32 if index == \"int\" else np.int64" in launcher
+    assert "I_(I)," in launcher and "count_i = max(0, -(-(I - (0)) // 1))" in launcher
+    assert all("template <typename I_>" in k.text for k in cuda.kernels)
+    if shutil.which("nvcc"):
+        run = nvcc_compiled(cuda, tmp_path)
+        assert run.returncode == 0, run.stderr
 
 
 def test_the_search_walks_the_nest_with_the_most_work_first():
@@ -813,6 +882,32 @@ def test_triangular_products_agree_with_the_original(name, sizes, tune):
                            timing=QUICK, params=sizes)
     assert result.verification.ok and result.check.valid, result.notes
     assert not [note for note in result.notes if note.startswith("BUG")], result.notes
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("source", BANDS_OF_NESTS)
+@pytest.mark.parametrize("sizes", [{"B": 3, "N": 40, "D": 30, "H": 50},
+                                   {"B": 2, "N": 130, "D": 7, "H": 300}])
+def test_bands_of_nests_agree_with_the_original(source, sizes):
+    result = optimize(source, "f", target="gpu", tune=False, timing=QUICK, params=sizes)
+    assert result.verification.ok and result.check.valid, result.notes
+
+
+@pytest.mark.gpu
+def test_a_product_in_its_saxpy_form_agrees_with_the_original():
+    path = EXAMPLES.parent / "benchmarks" / "kernels" / "matmul_ikj.py"
+    result = optimize_file(path, "matmul_ikj", target="gpu", timing=QUICK,
+                           params={"N": 150, "M": 130, "K": 70})
+    assert result.verification.ok and result.check.valid, result.notes
+    assert not [note for note in result.notes if note.startswith("BUG")], result.notes
+
+
+@pytest.mark.gpu
+def test_a_size_called_i_runs_and_agrees_with_the_original():
+    path = EXAMPLES.parent / "benchmarks" / "kernels" / "mode1_product.py"
+    result = optimize_file(path, "mode1_product", target="gpu", tune=False, timing=QUICK,
+                           params={"I": 40, "L": 30, "J": 20, "K": 50})
+    assert result.verification.ok and result.check.valid, result.notes
 
 
 @pytest.mark.gpu

@@ -94,6 +94,14 @@ def scaled(A, B, alpha, N):
         B[i] = alpha * A[i] + B[i] / alpha
 '''
 
+# sizes named as the module's own index type and variable are: they keep their names
+NAMED_LIKE_THE_MODULE = '''
+def scale_rows(A, B, I, index):
+    for i in range(I):
+        for j in range(index):
+            B[i, j] = 2.0 * A[i, j]
+'''
+
 REGISTER_TILED = ("privatize(acc); tile(i=32, j=32); stripmine(i, 2, it); stripmine(j, 2, jt); "
                   "permute(ii, jj, it, jt, i, j); stripmine(k, 16, kk); "
                   "unroll(j, 2, jam=True); unroll(i, 2, jam=True); stage(A, kk); stage(B, kk); "
@@ -119,6 +127,7 @@ RECIPES = [
     (PREFIX, "", {"N": 100}),
     (TRIANGLE, "grid(i, j)", {"N": 37}),
     (ROW_SUMS, "privatize(t); grid(i)", {"N": 50, "M": 31}),
+    (NAMED_LIKE_THE_MODULE, "grid(i, j)", {"I": 37, "index": 20}),
 ]
 
 

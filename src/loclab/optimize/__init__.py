@@ -219,8 +219,10 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
     from loclab.optimize import measure
     from loclab.optimize.ahead import CompiledAhead
     from loclab.optimize.build import choose
-    from loclab.optimize.cuda import gpu_plan
+    from loclab.optimize.build import Source
+    from loclab.optimize.cuda import as_written_text, gpu_plan
     from loclab.optimize.gpu import optimize_gpu, refuse_one_thread
+    from loclab.optimize.temporaries import inline_temporaries
     from loclab.transform.inputs import argument_names
 
     started = time.perf_counter()
@@ -231,6 +233,10 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
         raise UsageError("--fast-math: for --target cpu (the CUDA compiler fuses multiplies "
                          "and adds already)")
     used_threads = configure_threads(threads)
+    users, inlined = source, ()
+    if target == "gpu":  # a perfect band the mapping may reorder (``temporaries``)
+        function = function or _only_function(source, filename)
+        source, inlined = inline_temporaries(source, function)
     planned = plan(source, function, filename=filename, params=params,
                    element_bytes=element_bytes, threads=used_threads,
                    assume_distinct=assume_distinct, fast_math=fast_math)
@@ -238,11 +244,14 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
     measure.check_timed_work(planned.as_written.program, sizes)
     if target == "gpu":  # mapped first: what cannot run on a GPU is said before any run
         mapped = gpu_plan(planned)
+        if inlined:  # where arguments share memory, the module runs the user's function
+            mapped = replace(mapped, original=as_written_text(
+                Source(users, planned.code.function, filename).transform([]).program.syntax))
         refuse_one_thread(mapped, sizes)
     arguments = measure.make_inputs(planned.as_written.program, sizes, inputs)
     original, original_error, reference = measure.runnable_original(
         planned.as_written, arguments, sizes, inputs)
-    notes: list[str] = list(planned.notes) if target == "cpu" else []
+    notes: list[str] = list(planned.notes) if target == "cpu" else [i.text() for i in inlined]
     if original is None:
         notes.append(f"the original does not run under Numba as written ({original_error}): "
                      "nothing measured to choose; verified against it as Python only")

@@ -59,8 +59,9 @@ class Staging:
 
     def __init__(self, line: Callable[[int, str], None], shape: list[int],
                  staged: dict[str, tuple[list[int], int]], dtypes: dict[str, np.dtype],
-                 unsigned: set[str], translator: Translator) -> None:
+                 unsigned: set[str], translator: Translator, index_type: str = "I") -> None:
         self.line = line
+        self.index_type = index_type  # the kernel's template parameter
         self.shape = shape  # the block's threads along x, y, z
         self.threads = math.prod(shape)
         self.staged = staged  # buffer -> (extents in the buffer's order, row padding)
@@ -81,7 +82,7 @@ class Staging:
         lows = marker.lows
         widths = []
         for k, low in enumerate(lows):
-            self.line(depth, f"const I {low} = {c_value(item.values[f'lo{k}'])};")
+            self.line(depth, f"const {self.index_type} {low} = {c_value(item.values[f'lo{k}'])};")
             width = f"{name}_w{k}"
             self.line(depth, f"const int {width} = {c_value(item.values[f'hi{k}'])} - "
                              f"{low} + 1;")

@@ -370,3 +370,28 @@ def shape_of(node: ast.expr) -> tuple[str, int] | None:
             and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int):
         return node.value.value.id, node.slice.value
     return None
+
+
+@dataclass(frozen=True)
+class LauncherNames:
+    """The names the module gives what it adds to the user's function: the index type (the
+    kernels' template parameter, and its NumPy type in the launcher), the C type's name the
+    kernels are instantiated for, and the largest extent; each unlike every name of the
+    function (a size called ``I``, as in a mode product ``for i in range(I)``, is the
+    user's). Both CUDA emitters use them."""
+
+    index_type: str = "I"
+    index: str = "index"
+    largest: str = "largest"
+
+    @classmethod
+    def avoiding(cls, function: ast.FunctionDef) -> "LauncherNames":
+        taken = {n.id for n in ast.walk(function) if isinstance(n, ast.Name)}
+        taken |= {a.arg for a in ast.walk(function) if isinstance(a, ast.arg)}
+
+        def free(name: str) -> str:
+            while name in taken:
+                name += "_"
+            return name
+
+        return cls(free("I"), free("index"), free("largest"))

@@ -34,7 +34,8 @@ from loclab.errors import UsageError
 from loclab.nest.expr import MinMax, Poly, Symbol
 from loclab.transform.code import counting_down, fors, substitute_value, upward, walk
 from loclab.transform.codegen import Call, Code, For, If, Mark, Select, Value, plus
-from loclab.transform.cuda_syntax import BINARY, HELPERS, Translator, Typing, c_type, join
+from loclab.transform.cuda_syntax import (BINARY, HELPERS, LauncherNames, Translator, Typing,
+                                         c_type, join)
 from loclab.transform.emit_c import condition as c_condition
 from loclab.transform.emit_c import value as c_value
 from loclab.transform.emit_python import StatementRewriter, loaded
@@ -113,6 +114,7 @@ class _Emitter:
         self.out = output
         self.program = output.program
         self.syntax = output.program.syntax
+        self.names = LauncherNames.avoiding(self.syntax.function)
         self.where = f"{self.syntax.filename}"
         nest = self.program.nest
         self.arrays = {v.name: v for v in nest.variables if v.is_array}
@@ -159,8 +161,9 @@ class _Emitter:
         arrays = ", ".join(f"{n}={n}" for n in self.arrays)
         sizes = ", ".join(n for n in self.parameters if n in self.sizes)
         lines.append(f"    _check({arrays})")
-        lines.append(f"    index = _index(dict({arrays}), [{sizes}])")
-        lines.append("    I = np.int32 if index == 'int' else np.int64")
+        lines.append(f"    {self.names.index} = _index(dict({arrays}), [{sizes}])")
+        lines.append(f"    {self.names.index_type} = np.int32 if {self.names.index} == 'int' "
+                     "else np.int64")
         return "\n".join(lines + body) + "\n"
 
     def _check_staged(self, marker: BufferMarker) -> None:
@@ -256,7 +259,7 @@ class _Emitter:
         self.kernels.append(kernel)
         grid = ", ".join(kernel.grid)
         block = ", ".join(map(str, kernel.block))
-        lines.append(f"{pad}_launch({kernel.name!r}, index, ({grid}), ({block}), "
+        lines.append(f"{pad}_launch({kernel.name!r}, {self.names.index}, ({grid}), ({block}), "
                      f"({''.join(p + ', ' for p in kernel.parameters)}))")
 
     # -- a kernel ---------------------------------------------------------------------------
@@ -315,8 +318,8 @@ class _Emitter:
         writer.block(items, 1, [])
         for scalar in assigned:
             self.kernel_scalars.setdefault(scalar, line)
-        text = (f"template <typename I>\n__global__ void {name}({', '.join(params)}) {{\n"
-                + "\n".join(body) + "\n}")
+        text = (f"template <typename {self.names.index_type}>\n"
+                f"__global__ void {name}({', '.join(params)}) {{\n" + "\n".join(body) + "\n}")
         return _Kernel(name, text, passed, grid, block, line)
 
     def _reads_before(self, items: list[Code], assigned: set[str]) -> set[str]:
@@ -359,8 +362,8 @@ class _Emitter:
             params.append(f"{const}{c_type(self.dtypes[name])}* __restrict__ {name}")
             passed.append(name)
             for axis in range(self.ndims[name]):
-                params.append(f"I {name}_n{axis}")
-                passed.append(f"I({name}.shape[{axis}])")
+                params.append(f"{self.names.index_type} {name}_n{axis}")
+                passed.append(f"{self.names.index_type}({name}.shape[{axis}])")
         for name in outside:
             if name in self.arrays:
                 continue
@@ -371,8 +374,8 @@ class _Emitter:
                     passed.append(f"np.{kind.name}({name})")
                 continue
             if name in typing.integers or name in host_loops:
-                params.append(f"I {name}")
-                passed.append(f"I({name})")
+                params.append(f"{self.names.index_type} {name}")
+                passed.append(f"{self.names.index_type}({name})")
             elif name in typing.scalars:  # an argument or a host scalar (kernel: given)
                 kind = typing.scalars[name]
                 params.append(f"{c_type(kind)} {name}")
@@ -504,9 +507,10 @@ class _KernelWriter:
     def __init__(self, emitter: _Emitter, translator: Translator,
                  statements: dict[int, ast.stmt], lines: list[str], block: list[int]) -> None:
         self.shape = block  # threads along x, y, z: constants in the code (shifts, unrolling)
+        self.ix = emitter.names.index_type  # the template's index type
         self.threads = math.prod(block)
         self.staging = Staging(self.line, block, emitter.staged, emitter.dtypes,
-                               emitter.unsigned, translator)
+                               emitter.unsigned, translator, self.ix)
         self.axes: set[str] = set()  # the blocks' and threads' axes the kernel maps
         self.guards: list[str] = []  # where a thread's one iteration exists
         self.thread_values: set[str] = set()  # a thread's one iteration of a block loop
@@ -577,7 +581,7 @@ class _KernelWriter:
         if (self.thread_values | self.divergent) & bounds:
             self.divergent.add(var)  # threads run it a different number of times
         if item.single and not node.gpu:
-            self.line(depth, f"{{ const I {var} = {start};")
+            self.line(depth, f"{{ const {self.ix} {var} = {start};")
             self.block(item.body, depth + 1, loops + [item])
             self.line(depth, "}")
             return
@@ -614,8 +618,8 @@ class _KernelWriter:
         var = item.var
         self.line(depth, "#pragma unroll")
         self.line(depth, f"for (int {var}_r = 0; {var}_r < {trip // stride}; ++{var}_r) {{")
-        self.line(depth + 1, f"const I {var} = {c_value(item.start)} + (I){item.node.gpu} + "
-                             f"{var}_r * {stride};")
+        self.line(depth + 1, f"const {self.ix} {var} = {c_value(item.start)} + "
+                             f"({self.ix}){item.node.gpu} + {var}_r * {stride};")
         edges = " && ".join(f"{var} < {c_value(other)}" for other in others)
         self.divergent.add(var)
         if edges:
@@ -669,12 +673,12 @@ class _KernelWriter:
                 else index.replace("blockIdx", "gridDim")
             times = f" * {abs(item.step)}" if abs(item.step) != 1 else ""
             sign = "+" if item.step > 0 else "-"
-            offset = f"(I){index}{times}"
+            offset = f"({self.ix}){index}{times}"
             first = offset if start == "0" and sign == "+" else f"{start} {sign} {offset}"
-            advance = f"{var} {sign}= (I){count}{times}"
+            advance = f"{var} {sign}= ({self.ix}){count}{times}"
         else:
             first, advance = start, (f"{var} += {item.step}" if item.step != 1 else f"++{var}")
-        self.line(depth, f"for (I {var} = {first}; {var} {compare} {stop}; "
+        self.line(depth, f"for ({self.ix} {var} = {first}; {var} {compare} {stop}; "
                          f"{advance}) {{")
         self.block(item.body, depth + 1, loops + [item])
         if not node.gpu and _threads_inside(item.body):
@@ -691,9 +695,9 @@ class _KernelWriter:
         var, start, stop = item.var, c_value(item.start), c_value(item.stop)
         sign, compare = ("+", "<") if item.step > 0 else ("-", ">")
         times = f" * {abs(item.step)}" if abs(item.step) != 1 else ""
-        offset = f"(I){item.node.gpu}{times}"
+        offset = f"({self.ix}){item.node.gpu}{times}"
         first = offset if start == "0" and sign == "+" else f"{start} {sign} {offset}"
-        self.line(depth, f"{{ const I {var} = {first};  // one iteration a thread")
+        self.line(depth, f"{{ const {self.ix} {var} = {first};  // one iteration a thread")
         self.line(depth + 1, f"const bool {var}_on = {var} {compare} ({stop});")
         self.guards.append(f"{var}_on")
         self.thread_values.add(var)
@@ -724,21 +728,21 @@ class _KernelWriter:
         self.line(depth, BARRIER)  # the last readers of these buffers (a tile before) done
         self.line(depth, f"int {var}_slot = 0;  // the buffer this iteration reads")
         self.line(depth, f"if ({start} < {stop}) {{  // the first iteration's slices")
-        self.line(depth + 1, f"const I {var} = {start};")
+        self.line(depth + 1, f"const {self.ix} {var} = {start};")
         for mark in marks:
             self.staging.fill(mark, depth + 1, "0")
         self.line(depth + 1, "loclab_copies_sent();")
         self.line(depth, "}")
-        self.line(depth, f"for (I {var} = {start}; {var} < {stop}; {var} += {step}) {{")
+        self.line(depth, f"for ({self.ix} {var} = {start}; {var} < {stop}; {var} += {step}) {{")
         self.line(depth + 1, "loclab_copies_arrived();")
         self.line(depth + 1, BARRIER)
         for mark in marks:
             marker: BufferMarker = mark.marker.payload
             for k, low in enumerate(marker.lows):
-                self.line(depth + 1, f"const I {low} = {c_value(mark.values[f'lo{k}'])};")
+                self.line(depth + 1, f"const {self.ix} {low} = {c_value(mark.values[f'lo{k}'])};")
         self.line(depth + 1, f"if ({var} + {step} < {stop}) {{  // the next iteration's")
-        self.line(depth + 2, f"const I {var}_next = {var} + {step};")
-        self.line(depth + 2, f"const I {var} = {var}_next;")
+        self.line(depth + 2, f"const {self.ix} {var}_next = {var} + {step};")
+        self.line(depth + 2, f"const {self.ix} {var} = {var}_next;")
         for mark in marks:
             self.staging.fill(mark, depth + 2, f"1 - {var}_slot")
         self.line(depth + 1, "}")
@@ -854,7 +858,7 @@ class _KernelWriter:
                 raise tr.error(node, "a range whose step is not a constant")
         var = node.target.id
         compare = "<" if step > 0 else ">"
-        self.line(depth, f"for (I {var} = {tr.expr(start)}; {var} {compare} "
+        self.line(depth, f"for ({self.ix} {var} = {tr.expr(start)}; {var} {compare} "
                          f"{tr.expr(stop)}; {var} += {step}) {{")
         for child in node.body:
             self.statement(child, depth + 1, reduction)

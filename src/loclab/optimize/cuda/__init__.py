@@ -28,6 +28,10 @@ class GpuPlan:
     mappings: tuple[NestMapping, ...]
     refused: tuple[tuple[tuple[str, str], ...], ...]  # per nest: (grid, why refused)
     loops: dict[int, Any]  # ast.For by id(Loop)
+    # what the module runs where arguments share memory, where the function planned is not
+    # the user's as written (its temporaries written into their uses, ``temporaries``):
+    # the user's, as ``_as_written`` writes it; "": the planned function's
+    original: str = ""
 
     def default_configs(self) -> list[Config]:
         context = self.planned.context
@@ -44,7 +48,7 @@ class GpuPlan:
         return emit_function(syntax.function, syntax.filename, syntax.offset, self.mappings,
                              list(configs or self.default_configs()), self.loops,
                              list(program.nest.parameters), arrays, scalars, overlaps,
-                             _as_written(syntax) if overlaps else "")
+                             (self.original or as_written_text(syntax)) if overlaps else "")
 
     def overlaps(self) -> list[tuple[str, str]]:
         """Pairs of arguments that may share memory, for which the module runs the original
@@ -56,7 +60,7 @@ class GpuPlan:
         return [(a.name, b.name) for a, b in may_overlap(self.planned.as_written.program.nest)]
 
 
-def _as_written(syntax: Any) -> str:
+def as_written_text(syntax: Any) -> str:
     """The original function as ``_as_written``, after the imports of its module: what
     the GPU module runs when arguments share memory."""
     import ast

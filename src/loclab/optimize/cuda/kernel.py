@@ -159,6 +159,7 @@ class KernelWriter:
     # the subscript (its indices as written) of each array element kept in a register
     in_register: dict[str, list[str]] = field(default_factory=dict)
     registers: set[str] = field(default_factory=set)  # the names of those registers
+    index_type: str = "I"  # the kernel's template parameter (``module.LauncherNames``)
 
     def __post_init__(self) -> None:
         self.strip = self.config.strip
@@ -182,6 +183,7 @@ class KernelWriter:
 
     def write(self) -> Kernel:
         body = self.body()
+        ix = self.index_type
         grid_vars = [g.var for g in self.mapping.grid]
         locals_ = assigned(body)
         inner_loops = _loop_vars(body)
@@ -206,14 +208,14 @@ class KernelWriter:
             kind = c_type(self.typing.arrays[array])
             const = "const " if array in read_only else ""
             params.append(f"{const}{kind}* __restrict__ {array}")
-            params += [f"const I {array}_n{d}" for d in range(self.typing.ndims[array])]
-        params += [f"const I {self.sizes[p]}" for p in sizes]
+            params += [f"const {ix} {array}_n{d}" for d in range(self.typing.ndims[array])]
+        params += [f"const {ix} {self.sizes[p]}" for p in sizes]
         params += [f"const {c_type(self.typing.scalars[s])} {s}" for s in scalars]
         params += [f"const {c_type(self.typing.scalars[s])} {s}_in" for s in entering]
         for axis in axes:
-            params += [f"const I first_{axis.var}", f"const I count_{axis.var}"]
+            params += [f"const {ix} first_{axis.var}", f"const {ix} count_{axis.var}"]
         threads = self.config.threads if self.mapping.threads_share else 1
-        out.append("template <typename I>")
+        out.append(f"template <typename {ix}>")
         out.append(f"__global__ void __launch_bounds__({threads}) {self.name}(")
         out.append("    " + ",\n    ".join(params) + ") {")
         self._stages(body, read_only, locals_)
@@ -228,12 +230,12 @@ class KernelWriter:
         for axis in sorted(axes, key=lambda a: -a.axis):
             a = AXES[axis.axis]
             span = axis.block * axis.tile
-            out.append(f"{'  ' * depth}for (I b{a} = blockIdx.{a}; b{a} * {span} < "
+            out.append(f"{'  ' * depth}for ({ix} b{a} = blockIdx.{a}; b{a} * {span} < "
                        f"count_{axis.var}; b{a} += gridDim.{a}) {{")
             depth += 1
         self._grid_values(axes, copies, depth)
         for name in sorted(inner_loops - set(grid_vars)):
-            out.append(f"{'  ' * depth}I {name};")
+            out.append(f"{'  ' * depth}{ix} {name};")
         for copy_ in copies:
             for name in sorted(locals_):
                 kind = self.typing.scalars.get(name, self.typing.compute)
@@ -416,10 +418,12 @@ class KernelWriter:
             _, _, step = _range_args(self.loops[id(loop)])
             for r in range(axis.tile):
                 name = f"{axis.var}_{r}" if many else axis.var
-                out = (f"{pad}const I t_{name} = b{a} * {axis.block * axis.tile} + "
+                out = (f"{pad}const {self.index_type} t_{name} = b{a} * "
+                       f"{axis.block * axis.tile} + "
                        f"{r * axis.block} + threadIdx.{a};")
                 self.lines.append(out)
-                self.lines.append(f"{pad}const I {name} = first_{axis.var} + {step} * "
+                self.lines.append(f"{pad}const {self.index_type} {name} = first_{axis.var} + "
+                                  f"{step} * "
                                   f"t_{name};")
         if not self.mapping.grid:
             self.lines.append(f"{pad}const bool ok = true;")
@@ -582,7 +586,7 @@ class KernelWriter:
         ahead = [s for s in stages if self._prefetched(s) is not None]
         for stage in ahead:  # the first strip's share, into registers
             self._prefetch(stage, depth, f"({low})", declare=True)
-        self.lines.append(f"{pad}for (I {var}0 = {low}; {var}0 < {high}; "
+        self.lines.append(f"{pad}for ({self.index_type} {var}0 = {low}; {var}0 < {high}; "
                           f"{var}0 += {strip}) {{")
         self.lines.append(f"{pad}  __syncthreads();")
         for stage in stages:

@@ -23,7 +23,8 @@ from loclab.nest.ir import Loop
 from loclab.nest.python import is_allocation
 from loclab.optimize.cuda.kernel import ROW_HELPERS, Kernel, KernelWriter, assigned
 from loclab.optimize.cuda.mapping import Config, NestMapping
-from loclab.transform.cuda_syntax import HELPERS, Translator, Typing, c_type, shape_of
+from loclab.transform.cuda_syntax import (HELPERS, LauncherNames, Translator, Typing, c_type,
+                                         shape_of)
 from loclab.transform.output import header
 
 GRID_LIMITS = (2**31 - 1, 65535, 65535)
@@ -60,6 +61,8 @@ def emit_function(function: ast.FunctionDef, filename: str, line_offset: int,
     the host instead, its kernels being proved for distinct arrays."""
     def where(node: ast.AST) -> str:
         return f"{filename}:{getattr(node, 'lineno', 0) + line_offset}"
+
+    names = LauncherNames.avoiding(function)
 
     dtypes = {name: np.dtype(dtype) for name, (dtype, _) in arrays.items()}
     ndims = {name: ndim for name, (_, ndim) in arrays.items()}
@@ -101,7 +104,8 @@ def emit_function(function: ast.FunctionDef, filename: str, line_offset: int,
         live_in = frozenset(host_assigned & assigned([node]) & reads - set(sizes))
         writer = KernelWriter(f"nest_{node.lineno + line_offset}", mapping, config,
                               typing, {s: _c_name(s) for s in [*sizes, *host]},
-                              set(scalars) - set(sizes), dict(loops), where, live_in)
+                              set(scalars) - set(sizes), dict(loops), where, live_in,
+                              index_type=names.index_type)
         kernel = writer.write()
         entering.update({name: typing.scalars[name] for name in kernel.scalars
                          if name in live_in})
@@ -110,7 +114,7 @@ def emit_function(function: ast.FunctionDef, filename: str, line_offset: int,
         made = [f"{c.name} = {c.array}.copy()  # for "
                 f"{', '.join(sorted(c.reads)) or 'every read of ' + c.array}: values from "
                 "before the nest" for c in mapping.copies if c.name in kernel.arrays]
-        return "\n".join([*made, _launch(kernel)])
+        return "\n".join([*made, _launch(kernel, names)])
 
     for node in body:
         inside = [m for m in mappings if m.node is not node
@@ -132,7 +136,7 @@ def emit_function(function: ast.FunctionDef, filename: str, line_offset: int,
             host_assigned.update(assigned([node]))
     source = HELPERS + ROW_HELPERS + "\n\n".join(k.text for k in kernels) + "\n"
     module = _module_text(function, filename, kernels, source, calls, dtypes,
-                          {**entering, **scalars}, overlaps, as_written)
+                          {**entering, **scalars}, overlaps, as_written, names)
     return CudaFunction(function.name, tuple(kernels), source, module)
 
 
@@ -252,7 +256,7 @@ class _ReadOnHost(ast.NodeTransformer):
         return ast.Call(ast.Attribute(node, "item", ast.Load()), [], [])
 
 
-def _launch(kernel: Kernel) -> str:
+def _launch(kernel: Kernel, names: LauncherNames) -> str:
     """Python lines that size the grid from the sizes and launch ``kernel``."""
     lines = []
     grid = ["1", "1", "1"]
@@ -265,16 +269,17 @@ def _launch(kernel: Kernel) -> str:
                            f"{GRID_LIMITS[axis.axis]})")
         block[axis.axis] = str(axis.block)
     args = []
+    ix = names.index_type
     for array in kernel.arrays:
         args.append(array)
-        args.append(f"*(I(n) for n in {array}.shape)")
-    args += [f"I({size})" for size in kernel.sizes]
+        args.append(f"*({ix}(n) for n in {array}.shape)")
+    args += [f"{ix}({size})" for size in kernel.sizes]
     args += [f"_{s}_type({s})" for s in kernel.scalars]
     for axis in kernel.axes:
-        args += [f"I(first_{axis.var})", f"I(count_{axis.var})"]
+        args += [f"{ix}(first_{axis.var})", f"{ix}(count_{axis.var})"]
     empty = " or ".join(f"count_{a.var} <= 0" for a in kernel.axes) or "False"
     lines.append(f"if not ({empty}):")
-    lines.append(f"    _kernel({kernel.name!r}, index)(")
+    lines.append(f"    _kernel({kernel.name!r}, {names.index})(")
     lines.append(f"        ({', '.join(grid)}),")
     lines.append(f"        ({', '.join(block)}),")
     lines.append("        (" + ",\n         ".join(args) + ",))")
@@ -284,7 +289,7 @@ def _launch(kernel: Kernel) -> str:
 def _module_text(function: ast.FunctionDef, filename: str, kernels: Sequence[Kernel],
                  source: str, calls: Sequence[str], dtypes: Mapping[str, np.dtype],
                  scalars: Mapping[str, np.dtype], overlaps: Sequence[tuple[str, str]],
-                 as_written: str) -> str:
+                 as_written: str, launcher: LauncherNames) -> str:
     args = [a.arg for a in function.args.args]
     checks = "\n".join(
         f"    _check({name!r}, {name}, np.{np.dtype(dtype).name})"
@@ -334,9 +339,9 @@ def _check(name, array, dtype):
 
 def {function.name}({", ".join(args)}):
 {checks}
-    largest = max([{", ".join(sizes) or "0"}, 0])
-    index = "int" if largest < 2**30 else "long long"  # (a sum of two indices fits)
-    I = np.int32 if index == "int" else np.int64
+    {launcher.largest} = max([{", ".join(sizes) or "0"}, 0])
+    {launcher.index} = "int" if {launcher.largest} < 2**30 else "long long"  # (sums fit)
+    {launcher.index_type} = np.int32 if {launcher.index} == "int" else np.int64
 {body}
 '''
 

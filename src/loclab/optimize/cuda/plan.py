@@ -45,15 +45,19 @@ def gpu_mappings(source: Source, context: Context, loops: dict[int, Any]
     refused_all: list[list[tuple[str, str]]] = []
     for top in top_loops(context.analysis):
         mapping, refused, steps = _map_nest(source, context, loops, top, done)
+        band = _band_at(context.analysis, top)
+        apart = None
         if len(mapping.grid) == 1:
             apart = distributed_nests(source, context, loops, top, done,
                                       pieces=bool(mapping.atomics))
-            if apart is not None:
-                for inner, inner_steps in apart:
-                    done += inner_steps
-                    kept.append(inner)
-                    refused_all.append(refused)
-                continue
+        elif 1 < len(band) < MAX_GRID and mapping.grid == band and not mapping.atomics:
+            apart = distributed_nests(source, context, loops, top, done, lead=band)
+        if apart is not None:
+            for inner, inner_steps in apart:
+                done += inner_steps
+                kept.append(inner)
+                refused_all.append(refused)
+            continue
         if not mapping.grid:
             inside = host_nests(source, context, loops, top, done)
             if inside is not None:
@@ -102,14 +106,19 @@ def _map_nest(source: Source, context: Context, loops: dict[int, Any], top: Loop
 
 
 def distributed_nests(source: Source, context: Context, loops: dict[int, Any], top: Loop,
-                      done: list[Step], pieces: bool = False
+                      done: list[Step], pieces: bool = False,
+                      lead: tuple[Loop, ...] | None = None
                       ) -> list[tuple[NestMapping, list[Step]]] | None:
     """The nests inside ``top`` each as a kernel of its own, ``top`` distributed over them
     and leading each one's grid (gemm's ``C[i, j] *= beta`` before its ``k, j`` loops: a
     grid over ``i`` alone becomes grids over ``i, j`` in two kernels launched one after the
     other), where the transformer proves ``distribute`` of ``top`` keeping them in program
     order and every nest gets a grid of two loops or more; else None. A distributed loop is
-    named by a line of its nest (``i@5``).
+    named by a line of its nest (``i@5``). With ``lead`` (a perfect band from ``top``), the
+    nests inside its last loop, the band leading each grid (a batch of gemm's: ``b, i`` over
+    the zeroing of ``C[b, i, :]`` and its ``k, j`` loops become ``b, i, j`` twice); then
+    every nest must get a deeper grid than the band, and statements beside the nests keep
+    them fused.
 
     Statements beside the nests are kernels over ``top`` (correlation's ``corr[i, i] =
     1.0`` before its ``j, k`` loops). With ``pieces`` (the fused nest would
@@ -117,55 +126,65 @@ def distributed_nests(source: Source, context: Context, loops: dict[int, Any], t
     get ``top`` or its own loop as a one-loop grid with the other loop split across threads
     (``_split_pieces``: atax's ``tmp[i] = 0``, row sum into ``tmp[i]`` and column sum into
     ``y[j]``, three kernels without atomics)."""
-    children = top.body
+    lead = lead or (top,)
+    split = lead[-1]
+    children = split.body
     if len(children) < 2 or not any(isinstance(child, Loop) for child in children):
         return None
-    distribute = make_step("distribute", label(top))
+    if len(lead) > 1 and not all(isinstance(child, Loop) for child in children):
+        return None
+    # the band's last loop distributed, then each loop around it (every nest a band of
+    # its own from the top)
+    distribute = [make_step("distribute", label(loop)) for loop in reversed(lead)]
     try:
-        result = source.transform([*done, distribute])
+        result = source.transform([*done, *distribute])
     except _refusals():
         return None
     lines = [child.statements()[0].line if isinstance(child, Loop) else child.line
              for child in children if not isinstance(child, Loop) or child.statements()]
-    firsts = [min(u.line for u in node.units()) for node in result.program.body
-              if isinstance(node, LoopNode) and node.origin.line == top.line]
+    firsts = [min(u.line for u in node.units()) for node in result.program.loops()
+              if node.origin.line == split.line and node.origin.var == split.var]
     if len(lines) != len(children) or firsts != lines:
         return None  # distribution reordered the nests: kept fused
     found: list[tuple[NestMapping, list[Step]]] = []
-    proved = [*done, distribute]
+    proved = [*done, *distribute]
     for child, line in zip(children, lines):
         if not isinstance(child, Loop):
             mapped = [_statement_piece(source, context, loops, top, child, proved)]
         else:
-            mapped = [_distributed_nest(source, context, loops, top, child, line, proved)]
-            if mapped[0] is None and pieces:
+            mapped = [_distributed_nest(source, context, loops, lead, child, line, proved)]
+            if len(lead) > 1 and mapped[0] is not None \
+                    and len(mapped[0][0].grid) <= len(lead):
+                return None  # the band's own grid, as fused: nothing gained
+            if mapped[0] is None and pieces and len(lead) == 1:
                 mapped = _split_pieces(source, context, loops, top, child, line, proved)
         if not mapped or None in mapped:
             return None
         for mapping, steps in mapped:
             proved += steps
             if not found:  # the first nest's proof holds the distribution
-                mapping, steps = replace(mapping, steps=(distribute, *mapping.steps)), \
-                    [distribute, *steps]
+                mapping, steps = replace(mapping, steps=(*distribute, *mapping.steps)), \
+                    [*distribute, *steps]
             found.append((mapping, steps))
     return found
 
 
-def _distributed_nest(source: Source, context: Context, loops: dict[int, Any], top: Loop,
-                      child: Loop, line: int, done: list[Step]
+def _distributed_nest(source: Source, context: Context, loops: dict[int, Any],
+                      lead: tuple[Loop, ...], child: Loop, line: int, done: list[Step]
                       ) -> tuple[NestMapping, list[Step]] | None:
-    """The first grid of two or more loops, ``top`` first, that the transformer accepts for
-    ``child`` after ``done`` (``top`` distributed, the nests before mapped), and the steps
-    that prove it."""
+    """The first grid of two or more loops, the band ``lead`` first, that the transformer
+    accepts for ``child`` after ``done`` (the band's last loop distributed, the nests before
+    mapped), and the steps that prove it."""
     def at(loop: Loop) -> str:
         return f"{loop.var}@{line}"
 
+    top = lead[-1]
     band = _band_at(context.analysis, child)
     scalars = sorted({a.variable.name for s in child.statements() for a in s.accesses
                       if a.write and not a.variable.is_array})
     for order, grid in _candidates(context.analysis, child):
-        grid = (top, *grid[:MAX_GRID - 1])
-        permute = make_step("permute", *(at(loop) for loop in (top, *order))) \
+        grid = (*lead, *grid[:MAX_GRID - len(lead)])
+        permute = make_step("permute", *(at(loop) for loop in (*lead, *order))) \
             if order != band[:len(order)] else None
         steps = [privatize_step(context.analysis.nest, name, child) for name in scalars]
         steps += [permute] if permute else []
@@ -177,9 +196,11 @@ def _distributed_nest(source: Source, context: Context, loops: dict[int, Any], t
         atomics, problem = _atomics(result.program, grid, line)
         if problem or atomics:
             continue
-        mapping = _mapping(context, child, (top, *order), grid, atomics, tuple(steps), loops)
+        mapping = _mapping(context, child, (*lead, *order), grid, atomics, tuple(steps),
+                           loops)
+        leading = ", ".join(loop.var for loop in lead)
         why = (f"distribute({label(top)})", f"{top.var}'s body is nests of their own: each "
-               f"a kernel, {top.var} leading its grid (the transformer proved "
+               f"a kernel, {leading} leading its grid (the transformer proved "
                f"distribute({label(top)}), the nests in program order)")
         reasons = [r for r in mapping.reasons if not r[0].startswith("permute(")]
         if permute:

@@ -1,0 +1,193 @@
+"""Scalar temporaries written into their uses, so that a band they break becomes perfect.
+
+Textbook code names a value before a loop that uses it: the saxpy form of the matrix
+product, ``for k: a = alpha * A[i, k]; for j: C[i, j] += a * B[k, j]``. The assignment sits
+between ``k`` and ``j``, so ``i, k, j`` is no perfect band, and the GPU mapping (which maps
+and reorders perfect bands of the code as written) cannot put ``j`` beside ``i`` in the grid:
+the product ran on one thread per row. Writing ``(alpha * A[i, k])`` where ``a`` was read,
+and ``pass`` where it was assigned, changes no value (the same operations on the same
+operands, in the same order) and leaves every other line where it was, so the explanation's
+line numbers still name the user's file.
+
+A temporary is written into its uses only where that is an identity, whatever the loops do,
+and where it breaks a band (a loop follows it in the body that holds it; elsewhere it is left
+alone, a register the compiler keeps anyway): it is assigned once in the function, by a plain
+statement directly in a loop's body; it is
+read only by the statements after it in that body; its value is arithmetic (``abs``, ``min``,
+``max`` allowed) of constants, loop variables of the loops around it, names the function
+never assigns, and elements of arrays it never writes; and no loop after it in that body
+rebinds a name the value reads. Anything else is left as written.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+PURE_CALLS = frozenset({"abs", "min", "max"})
+
+
+@dataclass(frozen=True)
+class Inlined:
+    """One temporary written into its uses: its name, its line and its value's text."""
+
+    name: str
+    line: int
+    value: str
+
+    def text(self) -> str:
+        return (f"{self.name} (line {self.line}) written as ({self.value}) where it is read: "
+                "the loop around it then holds a perfect band")
+
+
+def inline_temporaries(source: str, function: str) -> tuple[str, tuple[Inlined, ...]]:
+    """``source`` with the temporaries of ``function`` that may be (see the module) written
+    into their uses, and those temporaries; ``source`` itself where there are none."""
+    tree = ast.parse(source)
+    found = next((node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)
+                  and node.name == function), None)
+    if found is None:
+        return source, ()
+    lines = source.splitlines(keepends=True)
+    edits: list[tuple[int, int, int, str]] = []  # (line, start column, end column, text)
+    inlined = []
+    for assign, body in _candidates(found):
+        name = assign.targets[0].id  # type: ignore[attr-defined]
+        value = f"({ast.unparse(assign.value)})"
+        uses = [n for after in body[body.index(assign) + 1:] for n in ast.walk(after)
+                if isinstance(n, ast.Name) and n.id == name]
+        edits += [(n.lineno, n.col_offset, n.end_col_offset or n.col_offset, value)
+                  for n in uses]
+        edits.append((assign.lineno, assign.col_offset, -1, "pass"))
+        for extra in range(assign.lineno + 1, (assign.end_lineno or assign.lineno) + 1):
+            edits.append((extra, 0, -1, ""))
+        inlined.append(Inlined(name, assign.lineno, ast.unparse(assign.value)))
+    if not inlined:
+        return source, ()
+    for line, start, end, text in sorted(edits, key=lambda e: (e[0], -e[1])):
+        old = lines[line - 1]
+        newline = "\n" if old.endswith("\n") else ""
+        stop = len(old.rstrip("\n")) if end < 0 else end
+        lines[line - 1] = old[:start] + text + old[stop:].rstrip("\n") + newline \
+            if end >= 0 else old[:start] + text + newline
+    return "".join(lines), tuple(inlined)
+
+
+def _candidates(function: ast.FunctionDef) -> Iterator[tuple[ast.Assign, list[ast.stmt]]]:
+    """Each assignment that may be written into its uses, with the loop body holding it."""
+    assigned = _assigned_names(function)
+    stored = _stored_names(function)
+    written = _written_arrays(function)
+    loads = [n for n in ast.walk(function) if isinstance(n, ast.Name)
+             and isinstance(n.ctx, ast.Load)]
+    for loop, outer in _loops(function):
+        for statement in loop.body:
+            if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+                    and isinstance(statement.targets[0], ast.Name)):
+                continue
+            name = statement.targets[0].id
+            if assigned.count(name) != 1:
+                continue
+            after = loop.body[loop.body.index(statement) + 1:]
+            if not any(isinstance(s, ast.For) for s in after):
+                continue  # beside no loop, it breaks no band: nothing to gain
+            later = {id(n) for s in after for n in ast.walk(s)}
+            if any(n.id == name and id(n) not in later for n in loads):
+                continue  # read before it, after the loop, or elsewhere
+            if not any(n.id == name for n in loads):
+                continue
+            around = {target for target in outer + [loop]}
+            if _invariant(statement.value, around, stored, written) and not (
+                    _names(statement.value) & _rebound(after)):
+                yield statement, loop.body
+
+
+def _loops(function: ast.FunctionDef) -> Iterator[tuple[ast.For, list[ast.For]]]:
+    """Every ``for`` loop of the function with the loops around it, outermost first."""
+    def visit(body: list[ast.stmt], outer: list[ast.For]) -> Iterator[tuple[ast.For,
+                                                                           list[ast.For]]]:
+        for statement in body:
+            if isinstance(statement, ast.For):
+                yield statement, outer
+                yield from visit(statement.body, [*outer, statement])
+            for field in ("body", "orelse"):
+                if not isinstance(statement, ast.For) and isinstance(
+                        getattr(statement, field, None), list):
+                    yield from visit(getattr(statement, field), outer)
+    return visit(function.body, [])
+
+
+def _invariant(value: ast.expr, around: set[ast.For], stored: set[str],
+               written: set[str]) -> bool:
+    """Whether ``value`` is arithmetic of constants, the loops' variables ``around``, names
+    the function never assigns (its arguments among them), and elements of arrays it never
+    writes."""
+    loop_vars = {loop.target.id for loop in around if isinstance(loop.target, ast.Name)}
+    for node in ast.walk(value):
+        if isinstance(node, ast.Name):
+            if node.id in stored and node.id not in loop_vars:
+                return False
+        elif isinstance(node, ast.Subscript):
+            if not isinstance(node.value, ast.Name) or node.value.id in written:
+                return False
+        elif isinstance(node, ast.Call):
+            if not (isinstance(node.func, ast.Name) and node.func.id in PURE_CALLS) \
+                    or node.keywords:
+                return False
+        elif not isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Constant, ast.Tuple,
+                                   ast.Load, ast.operator, ast.unaryop)):
+            return False
+    return True
+
+
+def _assigned_names(function: ast.FunctionDef) -> list[str]:
+    """Every binding of a name in the function, once per binding (parameters included)."""
+    names = [a.arg for a in (*function.args.posonlyargs, *function.args.args,
+                             *function.args.kwonlyargs)]
+    names += [a.arg for a in (function.args.vararg, function.args.kwarg) if a is not None]
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.append(node.id)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names += node.names
+        elif isinstance(node, (ast.FunctionDef, ast.Lambda)) and node is not function:
+            names.append("<nested function>")
+    return names
+
+
+def _stored_names(function: ast.FunctionDef) -> set[str]:
+    """The names the function's body binds (its arguments but where rebound)."""
+    names = set(_assigned_names(function))
+    arguments = [a.arg for a in (*function.args.posonlyargs, *function.args.args,
+                                 *function.args.kwonlyargs)]
+    rebound = {n.id for n in ast.walk(function) if isinstance(n, ast.Name)
+               and isinstance(n.ctx, (ast.Store, ast.Del))}
+    return (names - set(arguments)) | (rebound & set(arguments)) | (
+        {"<nested function>"} & names)
+
+
+def _written_arrays(function: ast.FunctionDef) -> set[str]:
+    """The names whose elements the function writes (or that it passes to a call: the call
+    may write them)."""
+    out = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            base = node.value
+            while isinstance(base, ast.Subscript):
+                base = base.value
+            if isinstance(base, ast.Name):
+                out.add(base.id)
+        elif isinstance(node, ast.Call):
+            out |= {a.id for a in node.args if isinstance(a, ast.Name)}
+    return out
+
+
+def _names(value: ast.expr) -> set[str]:
+    return {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+
+
+def _rebound(statements: list[ast.stmt]) -> set[str]:
+    """The names the statements bind (loop variables, assignments)."""
+    return {n.id for s in statements for n in ast.walk(s)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
