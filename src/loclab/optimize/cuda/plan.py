@@ -28,7 +28,6 @@ from loclab.optimize.locality import array_accesses, stride
 from loclab.optimize.planner import (Context, _band_at, _options, label, privatize_step,
                                      sequential_reason, top_loops)
 from loclab.transform.recipe import Step, make_step
-from loclab.transform.tree import LoopNode
 
 MAX_GRID = 3
 
