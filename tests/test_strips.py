@@ -79,6 +79,25 @@ def test_lu_runs_its_row_update_in_strips_below_its_sum() -> None:
     assert result.verify(N=70).ok and result.verify(N=3).ok
 
 
+def test_a_scan_down_columns_written_row_by_row_runs_its_columns_in_strips() -> None:
+    """``for i: for j: out[i, j] = out[i - 1, j] * a[i, j]``: ``i`` carries the scan, so
+    the reordered plan runs ``j`` outermost in parallel and walks ``out`` down its columns.
+    In strips, ``j`` goes back below ``i``: each thread scans its strip of columns a row at a
+    time. (The statements were looked for in the body of ``i`` as written, which holds
+    ``j``: the variant was never offered.)"""
+    source = ("def f(a, out, n, m):\n    for i in range(1, n):\n        for j in range(m):\n"
+              "            out[i, j] = out[i - 1, j] * a[i, j]\n")
+    found = plan(source, "f", params={"n": 300, "m": 400}, threads=2)
+    (plans,) = found.plans
+    variant = next(p for p in plans if p.level == "in strips")
+    steps = [str(s) for s in plan_steps(found.code, [], variant, {})]
+    assert steps == ["permute(j@3, i@2)", "stripmine(j@3, 32, j_strip3)", "permute(i@2, j@3)",
+                     "parallel(j_strip3)"]
+    _, result = choose(found.code, [[variant]])
+    for sizes in ({"n": 70, "m": 130}, {"n": 3, "m": 1}, {"n": 1, "m": 65}):
+        assert result.verify(**sizes).ok, sizes
+
+
 def test_a_scalar_expanded_by_distribution_follows_the_loops_as_nested_now() -> None:
     """Back substitution's ``total``, private to each iteration of the band ``r, i``: in
     strips, ``r`` sinks inside ``i`` and is distributed, so ``total`` gets an element per

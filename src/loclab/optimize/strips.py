@@ -82,7 +82,8 @@ def _in_strips(source: Source, context: Context, plan: NestPlan) -> NestPlan | N
     gaining = [chain for chain in chains if _gains(context, loop, below, chain)]
     # no loop chain at the bottom: the loops below are the chain (lu's row update
     # ``for j: for k: A[i, j] -= A[i, k] * A[k, j]`` under its sequential ``i``)
-    if not gaining and (chains or not below or not _gains(context, loop, [], below)):
+    if not gaining and (chains or not below
+                        or not _gains(context, loop, [], below, _statements(bottom))):
         return None
     extent = context.extents.get(label(loop), 1)
     size = strip_size(extent, context.threads)
@@ -139,13 +140,20 @@ def _below(context: Context, plan: NestPlan, loop: Loop) -> tuple[list[Loop], li
     return chain[1:], list(chain[-1].body)
 
 
-def _gains(context: Context, loop: Loop, below: list[Loop], chain: list[Loop]) -> bool:
+def _gains(context: Context, loop: Loop, below: list[Loop], chain: list[Loop],
+           statements: list[Statement] | None = None) -> bool:
     """Whether sinking ``loop`` below ``chain`` scores better locality for the chain's
-    statements (a perfect chain ending in statements alone)."""
-    inner = chain[-1].body
-    if not inner or any(isinstance(c, Loop) for c in inner):
+    statements (a perfect chain ending in statements alone), or for ``statements`` where
+    given: the ones at the bottom of a band the plan reordered (a column scan's ``i, j`` run
+    as ``j, i``, whose ``i`` holds ``j`` as written)."""
+    if statements is None:
+        inner = chain[-1].body
+        if not inner or any(isinstance(c, Loop) for c in inner):
+            return False
+        statements = _statements(inner)
+    if not statements:
         return False
-    accesses = array_accesses(context.model, _statements(inner))
+    accesses = array_accesses(context.model, statements)
     planned = (loop, *below, *chain)
     sunk = (*below, *chain, loop)
     return order_score(accesses, planned, sunk) > order_score(accesses, planned, planned)
