@@ -140,6 +140,38 @@ def test_a_scalar_set_beside_an_inner_loop_of_the_product_is_expanded_to_distrib
     assert result.verify(N=19, M=21, K=23).ok and result.verify(N=3, M=2, K=1).ok
 
 
+# the product in the k, i, j order: rows of B and C already along j, but k carries the sums
+PRODUCT_KIJ = """
+def product(A, B, C, N):
+    for i in range(N):
+        for j in range(N):
+            C[i, j] = 0.0
+    for k in range(N):
+        for i in range(N):
+            aik = A[i, k]
+            for j in range(N):
+                C[i, j] += aik * B[k, j]
+"""
+
+
+def test_a_product_already_unit_stride_is_distributed_where_its_outer_loop_carries_the_sums(
+        tmp_path):
+    """``k, i, j`` with ``aik = A[i, k]`` beside the j loop: no order scores better, but k
+    carries the sums into C, so the plans as written run only i in parallel, untiled in j.
+    Distributed (``aik`` expanded over k, i), the product nest is tiled and register-tiled
+    with i parallel (n = 800 on 2 cores: 1.15x the original before, 4.1x after)."""
+    path = tmp_path / "product.py"
+    path.write_text(PRODUCT_KIJ)
+    found = planned(path, "product", N=200)
+    levels = [plan.level for plan in found.plans[1]]
+    assert levels[0] == "distributed" and "tiled" in levels
+    chosen, result = choose(found.code, [found.plans[0], found.plans[1][:1]])
+    assert texts(chosen[1])[:3] == ("expand(aik, k@6, i@7)", "distribute(i@7)",
+                                    "distribute(k@6)")
+    assert any(t.startswith("unroll(") for t in texts(chosen[1]))
+    assert result.verify(N=19).ok and result.verify(N=1).ok
+
+
 # K rank-1 updates, p outermost: the best-scored order sums each A[i, j] along p innermost
 RANK1_UPDATES = """
 def updates(A, U, V, N, M, K):

@@ -642,8 +642,10 @@ def distributed_plans(context: Context, top: Loop) -> list[NestPlan]:
     statement or chain beside the one with the most work, one for that chain), and that
     nest, the band and the chain together, in its best orders by locality, tiled or not, its
     outermost loop parallel; only where some order of it has better locality than the one as
-    written. The transformer judges every step; the copies of a distributed loop are named by
-    the line of the chain's first statement."""
+    written, or where a nest of three loops or more would tile and its outermost loop as
+    written carries an array's dependence (a product written k, i, j). The transformer
+    judges every step; the copies of a distributed loop are named by the line of the chain's
+    first statement."""
     band = _band_at(context.analysis, top)
     below = [c for c in band[-1].body if isinstance(c, Loop)]
     around = [c for c in band[-1].body if not isinstance(c, Loop)]
@@ -695,12 +697,18 @@ def distributed_plans(context: Context, top: Loop) -> list[NestPlan]:
     accesses = array_accesses(context.model, inside)
     orders = sorted((o for o in itertools.permutations(loops) if o[0] in band),
                     key=lambda o: (-order_score(accesses, loops, o), o != loops))
-    if around and order_score(accesses, loops, orders[0]) <= order_score(accesses, loops,
-                                                                         loops):
-        return []  # no order is better than the one as written: nothing to distribute for
-    # (beside other nests, the chain joins the band: a deeper band to tile, whatever order)
     # loops free of any dependence between the band's own statements, expanded scalars apart
     free = [loop for loop in loops if not context.carries(loop, inside, expanded)]
+    scalars_apart = [v.name for v in context.analysis.nest.variables if not v.is_array]
+    if around and order_score(accesses, loops, orders[0]) <= order_score(accesses, loops,
+                                                                         loops) \
+            and (len(loops) < 3 or not context.carries(loops[0], inside, scalars_apart)):
+        return []  # no order is better than the one as written, and nothing to tile for:
+    # its outermost loop carries no array's dependence, or two loops reuse nothing a tile
+    # keeps (bicg's sums). A product written k, i, j with ``aik = A[i, k]`` beside its j
+    # loop is as local as it gets, but k carries its sums into C: distributed, i, k, j runs
+    # i in parallel and tiles all three.
+    # (beside other nests, the chain joins the band: a deeper band to tile, whatever order)
     plans = []
     for order in _distributed_orders(orders, free):
         steps = list(before)
