@@ -173,10 +173,11 @@ def _search(plan: GpuPlan, arrays: Any, scalars: Any, original: Any,
                     sizes)
     tuning.trials.append(best)
     seen = {best.configs}
+    order = _by_work(plan, sizes)
     improved = True
     while improved and len(tuning.trials) <= SEARCH_TRIALS:
         improved = False
-        for index in _by_work(plan, sizes):
+        for index in order:
             mapping = plan.mappings[index]
             for config in neighbours(mapping, best.configs[index]):
                 configs = best.configs[:index] + (config,) + best.configs[index + 1:]

@@ -699,16 +699,16 @@ def distributed_plans(context: Context, top: Loop) -> list[NestPlan]:
                     key=lambda o: (-order_score(accesses, loops, o), o != loops))
     # loops free of any dependence between the band's own statements, expanded scalars apart
     free = [loop for loop in loops if not context.carries(loop, inside, expanded)]
+    # With statements around the chain, distributed only for a better order, or for tiles:
+    # a product written k, i, j with ``aik = A[i, k]`` beside its j loop is as local as it
+    # gets, but k carries its sums into C (distributed, i, k, j runs i in parallel and tiles
+    # all three); two loops reuse nothing a tile keeps (bicg's sums). Beside other nests,
+    # the chain joins the band: a deeper band to tile, whatever order.
     scalars_apart = [v.name for v in context.analysis.nest.variables if not v.is_array]
     if around and order_score(accesses, loops, orders[0]) <= order_score(accesses, loops,
                                                                          loops) \
             and (len(loops) < 3 or not context.carries(loops[0], inside, scalars_apart)):
-        return []  # no order is better than the one as written, and nothing to tile for:
-    # its outermost loop carries no array's dependence, or two loops reuse nothing a tile
-    # keeps (bicg's sums). A product written k, i, j with ``aik = A[i, k]`` beside its j
-    # loop is as local as it gets, but k carries its sums into C: distributed, i, k, j runs
-    # i in parallel and tiles all three.
-    # (beside other nests, the chain joins the band: a deeper band to tile, whatever order)
+        return []
     plans = []
     for order in _distributed_orders(orders, free):
         steps = list(before)

@@ -66,18 +66,17 @@ def inline_temporaries(source: str, function: str) -> tuple[str, tuple[Inlined, 
     if not inlined:
         return source, ()
     for line, start, end, text in sorted(edits, key=lambda e: (e[0], -e[1])):
-        old = lines[line - 1]
-        newline = "\n" if old.endswith("\n") else ""
-        stop = len(old.rstrip("\n")) if end < 0 else end
-        lines[line - 1] = old[:start] + text + old[stop:].rstrip("\n") + newline \
-            if end >= 0 else old[:start] + text + newline
+        old = lines[line - 1]  # (end -1: the rest of the line, its newline kept)
+        rest = old[end:] if end >= 0 else old[len(old.rstrip("\n")):]
+        lines[line - 1] = old[:start] + text + rest
     return "".join(lines), tuple(inlined)
 
 
 def _candidates(function: ast.FunctionDef) -> Iterator[tuple[ast.Assign, list[ast.stmt]]]:
     """Each assignment that may be written into its uses, with the loop body holding it."""
-    assigned = _assigned_names(function)
-    stored = _stored_names(function)
+    bindings = _bindings(function)
+    assigned = _parameters(function) + bindings
+    stored = set(bindings)
     written = _written_arrays(function)
     loads = [n for n in ast.walk(function) if isinstance(n, ast.Name)
              and isinstance(n.ctx, ast.Load)]
@@ -97,8 +96,7 @@ def _candidates(function: ast.FunctionDef) -> Iterator[tuple[ast.Assign, list[as
                 continue  # read before it, after the loop, or elsewhere
             if not any(n.id == name for n in loads):
                 continue
-            around = {target for target in outer + [loop]}
-            if _invariant(statement.value, around, stored, written) and not (
+            if _invariant(statement.value, {*outer, loop}, stored, written) and not (
                     _names(statement.value) & _rebound(after)):
                 yield statement, loop.body
 
@@ -141,11 +139,16 @@ def _invariant(value: ast.expr, around: set[ast.For], stored: set[str],
     return True
 
 
-def _assigned_names(function: ast.FunctionDef) -> list[str]:
-    """Every binding of a name in the function, once per binding (parameters included)."""
-    names = [a.arg for a in (*function.args.posonlyargs, *function.args.args,
-                             *function.args.kwonlyargs)]
-    names += [a.arg for a in (function.args.vararg, function.args.kwarg) if a is not None]
+def _parameters(function: ast.FunctionDef) -> list[str]:
+    """The function's named parameters."""
+    return [a.arg for a in (*function.args.posonlyargs, *function.args.args,
+                            *function.args.kwonlyargs)]
+
+
+def _bindings(function: ast.FunctionDef) -> list[str]:
+    """Every binding of a name but the named parameters, once per binding: the body's
+    (a parameter rebound among them), ``*args`` and ``**kwargs``."""
+    names = [a.arg for a in (function.args.vararg, function.args.kwarg) if a is not None]
     for node in ast.walk(function):
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             names.append(node.id)
@@ -154,17 +157,6 @@ def _assigned_names(function: ast.FunctionDef) -> list[str]:
         elif isinstance(node, (ast.FunctionDef, ast.Lambda)) and node is not function:
             names.append("<nested function>")
     return names
-
-
-def _stored_names(function: ast.FunctionDef) -> set[str]:
-    """The names the function's body binds (its arguments but where rebound)."""
-    names = set(_assigned_names(function))
-    arguments = [a.arg for a in (*function.args.posonlyargs, *function.args.args,
-                                 *function.args.kwonlyargs)]
-    rebound = {n.id for n in ast.walk(function) if isinstance(n, ast.Name)
-               and isinstance(n.ctx, (ast.Store, ast.Del))}
-    return (names - set(arguments)) | (rebound & set(arguments)) | (
-        {"<nested function>"} & names)
 
 
 def _written_arrays(function: ast.FunctionDef) -> set[str]:

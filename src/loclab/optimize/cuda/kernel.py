@@ -418,12 +418,10 @@ class KernelWriter:
             _, _, step = _range_args(self.loops[id(loop)])
             for r in range(axis.tile):
                 name = f"{axis.var}_{r}" if many else axis.var
-                out = (f"{pad}const {self.index_type} t_{name} = b{a} * "
-                       f"{axis.block * axis.tile} + "
-                       f"{r * axis.block} + threadIdx.{a};")
-                self.lines.append(out)
-                self.lines.append(f"{pad}const {self.index_type} {name} = first_{axis.var} + "
-                                  f"{step} * "
+                ix = self.index_type
+                self.lines.append(f"{pad}const {ix} t_{name} = b{a} * {axis.block * axis.tile} "
+                                  f"+ {r * axis.block} + threadIdx.{a};")
+                self.lines.append(f"{pad}const {ix} {name} = first_{axis.var} + {step} * "
                                   f"t_{name};")
         if not self.mapping.grid:
             self.lines.append(f"{pad}const bool ok = true;")
