@@ -140,9 +140,11 @@ def _recipe(plan: GpuPlan) -> str:
     return "; ".join(str(step) for m in plan.mappings for step in m.steps)
 
 
-def _attempt(plan: GpuPlan, arrays: Any, scalars: Any, configs: tuple[Config, ...],
+def _attempt(plan: GpuPlan, emitted: Any, configs: tuple[Config, ...],
              original: Any, inputs: Mapping[str, Any],
              sizes: Mapping[str, int]) -> Trial:
+    """``emitted`` (the module written for ``configs``) compiled, checked against the
+    original and timed."""
     from loclab.measure.timing import BUDGETS
     from loclab.optimize import measure
     from loclab.gpu.transfers import on_host_arrays
@@ -151,7 +153,7 @@ def _attempt(plan: GpuPlan, arrays: Any, scalars: Any, configs: tuple[Config, ..
 
     program = plan.planned.as_written.program
     try:
-        function = plan.emit(arrays, scalars, configs).compile()
+        function = emitted.compile()
         verdict = measure.check(original, on_host_arrays(function), program, inputs, sizes,
                                 rounding_length(program, sizes))
         if not verdict.valid:
@@ -168,11 +170,14 @@ def _search(plan: GpuPlan, arrays: Any, scalars: Any, original: Any,
     """Local search from the model's configs: one nest's knobs moved at a time to a
     neighbour (``mapping.neighbours``), kept where faster, until no neighbour is or the
     trials run out. The nests with the most statement instances are walked first: the trials
-    go where the time is (gemm's product before its scaling of C)."""
-    best = _attempt(plan, arrays, scalars, tuple(plan.default_configs()), original, inputs,
-                    sizes)
+    go where the time is (gemm's product before its scaling of C). A neighbour whose module
+    is one already measured (a switch that changes no kernel: tensor cores for floats) is
+    passed over."""
+    first = tuple(plan.default_configs())
+    emitted = plan.emit(arrays, scalars, first)
+    best = _attempt(plan, emitted, first, original, inputs, sizes)
     tuning.trials.append(best)
-    seen = {best.configs}
+    seen, modules = {best.configs}, {emitted.module}
     order = _by_work(plan, sizes)
     improved = True
     while improved and len(tuning.trials) <= SEARCH_TRIALS:
@@ -184,7 +189,11 @@ def _search(plan: GpuPlan, arrays: Any, scalars: Any, original: Any,
                 if configs in seen or len(tuning.trials) > SEARCH_TRIALS:
                     continue
                 seen.add(configs)
-                trial = _attempt(plan, arrays, scalars, configs, original, inputs, sizes)
+                emitted = plan.emit(arrays, scalars, configs)
+                if emitted.module in modules:
+                    continue
+                modules.add(emitted.module)
+                trial = _attempt(plan, emitted, configs, original, inputs, sizes)
                 tuning.trials.append(trial)
                 if trial.problem is not None:
                     notes.append(f"BUG in loclab: the kernels with {trial.text()} failed "
@@ -307,6 +316,11 @@ def nest_results(plan: GpuPlan, emitted: Any, configs: tuple[Config, ...]) -> li
             steps += [(f"keep {text}", "scalar replacement: one load and one store instead "
                                        "of one of each per iteration") for text in
                       kernel.promoted]
+            if kernel.tensor_cores:
+                steps.append(("the product's whole strips on the FP64 tensor cores (mma.sync "
+                              "m16n8k4)", "twice the rate of one multiply-add per thread; "
+                              "each thread's iterations laid out as the instruction's "
+                              "fragments"))
         loops = tuple(loop.var for loop in mapping.top.statements()[0].loops) \
             if mapping.top.statements() else (mapping.top.var,)
         level = "threads over " + ", ".join(label(g) for g in mapping.grid) \

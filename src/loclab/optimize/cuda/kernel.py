@@ -23,10 +23,14 @@ import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+import numpy as np
+
 from loclab.nest.ir import Loop
 from loclab.optimize.cuda.mapping import AXES, WARP, Config, NestMapping
+from loclab.optimize.cuda.mma import (LANE_NAMES, MMA_K, MmaLayout, Product, layout_for,
+                                      product, shared_pad)
 from loclab.transform.cuda_syntax import (COMBINE, Translator, Typing, c_type, join,
-                                          subscript_parts)
+                                          subscript_parts, update_increment)
 
 # A split loop's reductions: what lanes other than the first start from, and how the lanes'
 # results combine (a difference accumulates negated terms: its parts add up).
@@ -84,6 +88,7 @@ class Kernel:
     promoted: tuple[str, ...] = ()  # array elements kept in registers across a loop
     lanes: int = 1  # threads along x per grid iteration
     rows: int = 1  # threads along y per grid iteration (a row split)
+    tensor_cores: bool = False  # a product's strips run as mma.sync (``cuda.mma``)
 
 
 @dataclass(frozen=True)
@@ -160,6 +165,11 @@ class KernelWriter:
     in_register: dict[str, list[str]] = field(default_factory=dict)
     registers: set[str] = field(default_factory=set)  # the names of those registers
     index_type: str = "I"  # the kernel's template parameter (``module.LauncherNames``)
+    # the fragments' layout where products run on the tensor cores (``cuda.mma``), and the
+    # loops that are such products, by their place (line, column)
+    mma: MmaLayout | None = None
+    products: dict[tuple[int, int], tuple[ast.For, Product]] = field(default_factory=dict)
+    used_mma: bool = False
 
     def __post_init__(self) -> None:
         self.strip = self.config.strip
@@ -218,7 +228,9 @@ class KernelWriter:
         out.append(f"template <typename {ix}>")
         out.append(f"__global__ void __launch_bounds__({threads}) {self.name}(")
         out.append("    " + ",\n    ".join(params) + ") {")
+        self._choose_products(body, locals_)
         self._stages(body, read_only, locals_)
+        self._keep_staged_products()
         for stage in self.staged.values():
             dims = "".join(f"[{e}]" for e in self._tile_shape(stage))
             out.append(f"  __shared__ {c_type(self.typing.arrays[stage.array])} "
@@ -279,7 +291,7 @@ class KernelWriter:
                       threads, tuple(self._stage_text(s) for s in self.staged.values()),
                       tuple(self.promoted),
                       self.config.lanes if self.mapping.threads_share else 1,
-                      self.config.rows if self.mapping.grid else 1)
+                      self.config.rows if self.mapping.grid else 1, self.used_mma)
 
     def _sharing(self) -> tuple[int, str, str]:
         """How many threads share the split loop, the scope of their combine (``lanes`` of a
@@ -413,16 +425,28 @@ class KernelWriter:
     def _grid_values(self, axes: list[GridAxis], copies: list[_Copy], depth: int) -> None:
         pad = "  " * depth
         many = len(copies) > 1
+        ix = self.index_type
+        if self.mma is not None:
+            warp, group, place = LANE_NAMES
+            self.lines.append(f"{pad}const int {warp} = tid >> 5, {group} = (tid & 31) >> 2, "
+                              f"{place} = tid & 3;")
         for index, (axis, loop) in enumerate(zip(axes, self.mapping.grid)):
             a = AXES[axis.axis]
+            span = axis.block * axis.tile
             _, _, step = _range_args(self.loops[id(loop)])
             for r in range(axis.tile):
                 name = f"{axis.var}_{r}" if many else axis.var
-                ix = self.index_type
-                self.lines.append(f"{pad}const {ix} t_{name} = b{a} * {axis.block * axis.tile} "
-                                  f"+ {r * axis.block} + threadIdx.{a};")
+                self.lines.append(f"{pad}const {ix} t_{name} = b{a} * {span} + "
+                                  f"{self._thread_offset(axis, r)};")
                 self.lines.append(f"{pad}const {ix} {name} = first_{axis.var} + {step} * "
                                   f"t_{name};")
+            if self.mma is not None and axis.axis == 0:  # the columns of B's fragments
+                for n in range(self.mma.columns // 2):
+                    name = f"{axis.var}_mma{n}"
+                    self.lines.append(f"{pad}const {ix} t_{name} = b{a} * {span} + "
+                                      f"{self.mma.b_column(n)};")
+                    self.lines.append(f"{pad}const {ix} {name} = first_{axis.var} + "
+                                      f"{step} * t_{name};")
         if not self.mapping.grid:
             self.lines.append(f"{pad}const bool ok = true;")
             return
@@ -442,6 +466,15 @@ class KernelWriter:
                 if abs(step) > 1:
                     checks.append(f"loclab_mod({name} - {low}, {abs(step)}) == 0")
             self.lines.append(f"{pad}const bool {copy_.ok} = {' && '.join(checks)};")
+
+    def _thread_offset(self, axis: GridAxis, r: int) -> str:
+        """Where the thread's ``r``-th iteration of a grid loop lies in its block's span (C
+        text): ``r`` blocks of threads along, or the fragments' layout (``cuda.mma``)."""
+        if self.mma is not None and axis.axis == 0:
+            return self.mma.column(r)
+        if self.mma is not None and axis.axis == 1:
+            return self.mma.row(r)
+        return f"{r * axis.block} + threadIdx.{AXES[axis.axis]}"
 
     # -- statements ------------------------------------------------------------------------
     def translator(self, copy_: _Copy, values: dict[str, str] | None = None) -> Translator:
@@ -496,7 +529,7 @@ class KernelWriter:
         if not (isinstance(target, ast.Subscript)
                 and subscript_parts(target)[0] in self.mapping.atomics):
             return None
-        increment = _increment(node)
+        increment = update_increment(node)
         if increment is None:
             raise translator.error(node, "an atomic update other than + and -")
         sign, value = increment
@@ -603,9 +636,15 @@ class KernelWriter:
         self.inside.add(var)
         self.lines.append(f"{pad}  if ({var}0 + {strip} <= ({high})) {{")
         self.lines.append(f"{pad}    #pragma unroll")
-        self.lines.append(f"{pad}    for ({var} = {var}0; {var} < {var}0 + {strip}; "
-                          f"{var}++) {{")
-        self._hoisted_block(node.body, copies, depth + 3, guarded)
+        found = self._product_of(node, copies)
+        if found is not None:
+            self.lines.append(f"{pad}    for ({var} = {var}0; {var} < {var}0 + {strip}; "
+                              f"{var} += {MMA_K}) {{")
+            self._mma_step(var, found, copies, depth + 3)
+        else:
+            self.lines.append(f"{pad}    for ({var} = {var}0; {var} < {var}0 + {strip}; "
+                              f"{var}++) {{")
+            self._hoisted_block(node.body, copies, depth + 3, guarded)
         self.lines.append(f"{pad}    }}")
         self.lines.append(f"{pad}  }} else {{")
         self.lines.append(f"{pad}    for ({var} = {var}0; {var} < ({high}); {var}++) {{")
@@ -667,6 +706,94 @@ class KernelWriter:
         self.lines += [f"{pad}const {kind} {name} = {text};"
                        for text, (name, kind) in hoisted.items()]
         self.lines += statements
+
+    # -- tensor cores ----------------------------------------------------------------------
+    def _choose_products(self, body: list[ast.stmt], locals_: set[str]) -> None:
+        """The fragments' layout and the loops that may run on the tensor cores (before the
+        staging, whose tiles the layout pads): each uniform loop whose body is a product of
+        doubles (``mma.product``) into an element kept in a register or into a scalar of
+        the thread's, its factors reading no scalar the thread assigns."""
+        self.mma, self.products = layout_for(self.mapping, self.config), {}
+        if self.mma is None:
+            return
+        axes = {self.mapping.axis(g): g.var for g in self.mapping.grid}
+        for loop in _uniform_loops(body, set(axes.values()) | locals_):
+            found = product(loop, axes[1], axes[0])
+            if found is None or not self._accumulates_doubles(found, loop, locals_) \
+                    or _names(found.factors()) & locals_ \
+                    or any(id(sub) in self.redirected for sub in _subscripts([loop])):
+                continue
+            self.products[(loop.lineno, loop.col_offset)] = (loop, found)
+        if not self.products:
+            self.mma = None
+
+    def _accumulates_doubles(self, found: Product, loop: ast.For, locals_: set[str]) -> bool:
+        """Whether ``found``'s target is a double of each iteration's own: a scalar the
+        thread assigns, or an element kept in a register across ``loop``."""
+        if found.scalar:
+            return found.name in locals_ and self.typing.scalars.get(found.name) == np.float64
+        return self.typing.arrays.get(found.name) == np.float64 \
+            and found.name not in self.mapping.atomics \
+            and found.name in promotable(loop, self.redirected)
+
+    def _keep_staged_products(self) -> None:
+        """The products whose every factor reads tiles in shared memory (the fragments read
+        other iterations' elements: from a tile, always inside it); no layout without one."""
+        def staged(loop: ast.For, sub: ast.Subscript) -> bool:
+            stage = self._stage_serving(*subscript_parts(sub))
+            return stage is not None and (not stage.along or stage.at == (
+                loop.lineno, loop.col_offset))
+
+        self.products = {at: (loop, found) for at, (loop, found) in self.products.items()
+                         if all(staged(loop, sub) for sub in _subscripts(found.factors()))}
+        if not self.products:
+            self.mma = None
+
+    def _product_of(self, node: ast.For, copies: list[_Copy]) -> Product | None:
+        """The product ``node`` runs on the tensor cores, where it does: a strip a whole
+        number of instructions deep, every iteration of the thread jammed, each with its
+        own register."""
+        if self.mma is None or self.strip % MMA_K:
+            return None
+        _, found = self.products.get((node.lineno, node.col_offset), (None, None))
+        if found is None or len(copies) != self.mma.rows * self.mma.columns:
+            return None
+        registers = [_accumulator(c, found) for c in copies]
+        if None in registers or len(set(registers)) != len(registers):
+            return None
+        return found
+
+    def _mma_step(self, var: str, found: Product, copies: list[_Copy], depth: int) -> None:
+        """``MMA_K`` iterations of ``var`` for every iteration of the thread: per product,
+        each lane's A values (the rows' factor at ``var + t``) and B values (the columns'
+        factor there, at the columns of B's fragments), then one instruction per 16 x 8
+        slice of the warp's tile."""
+        assert self.mma is not None
+        pad = "  " * depth
+        axes = {self.mapping.axis(g): index for index, g in enumerate(self.mapping.grid)}
+        x_var = self.mapping.grid[axes[0]].var
+        place = LANE_NAMES[2]
+
+        def at(r: int, c: int) -> _Copy:
+            return next(cp for cp in copies if cp.index[axes[1]] == r and cp.index[axes[0]] == c)
+
+        shifted = {var: f"({var} + {place})"}
+        self.used_mma = True
+        for q, term in enumerate(found.terms):
+            sign = "-" if term.negate else ""
+            for r in range(self.mma.rows):
+                value = self.translator(at(r, 0), shifted).expr(term.rows)
+                self.lines.append(f"{pad}const double mma_a{q}_{r} = {sign}({value});")
+            for n in range(self.mma.columns // 2):
+                values = {**shifted, x_var: f"{x_var}_mma{n}"}
+                value = self.translator(at(0, 0), values).expr(term.columns)
+                self.lines.append(f"{pad}const double mma_b{q}_{n} = {value};")
+            for m, n in itertools.product(range(self.mma.rows // 2),
+                                          range(self.mma.columns // 2)):
+                c = [_accumulator(at(2 * m + dr, 2 * n + dc), found)
+                     for dr, dc in ((0, 0), (0, 1), (1, 0), (1, 1))]
+                self.lines.append(f"{pad}loclab_dmma({', '.join(c)}, mma_a{q}_{2 * m}, "
+                                  f"mma_a{q}_{2 * m + 1}, mma_b{q}_{n});")
 
     # -- staging ---------------------------------------------------------------------------
     def _stages(self, body: list[ast.stmt], read_only: set[str], locals_: set[str]) -> None:
@@ -772,9 +899,25 @@ class KernelWriter:
             first, _, step = _range_args(self.loops[id(grid[v])])
             if step != 1:
                 return False
-        value = 0 if first is None else (first.value if isinstance(first, ast.Constant)
-                                         and isinstance(first.value, int) else None)
+        value = self._lowest(first, grid, {v})
         return value is not None and value + offset >= 0
+
+    def _lowest(self, first: ast.expr | None, grid: dict[str, Loop],
+                seen: set[str]) -> int | None:
+        """The least first value of a loop that starts at ``first``: a constant, or a grid
+        loop's variable plus one (covariance's ``j`` from ``i``); None where unknown."""
+        if first is None:
+            return 0
+        offset = _offset(first)
+        if offset is None:
+            return None
+        if offset.var is None:
+            return offset.offset
+        if offset.var not in grid or offset.var in seen:
+            return None
+        start, _, step = _range_args(self.loops[id(grid[offset.var])])
+        low = self._lowest(start, grid, seen | {offset.var}) if step == 1 else None
+        return None if low is None else low + offset.offset
 
     def _spans(self, var: str) -> dict[str, int]:
         spans = {var: self.strip} if var else {}
@@ -787,7 +930,7 @@ class KernelWriter:
         shape = [stage.extent(spans, d) for d in range(len(stage.dims))
                  if stage.dims[d][0] is not None]
         if len(shape) >= 2:
-            shape[-1] += PAD
+            shape[-1] += shared_pad(shape[-1]) if self.mma is not None else PAD
         return shape
 
     def _fits(self, stage: _Stage) -> bool:
@@ -1036,6 +1179,14 @@ class KernelWriter:
                 self.lines.append(f"{pad}if ({test}) {text} = {new.registers[name]};")
 
 
+def _accumulator(copy_: _Copy, found: Product) -> str | None:
+    """The register ``copy_`` accumulates ``found`` in: its name for the scalar, or the
+    register its element was loaded into (None: not loaded)."""
+    if found.scalar:
+        return copy_.rename.get(found.name)
+    return copy_.registers.get(found.name)
+
+
 def block_role(node: ast.stmt, is_split: Callable[[ast.AST], bool]) -> str:
     """How one block runs a statement of a nest whose loops ``is_split`` names its threads'
     shares of (``NestMapping.block_splits``): ``"split"``, such a loop; ``"around"``, a loop
@@ -1146,23 +1297,6 @@ def assigned(body: Sequence[ast.stmt]) -> set[str]:
                                                                              ast.Name):
             out.add(node.target.id)
     return out
-
-
-def _increment(node: ast.AugAssign | ast.Assign) -> tuple[str, ast.expr] | None:
-    """(sign, value) of ``X[..] += v``, ``X[..] -= v``, ``X[..] = X[..] + v``, ``X[..] =
-    v + X[..]`` or ``X[..] = X[..] - v``; None for any other update."""
-    if isinstance(node, ast.AugAssign):
-        if isinstance(node.op, (ast.Add, ast.Sub)):
-            return "-" if isinstance(node.op, ast.Sub) else "", node.value
-        return None
-    target, value = ast.unparse(node.targets[0]), node.value
-    if not isinstance(value, ast.BinOp) or not isinstance(value.op, (ast.Add, ast.Sub)):
-        return None
-    if ast.unparse(value.left) == target:
-        return "-" if isinstance(value.op, ast.Sub) else "", value.right
-    if isinstance(value.op, ast.Add) and ast.unparse(value.right) == target:
-        return "", value.left
-    return None
 
 
 def _loop_vars(body: Sequence[ast.stmt]) -> set[str]:

@@ -110,7 +110,8 @@ class NestMapping:
 @dataclass(frozen=True)
 class Config:
     """Threads per block and iterations per thread along each grid loop (grid order); staging
-    on or off; the strip of the loop tiles are staged along."""
+    on or off; the strip of the loop tiles are staged along; products of doubles on the
+    tensor cores where a kernel has one (``cuda.mma``)."""
 
     block: tuple[int, ...]
     tile: tuple[int, ...]
@@ -119,6 +120,7 @@ class Config:
 
     lanes: int = 1  # threads along x per grid iteration (a warp where a loop is split)
     rows: int = 1  # threads along y per grid iteration (the block's rows split a loop)
+    mma: bool = True
 
     @property
     def threads(self) -> int:
@@ -129,7 +131,8 @@ class Config:
 
     def to_json(self) -> dict[str, object]:
         return {"block": list(self.block), "tile": list(self.tile), "stage": self.stage,
-                "strip": self.strip, "lanes": self.lanes, "rows": self.rows}
+                "strip": self.strip, "lanes": self.lanes, "rows": self.rows,
+                "mma": self.mma}
 
     def text(self) -> str:
         if not self.block and self.lanes > 1:
@@ -143,7 +146,8 @@ class Config:
                     "iterations a block")
         return (f"block {'x'.join(map(str, self.block)) or '1'}, "
                 f"{'x'.join(map(str, self.tile)) or '1'} per thread, "
-                + (f"staged in strips of {self.strip}" if self.stage else "not staged"))
+                + (f"staged in strips of {self.strip}" if self.stage else "not staged")
+                + ("" if self.mma else ", no tensor cores"))
 
 
 def default_config(mapping: NestMapping, reuse: bool, accumulators: int = 1,
@@ -268,8 +272,9 @@ def _per_block(config: Config) -> Config:
 
 def neighbours(mapping: NestMapping, config: Config) -> list[Config]:
     """Configs one step from ``config``: register tiles halved or doubled along the grid
-    loops on x and y, the strip halved or doubled, staging switched, the block reshaped
-    (the same threads, x doubled or halved). What measurement walks (``search``)."""
+    loops on x and y, the strip halved or doubled, staging switched, the tensor cores
+    switched, the block reshaped (the same threads, x doubled or halved). What measurement
+    walks (``search``)."""
     if mapping.block_splits:  # the block's size
         return [replace(config, lanes=lanes) for lanes in (256, 512, 1024)
                 if lanes != config.lanes]
@@ -314,4 +319,5 @@ def neighbours(mapping: NestMapping, config: Config) -> list[Config]:
         if 4 <= strip <= 64:
             out.append(replace(config, strip=strip))
     out.append(replace(config, stage=not config.stage))
+    out.append(replace(config, mma=not config.mma))
     return out

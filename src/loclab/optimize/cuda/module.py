@@ -23,6 +23,7 @@ from loclab.nest.ir import Loop
 from loclab.nest.python import is_allocation
 from loclab.optimize.cuda.kernel import ROW_HELPERS, Kernel, KernelWriter, assigned
 from loclab.optimize.cuda.mapping import Config, NestMapping
+from loclab.optimize.cuda.mma import MMA_HELPER
 from loclab.transform.cuda_syntax import (HELPERS, LauncherNames, Translator, Typing, c_type,
                                          shape_of)
 from loclab.transform.output import header
@@ -134,7 +135,8 @@ def emit_function(function: ast.FunctionDef, filename: str, line_offset: int,
             calls.append(_host_statement(node, element_types, ndims, where,
                                          assigned_in_nests))
             host_assigned.update(assigned([node]))
-    source = HELPERS + ROW_HELPERS + "\n\n".join(k.text for k in kernels) + "\n"
+    tensor_cores = MMA_HELPER if any(k.tensor_cores for k in kernels) else ""
+    source = HELPERS + ROW_HELPERS + tensor_cores + "\n\n".join(k.text for k in kernels) + "\n"
     module = _module_text(function, filename, kernels, source, calls, dtypes,
                           {**entering, **scalars}, overlaps, as_written, names)
     return CudaFunction(function.name, tuple(kernels), source, module)
