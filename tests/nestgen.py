@@ -682,8 +682,10 @@ def _targets(func: ast.FunctionDef) -> Iterator[ast.expr]:
 
 
 def parse(source: str) -> ast.FunctionDef:
-    """The one function the source defines."""
-    (func,) = ast.parse(source).body
+    """The one function the source defines (after its imports: code the transformer
+    printed)."""
+    (func,) = [node for node in ast.parse(source).body
+               if not isinstance(node, (ast.Import, ast.ImportFrom))]
     if not isinstance(func, ast.FunctionDef):
         raise ValueError("the source must define one function")
     return func

@@ -57,6 +57,7 @@ def check_grids(source: str, sizes: dict[str, int]) -> None:
         found, mapped = gpu_planned(source, **sizes)
     except UsageError:
         return
+    source = mapped.planned.code.text  # the code the kernels map (a rewrite: ``reorder``)
     accesses = trace(source, sizes)
     for mapping in mapped.mappings:
         if not mapping.grid:

@@ -62,8 +62,9 @@ def optimize_gpu(plan: GpuPlan, inputs: Mapping[str, Any], original: Any,
     from loclab.gpu import gpu_unavailable_reason
     from loclab.optimize import Optimized
 
-    planned = plan.planned
+    planned = plan.users_planned  # the kernels may map a rewrite of it (``cuda.reorder``)
     program = planned.as_written.program
+    notes.extend(plan.notes)
     arrays, scalars = argument_types(inputs, list(program.nest.parameters))
     configs = tuple(plan.default_configs())
     missing = gpu_unavailable_reason()
@@ -102,13 +103,14 @@ def refuse_one_thread(plan: GpuPlan, sizes: Mapping[str, int]) -> None:
 
     if any(mapping.threads_share for mapping in plan.mappings):
         return
-    program = plan.planned.as_written.program
+    program = plan.users_planned.as_written.program
     work = instances(program, sizes)
     if work <= ONE_THREAD_MOST:
         return
     why = next((why for mapping in plan.mappings for step, why in mapping.reasons
                 if step == "one thread"), "every loop carries a dependence")
-    raise UsageError(f"{program.syntax.filename}::{plan.planned.code.function}: no loop can "
+    function = plan.users_planned.code.function
+    raise UsageError(f"{program.syntax.filename}::{function}: no loop can "
                      f"run on GPU threads ({why}); at {sizes_text(sizes)} its {work:.3g} "
                      "statement instances would run in one GPU thread, far slower than on "
                      "the host: optimize it with --target cpu, or choose smaller sizes with "
@@ -151,7 +153,7 @@ def _attempt(plan: GpuPlan, emitted: Any, configs: tuple[Config, ...],
     from loclab.optimize.cuda.run import time_on_device
     from loclab.transform.inputs import argument_names
 
-    program = plan.planned.as_written.program
+    program = plan.users_planned.as_written.program
     try:
         function = emitted.compile()
         verdict = measure.check(original, on_host_arrays(function), program, inputs, sizes,
@@ -226,7 +228,7 @@ def _proved(plan: GpuPlan, arrays: Any, scalars: Any, configs: tuple[Config, ...
     from loclab.gpu.transfers import on_host_arrays
     from loclab.transform.verify import compare_runs, compile_original
 
-    program = plan.planned.as_written.program
+    program = plan.users_planned.as_written.program
     emitted = plan.emit(arrays, scalars, configs)
     compiled = emitted.compile()
     function = on_host_arrays(compiled)
@@ -236,8 +238,8 @@ def _proved(plan: GpuPlan, arrays: Any, scalars: Any, configs: tuple[Config, ...
     small_inputs = measure.make_inputs(program, small, supplier)
     small_inputs = {name: value.astype(arrays[name][0]) if name in arrays else value
                     for name, value in small_inputs.items()}
-    verification = compare_runs(compile_original(plan.planned.as_written), function, program,
-                                small_inputs, small, rounding_length(program, small),
+    verification = compare_runs(compile_original(plan.users_planned.as_written), function,
+                                program, small_inputs, small, rounding_length(program, small),
                                 supplier)
     check = (measure.check(original, function, program, inputs, sizes,
                            rounding_length(program, sizes))

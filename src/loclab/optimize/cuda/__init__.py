@@ -10,7 +10,7 @@ Python function, ``run`` validates and times the result on a GPU.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -32,6 +32,15 @@ class GpuPlan:
     # the user's as written (its temporaries written into their uses, ``temporaries``):
     # the user's, as ``_as_written`` writes it; "": the planned function's
     original: str = ""
+    # where ``planned`` is a rewrite of the user's function (``reorder``): the user's plan
+    # (its original is what is verified against and timed) and what the output says of it
+    users: Any = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def users_planned(self) -> Any:
+        """The plan of the function as the user wrote it."""
+        return self.users or self.planned
 
     def default_configs(self) -> list[Config]:
         context = self.planned.context
@@ -74,7 +83,30 @@ def as_written_text(syntax: Any) -> str:
 
 
 def gpu_plan(planned: Any) -> GpuPlan:
-    """Map every top-level nest of a planned function (``loclab.optimize.plan``)."""
+    """Map every top-level nest of a planned function (``loclab.optimize.plan``); where the
+    band of some nest gets fewer than two grid loops, the nests of the function the
+    transformer rewrites (``reorder``) instead, if fewer such nests are left there."""
+    from loclab.optimize import plan
+    from loclab.optimize.cuda import reorder
+
+    first = _mapped(planned)
+    weak = reorder.weak_nests(planned.context.analysis, first.mappings)
+    rewrite = reorder.rewrite(planned, weak) if weak else None
+    if rewrite is None:
+        return first
+    code = planned.code
+    again = plan(rewrite.text, code.function,
+                 filename=reorder.REWRITTEN.format(name=code.filename), params=planned.sizes,
+                 element_bytes=planned.context.element_bytes,
+                 assume_distinct=code.assume_distinct)
+    second = _mapped(again)
+    if len(reorder.weak_nests(again.context.analysis, second.mappings)) >= len(weak):
+        return first
+    return replace(second, original=as_written_text(planned.as_written.program.syntax),
+                   users=planned, notes=(rewrite.note(),))
+
+
+def _mapped(planned: Any) -> GpuPlan:
     from loclab.optimize.cuda.plan import gpu_mappings
 
     program = planned.as_written.program
