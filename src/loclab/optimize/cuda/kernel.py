@@ -493,7 +493,7 @@ class KernelWriter:
                 isinstance(node, ast.Expr) and not isinstance(node.value, ast.Constant)):
             return
         if isinstance(node, ast.For):
-            if self._uniform(node, copies):
+            if self._uniform(node, copies) or self._hull(node) is not None:
                 self.loop(node, copies, depth, guarded)
                 return
             for copy_ in copies:
@@ -584,27 +584,45 @@ class KernelWriter:
         pad = "  " * depth
         var, low, high, step = self._bounds(node, copies)
         before = copies
-        runs = f"({low}) {'<' if step > 0 else '>'} ({high})"
+        stages = [s for s in self.staged.values()
+                  if s.along == var and s.at == (node.lineno, node.col_offset)]
+        # a triangle's loop (bounds moving with the grid loops): where copies have ranges of
+        # their own or the block stages along it, it runs over the hull of the block's
+        # ranges, each copy computing its own iterations alone
+        hull = self._hull(node) if stages or not self._uniform(node, copies) else None
+        runs = f"({hull[0]}) < ({hull[1]})" if hull is not None else \
+            f"({low}) {'<' if step > 0 else '>'} ({high})"
         promoted, copies = self._promote(node, copies, depth, guarded, runs)
         if self._is_split(node):
             self._split(node, copies, depth, guarded, low, high)
             self._store(promoted, before, copies, depth, guarded, runs, self._sharing()[2])
             return
-        stages = [s for s in self.staged.values()
-                  if s.along == var and s.at == (node.lineno, node.col_offset)]
+        inner, inner_guarded, first, bound = copies, guarded, low, high
+        if hull is not None:
+            inner, inner_guarded, (first, bound) = self._own_ranges(node, copies, guarded), \
+                True, hull
         if stages and any(self._prefetched(s) is not None for s in stages):
             # the registers a strip is prefetched into, in a scope of their own: a sibling
             # loop that stages the same array declares its own
             self.lines.append(f"{pad}{{")
-            self._staged_loop(node, copies, depth + 1, guarded, low, high, stages)
+            self._staged_loop(node, inner, depth + 1, inner_guarded, first, bound, stages)
             self.lines.append(f"{pad}}}")
         elif stages:
-            self._staged_loop(node, copies, depth, guarded, low, high, stages)
+            self._staged_loop(node, inner, depth, inner_guarded, first, bound, stages)
         else:
-            self.lines.append(f"{pad}{_for_header(var, low, high, step)}")
-            self.block(node.body, copies, depth + 1, guarded)
+            self.lines.append(f"{pad}{_for_header(var, first, bound, step)}")
+            self.block(node.body, inner, depth + 1, inner_guarded)
             self.lines.append(f"{pad}}}")
         self._store(promoted, before, copies, depth, guarded, runs)
+
+    def _own_ranges(self, node: ast.For, copies: list[_Copy], guarded: bool) -> list[_Copy]:
+        """``copies``, each valid only inside its own range of ``node`` (run over a hull)."""
+        out = []
+        for copy_ in copies:
+            var, low, high, _ = self._bounds(node, [copy_])
+            mine = f"{var} >= ({low}) && {var} < ({high})"
+            out.append(replace(copy_, ok=f"{copy_.ok} && {mine}" if guarded else mine))
+        return out
 
     def _staged_loop(self, node: ast.For, copies: list[_Copy], depth: int, guarded: bool,
                      low: str, high: str, stages: list[_Stage]) -> None:
@@ -823,22 +841,60 @@ class KernelWriter:
         grid = {g.var: g for g in self.mapping.grid}
         x_var = self.mapping.x.var if self.mapping.x is not None else None
         names = set(self.typing.arrays)
-        for (name, _), forms in _read_forms(body, read_only).items():
+        for (name, _), forms in _read_forms(body, read_only, self.redirected).items():
             stage = self._stage_of(name, forms, "", grid, None, x_var)
             if stage is not None and (not fit or self._fits(stage)):
                 self._add_stage(stage, names)
-        for loop in _uniform_loops(body, set(grid) | locals_):
+        for loop in self._stageable_loops(body, locals_):
             var = loop.target.id  # type: ignore[attr-defined]
             start, _, step = _range_args(loop)
             if step != 1:
                 continue
             staged = {(s.array, s.form) for s in self.staged.values()}
-            for (name, form), forms in _read_forms(loop.body, read_only).items():
+            for (name, form), forms in _read_forms(loop.body, read_only, self.redirected).items():
                 if (name, form) in staged:
                     continue
                 stage = self._stage_of(name, forms, var, grid, start, x_var)
                 if stage is not None and (not fit or self._fits(stage)):
                     self._add_stage(replace(stage, at=(loop.lineno, loop.col_offset)), names)
+
+    def _stageable_loops(self, body: Sequence[ast.stmt], locals_: set[str]
+                         ) -> Iterator[ast.For]:
+        """Loops of the thread code a block may stage along: their bounds the same in every
+        thread, or moving with grid loops as ``_hull`` covers."""
+        grid = {g.var for g in self.mapping.grid}
+        for node in body:
+            if isinstance(node, ast.For):
+                names = _names([node.iter])
+                if not names & (grid | locals_) or (not names & locals_
+                                                    and self._hull(node) is not None):
+                    yield node
+                    yield from self._stageable_loops(node.body, locals_)
+
+    def _hull(self, node: ast.For) -> tuple[str, str] | None:
+        """(first, bound) in C covering the ranges of ``node`` in every thread of a block,
+        where its bounds move with grid loops (a triangle's ``k`` from ``i + 1``): each a
+        size expression or ``g + c``, ``g`` a grid loop of step 1; None for a loop whose
+        bounds are the same in every thread, or of another form."""
+        start, stop, step = _range_args(node)
+        grid = {g.var: index for index, g in enumerate(self.mapping.grid)}
+        if step != 1 or not _names([node.iter]) & set(grid):
+            return None
+        plain = self.translator(_Copy((), {}, ""))
+        hull = []
+        for bound, last in ((start, False), (stop, True)):
+            if bound is None or not _names([bound]) & set(grid):
+                hull.append(plain.expr(bound) if bound is not None else "0")
+                continue
+            offset = _offset(bound)
+            if offset is None or offset.var not in grid \
+                    or _range_args(self.loops[id(self.mapping.grid[grid[offset.var]])])[2] != 1:
+                return None
+            index = grid[offset.var]
+            span = self.config.block[index] * self.config.tile[index]
+            hull.append(f"({self._base(offset.var, '')} + {span - 1 if last else 0} + "
+                        f"{offset.offset})")
+        return hull[0], hull[1]
 
     def _add_stage(self, stage: _Stage, taken: set[str]) -> None:
         """``stage`` kept, named ``s_A`` for array ``A``'s first tile and ``s_A_1``, ... for
@@ -1267,14 +1323,16 @@ def _offset(index: ast.expr) -> _Offset | None:
     return None
 
 
-def _read_forms(body: Sequence[ast.stmt], arrays: set[str]
+def _read_forms(body: Sequence[ast.stmt], arrays: set[str],
+                redirected: Mapping[int, str] | None = None
                 ) -> dict[tuple[str, tuple[str | None, ...]], list[tuple[_Offset | None, ...]]]:
     """The reads of ``arrays`` in ``body`` as ``var + offset`` per dimension, grouped by
-    array and by the variables their dimensions move with (a dimension no such form
-    describes: ``?``)."""
+    array (the copy a read is ``redirected`` to, by node id: trmm's ``B_copy``) and by the
+    variables their dimensions move with (a dimension no such form describes: ``?``)."""
     found: dict[tuple[str, tuple[str | None, ...]], list[tuple[_Offset | None, ...]]] = {}
     for sub in _reads(body):
         name, indices = subscript_parts(sub)
+        name = (redirected or {}).get(id(sub), name)
         if name in arrays:
             offsets = tuple(_offset(i) for i in indices)
             form = tuple(o.var if o is not None else "?" for o in offsets)

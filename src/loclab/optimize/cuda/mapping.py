@@ -164,7 +164,8 @@ def default_config(mapping: NestMapping, reuse: bool, accumulators: int = 1,
     registers), T the largest of 8, 4, 2 whose scalars (``accumulators`` a grid iteration,
     ``words`` registers each) take at most 64 registers, tiles staged in strips of 8; a
     grid loop that bounds a loop inside (trmm's ``k`` from ``i + 1``) gets no tile and the
-    other T x T (one loop the tile's copies run together, jammed)."""
+    other T (one loop the tile's copies run together, jammed; on an H200 trmm's product
+    ran in 0.34 ms with 1 x 4, 0.41 ms with 1 x 8 and 0.63 ms with 2 x 8)."""
     if mapping.block_splits:
         return Config((), (), False, lanes=BLOCK_LANES)
     if not mapping.grid:
@@ -190,7 +191,7 @@ def default_config(mapping: NestMapping, reuse: bool, accumulators: int = 1,
         bounding = _bounding(mapping)
         if len(bounding) == 1 and side > 1:
             tiles[mapping.grid.index(bounding[0])] = 1
-            tiles[x if mapping.grid[x] is not bounding[0] else y] = min(8, side * side)
+            tiles[x if mapping.grid[x] is not bounding[0] else y] = side
     else:  # a 32 x 32 square of iterations a block, 2 x 2 a thread, read directly
         by_axis[x] = 16
         y = next(i for i in reversed(range(count)) if i != x)

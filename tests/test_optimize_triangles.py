@@ -1,0 +1,73 @@
+"""GPU kernels of triangular nests (``KernelWriter._hull``): a loop whose bounds move with
+the grid loops (trmm's ``k`` from ``i + 1``) runs over the block's hull of every thread's
+range, so that the block stages along it and a thread's register tile jams it, each
+iteration of the tile computing its own range alone. Written for several launch configs
+(compiled by nvcc where installed) and, on a GPU, each config against the original."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+
+import pytest
+
+from loclab.optimize.cuda import argument_types
+from tests.test_optimize_gpu import TRMM, gpu_planned, make_inputs, nvcc_compiled
+
+TRIANGLES = {
+    "trmm": TRMM,
+    "lower": """
+def f(A, B, C, M, N):
+    for i in range(M):
+        for j in range(N):
+            for k in range(i):
+                C[i, j] += A[i, k] * B[k, j]
+""",
+    "by-column": """
+def f(A, B, C, M, N):
+    for i in range(M):
+        for j in range(N):
+            total = 0.0
+            for k in range(j + 2, N):
+                total += A[i, k] * B[k, j]
+            C[i, j] = total
+""",
+}
+TILES = [None, (4, 4), (2, 8), (8, 2)]
+
+
+def emitted(source: str, tile: tuple[int, int] | None, **sizes: int):
+    found, mapped = gpu_planned(source, **sizes)
+    configs = [replace(c, tile=tile) if tile and len(c.tile) == 2 else c
+               for c in mapped.default_configs()]
+    inputs = make_inputs(found.as_written.program, found.sizes)
+    return found, mapped, configs, mapped.emit(*argument_types(inputs, list(sizes)), configs)
+
+
+def test_a_triangles_tile_is_staged_over_the_blocks_range_each_row_its_own(tmp_path):
+    _, _, _, cuda = emitted(TRMM, (4, 4), M=100, N=120)
+    (kernel,) = cuda.kernels
+    assert sorted(t.split(" (")[0] for t in kernel.staged) == ["A along k", "B_copy along k"]
+    # strips from the block's first row + 1; each row of the tile computes its own k > i
+    assert "for (I k0 = ((first_i + by * 32) + 0 + 1); k0 < M; k0 += 8)" in kernel.text
+    assert "if (k >= ((((long long)(i_3)) + 1LL)) && k < (M)) r_B_3_0 += " in kernel.text
+    if shutil.which("nvcc"):
+        assert nvcc_compiled(cuda, tmp_path).returncode == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tile", TILES)
+@pytest.mark.parametrize("sizes", [{"M": 70, "N": 45}, {"M": 9, "N": 300}, {"M": 130, "N": 6}])
+@pytest.mark.parametrize("name", sorted(TRIANGLES))
+def test_triangles_agree_with_the_original_in_every_config(name, sizes, tile):
+    from loclab.gpu.transfers import on_host_arrays
+    from loclab.optimize.gpu import rounding_length
+    from loclab.transform.verify import compare_runs, compile_original
+
+    found, _, _, cuda = emitted(TRIANGLES[name], tile, **sizes)
+    program = found.as_written.program
+    verification = compare_runs(compile_original(found.as_written),
+                                on_host_arrays(cuda.compile()), program,
+                                make_inputs(program, sizes), sizes,
+                                rounding_length(program, sizes))
+    assert verification.ok, verification
