@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -362,6 +363,30 @@ def f(A, A_1, C, N, M):
     (kernel,) = mapped.emit(*argument_types(inputs, ["N", "M"])).kernels
     names = re.findall(r"__shared__ double (s_\w+)\[", kernel.text)
     assert len(names) == 3 and len(set(names)) == 3, kernel.text
+
+
+SIBLING_LOOPS = """
+def f(X, g, Y, M, N):
+    for i in range(M):
+        m = 0.0
+        for j in range(N):
+            m += X[i, j]
+        for j in range(N):
+            Y[i, j] = (X[i, j] - m) * g[j]
+"""
+
+
+def test_a_tile_serves_only_the_loop_it_was_loaded_in():
+    # the first j loop stages X; the second stages g and must read X itself, not the tile
+    # the first loop left (its last strip)
+    found, mapped = gpu_planned(SIBLING_LOOPS, M=300, N=40)
+    configs = [replace(c, lanes=1, block=(256,), tile=(1,), stage=True, strip=16)
+               for c in mapped.default_configs()]
+    inputs = make_inputs(found.as_written.program, found.sizes)
+    (kernel,) = mapped.emit(*argument_types(inputs, ["M", "N"]), configs).kernels
+    second = kernel.text[kernel.text.rindex("s_g["):]
+    assert "s_g[" in kernel.text and "s_X[" in kernel.text
+    assert "s_X[" not in second.split("\n")[0] and "X[(i) * X_n1 + j]" in kernel.text
 
 
 # a batch of products as textbooks write them: each output row zeroed, then summed in its

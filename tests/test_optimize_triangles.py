@@ -6,10 +6,15 @@ iteration of the tile computing its own range alone. Written for several launch 
 
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import replace
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+
+from loclab.errors import UsageError
+from tests.nestgen import recurrence_nests
 
 from loclab.optimize.cuda import argument_types
 from tests.test_optimize_gpu import TRMM, gpu_planned, make_inputs, nvcc_compiled
@@ -53,6 +58,41 @@ def test_a_triangles_tile_is_staged_over_the_blocks_range_each_row_its_own(tmp_p
     assert "if (k >= ((((long long)(i_3)) + 1LL)) && k < (M)) r_B_3_0 += " in kernel.text
     if shutil.which("nvcc"):
         assert nvcc_compiled(cuda, tmp_path).returncode == 0
+
+
+def stray_tile_reads(text: str) -> list[str]:
+    """Tiles read inside a strip loop (``for (I v0 = ...``) that the loop did not store."""
+    lines = text.splitlines()
+    stray = []
+    for n, line in enumerate(lines):
+        opened = re.match(r"(\s*)for \(I \w+0 = ", line)
+        if not opened:
+            continue
+        block = []
+        for later in lines[n + 1:]:
+            if later.strip() == "}" and len(later) - len(later.lstrip()) == len(opened[1]):
+                break
+            block.append(later)
+        stored = set(re.findall(r"(s_\w+)\[[^=]*\] = ", "\n".join(block)))
+        read = {name for b in block for name in re.findall(
+            r"\b(s_\w+)\[", b.split(" = ", 1)[1] if re.match(r"\s*s_\w+\[.*\] = ", b) else b)}
+        stray += [f"line {n + 1}: {name}" for name in sorted(read - stored)]
+    return stray
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(recurrence_nests())
+def test_sibling_loops_never_read_each_others_tiles(source: str) -> None:
+    # ``for j in range(i + 1, N)`` beside ``for j in range(i)``: both staged over their hulls,
+    # each reads only what it loaded (a tile left by the other holds its last strip)
+    try:
+        found, mapped = gpu_planned(source, N=200)
+    except UsageError:
+        return
+    inputs = make_inputs(found.as_written.program, {"N": 200})
+    cuda = mapped.emit(*argument_types(inputs, ["N"]))
+    assert not stray_tile_reads(cuda.source), source
 
 
 @pytest.mark.gpu

@@ -157,7 +157,11 @@ class KernelWriter:
     lines: list[str] = field(default_factory=list)
     staged: dict[str, _Stage] = field(default_factory=dict)
     promoted: list[str] = field(default_factory=list)
-    inside: set[str] = field(default_factory=set)  # staged loops open where code is written
+    # the staged loops open where code is written: their variables ("": the whole body), and
+    # each one's place (a tile serves reads in the loop it was loaded in, not in a sibling
+    # loop of the same variable that stages other arrays)
+    inside: set[str] = field(default_factory=set)
+    open_at: dict[str, tuple[int, int]] = field(default_factory=dict)
     strip: int = 0  # the strip tiles are staged in (the config's, or smaller to fit)
     hoisting: dict[str, tuple[str, str]] | None = None  # staged reads held in registers
     redirected: dict[int, str] = field(default_factory=dict)  # reads of copies, by node id
@@ -652,6 +656,7 @@ class KernelWriter:
         # a whole strip has a constant trip count: unrolled, its shared-memory offsets
         # become constants; the last, partial strip runs as a plain loop
         self.inside.add(var)
+        self.open_at[var] = (node.lineno, node.col_offset)
         self.lines.append(f"{pad}  if ({var}0 + {strip} <= ({high})) {{")
         self.lines.append(f"{pad}    #pragma unroll")
         found = self._product_of(node, copies)
@@ -670,6 +675,7 @@ class KernelWriter:
         self.lines.append(f"{pad}    }}")
         self.lines.append(f"{pad}  }}")
         self.inside.discard(var)
+        self.open_at.pop(var, None)
         self.lines.append(f"{pad}}}")
 
     def _split(self, node: ast.For, copies: list[_Copy], depth: int, guarded: bool,
@@ -1125,7 +1131,7 @@ class KernelWriter:
         stage = self._stage_serving(name, indices)
         if stage is not None:
             var = stage.along
-            if var in self.inside:
+            if var in self.inside and (not var or self.open_at.get(var) == stage.at):
                 parts = []
                 for index, (v, low, _) in zip(indices, stage.dims):
                     if v is None:
