@@ -221,6 +221,7 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
     from loclab.optimize.build import choose
     from loclab.optimize.build import Source
     from loclab.optimize.cuda import as_written_text, gpu_plan
+    from loclab.optimize.cuda.names import c_safe_names
     from loclab.optimize.gpu import optimize_gpu, refuse_one_thread
     from loclab.optimize.temporaries import inline_temporaries
     from loclab.transform.inputs import argument_names
@@ -233,10 +234,14 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
         raise UsageError("--fast-math: for --target cpu (the CUDA compiler fuses multiplies "
                          "and adds already)")
     used_threads = configure_threads(threads)
-    users, inlined = source, ()
-    if target == "gpu":  # a perfect band the mapping may reorder (``temporaries``)
+    users, inlined, renamed = source, (), ()
+    if target == "gpu":  # a perfect band the mapping may reorder (``temporaries``), names
+        # CUDA C can use (``cuda.names``)
         function = function or _only_function(source, filename)
         source, inlined = inline_temporaries(source, function)
+        source, renamed = c_safe_names(source, function)
+        if renamed:
+            params, inputs = _renamed(params, inputs, {r.name: r.new for r in renamed})
     planned = plan(source, function, filename=filename, params=params,
                    element_bytes=element_bytes, threads=used_threads,
                    assume_distinct=assume_distinct, fast_math=fast_math)
@@ -244,14 +249,16 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
     measure.check_timed_work(planned.as_written.program, sizes)
     if target == "gpu":  # mapped first: what cannot run on a GPU is said before any run
         mapped = gpu_plan(planned)
-        if inlined:  # where arguments share memory, the module runs the user's function
+        if inlined or renamed:  # where arguments share memory, the module runs the user's
+            # function as written
             mapped = replace(mapped, original=as_written_text(
                 Source(users, planned.code.function, filename).transform([]).program.syntax))
         refuse_one_thread(mapped, sizes)
     arguments = measure.make_inputs(planned.as_written.program, sizes, inputs)
     original, original_error, reference = measure.runnable_original(
         planned.as_written, arguments, sizes, inputs)
-    notes: list[str] = list(planned.notes) if target == "cpu" else [i.text() for i in inlined]
+    notes: list[str] = list(planned.notes) if target == "cpu" else [
+        *(i.text() for i in inlined), *(r.text() for r in renamed)]
     if original is None:
         notes.append(f"the original does not run under Numba as written ({original_error}): "
                      "nothing measured to choose; verified against it as Python only")
@@ -359,6 +366,25 @@ def _searched(code: Any, planned: Planned, reference: Any, arguments: dict[str, 
     if median is not None and (against is None or median < against):
         return tried.chosen, candidates, rival, tuned, f"{times}: kept"
     return fastest.chosen, candidates, kept, None, f"{times}: {other}"
+
+
+def _renamed(params: Mapping[str, int] | None, inputs: Callable[..., Any] | None,
+             renames: Mapping[str, str]) -> tuple[dict[str, int] | None,
+                                                  Callable[..., Any] | None]:
+    """``--param`` sizes and the user's inputs function in the renamed function's names
+    (``cuda.names``): the inputs function is still called, and answers, in the user's."""
+    back = {new: old for old, new in renames.items()}
+    sizes = {renames.get(k, k): v for k, v in params.items()} if params else params
+    if inputs is None:
+        return sizes, None
+    supplier = inputs
+
+    def supplied(**given: int) -> Any:
+        result = supplier(**{back.get(k, k): v for k, v in given.items()})
+        return {renames.get(k, k): v for k, v in result.items()} \
+            if isinstance(result, Mapping) else result
+
+    return sizes, supplied
 
 
 def _only_function(source: str, filename: str) -> str:
