@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from loclab.optimize import optimize, optimize_file, plan
 from loclab.optimize.cuda import argument_types, gpu_plan
@@ -246,3 +248,50 @@ def test_products_of_the_corpus_agree_with_the_original_tuned(name, sizes):
                            timing=QUICK, params=sizes)
     assert result.verification.ok and result.check.valid, result.notes
     assert not [note for note in result.notes if note.startswith("BUG")], result.notes
+
+
+# --- the split into sides, judged by evaluating it ---------------------------------------------
+
+FACTORS = ["A[i, k]", "B[k, j]", "alpha", "x[k]", "A[j, k]", "C[i, j]", "2.0", "(n - 1.0)",
+           "y[i]", "z[j]"]
+
+
+@st.composite
+def sums(draw) -> str:
+    """A sum of terms, each a product (with a divisor now and then) of factors above."""
+    def term() -> str:
+        text = " * ".join(draw(st.lists(st.sampled_from(FACTORS), min_size=1, max_size=4)))
+        if draw(st.booleans()):
+            text = f"{text} / {draw(st.sampled_from(FACTORS))}"
+        return f"-{text}" if draw(st.booleans()) else text
+    terms = draw(st.lists(st.builds(term), min_size=1, max_size=3))
+    out = terms[0]
+    for text in terms[1:]:
+        out += f" {draw(st.sampled_from(['+', '-']))} ({text})"
+    return out
+
+
+def evaluate_expr(node: ast.expr, values: dict) -> float:
+    return eval(compile(ast.Expression(body=node), "<e>", "eval"), {}, values)  # noqa: S307
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(sums(), st.sampled_from(["+=", "-="]))
+def test_an_accepted_split_computes_the_same_value_and_keeps_each_side_to_its_loop(
+        value: str, op: str) -> None:
+    found = product(loop_of(f"for k in range(N):\n    T[i, j] {op} {value}\n"), "i", "j")
+    rng = np.random.default_rng(len(value))
+    arrays = {name: rng.random((3, 3)) + 0.5 for name in "ABC"}
+    arrays |= {name: rng.random(3) + 0.5 for name in "xyz"}
+    for i, j, k in itertools.product(range(3), repeat=3):
+        values = {**arrays, "i": i, "j": j, "k": k, "alpha": 1.7, "n": 4.0}
+        if found is None:
+            continue
+        want = evaluate_expr(ast.parse(value, mode="eval").body, values)
+        got = sum((-1 if t.negate else 1) * evaluate_expr(t.rows, values)
+                  * evaluate_expr(t.columns, values) for t in found.terms)
+        assert np.isclose(got, -want if op == "-=" else want, rtol=1e-9), (value, got, want)
+    if found is not None:
+        for t in found.terms:
+            assert "j" not in {n.id for n in ast.walk(t.rows) if isinstance(n, ast.Name)}
+            assert "i" not in {n.id for n in ast.walk(t.columns) if isinstance(n, ast.Name)}
