@@ -44,13 +44,10 @@ class Inlined:
 def inline_temporaries(source: str, function: str) -> tuple[str, tuple[Inlined, ...]]:
     """``source`` with the temporaries of ``function`` that may be (see the module) written
     into their uses, and those temporaries; ``source`` itself where there are none."""
-    tree = ast.parse(source)
-    found = next((node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)
-                  and node.name == function), None)
+    found = function_named(source, function)
     if found is None:
         return source, ()
-    lines = source.splitlines(keepends=True)
-    edits: list[tuple[int, int, int, str]] = []  # (line, start column, end column, text)
+    edits: list[tuple[int, int, int, str]] = []
     inlined = []
     for assign, body in _candidates(found):
         name = assign.targets[0].id  # type: ignore[attr-defined]
@@ -65,11 +62,25 @@ def inline_temporaries(source: str, function: str) -> tuple[str, tuple[Inlined, 
         inlined.append(Inlined(name, assign.lineno, ast.unparse(assign.value)))
     if not inlined:
         return source, ()
+    return spliced(source, edits), tuple(inlined)
+
+
+def function_named(source: str, function: str) -> ast.FunctionDef | None:
+    """The definition of ``function`` in ``source``, if it has one."""
+    return next((node for node in ast.walk(ast.parse(source))
+                 if isinstance(node, ast.FunctionDef) and node.name == function), None)
+
+
+def spliced(source: str, edits: list[tuple[int, int, int, str]]) -> str:
+    """``source`` with each edit (line, start column, end column, text) made, the rest of
+    every line where it was (end -1: to the end of the line, its newline kept), so that the
+    line numbers still name the user's file."""
+    lines = source.splitlines(keepends=True)
     for line, start, end, text in sorted(edits, key=lambda e: (e[0], -e[1])):
-        old = lines[line - 1]  # (end -1: the rest of the line, its newline kept)
+        old = lines[line - 1]
         rest = old[end:] if end >= 0 else old[len(old.rstrip("\n")):]
         lines[line - 1] = old[:start] + text + rest
-    return "".join(lines), tuple(inlined)
+    return "".join(lines)
 
 
 def _candidates(function: ast.FunctionDef) -> Iterator[tuple[ast.Assign, list[ast.stmt]]]:

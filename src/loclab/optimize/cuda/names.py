@@ -15,6 +15,8 @@ import ast
 import re
 from dataclasses import dataclass
 
+from loclab.optimize.temporaries import function_named, spliced
+
 # C++ keywords and alternative tokens that are Python identifiers, and CUDA's built-ins
 RESERVED = frozenset("""
     alignas alignof and_eq asm auto bitand bitor bool case catch char char8_t char16_t
@@ -47,9 +49,7 @@ class Renamed:
 def c_safe_names(source: str, function: str) -> tuple[str, tuple[Renamed, ...]]:
     """``source`` with the names of ``function`` that CUDA C would misread renamed (see the
     module), and those names; ``source`` itself where there are none."""
-    tree = ast.parse(source)
-    found = next((node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)
-                  and node.name == function), None)
+    found = function_named(source, function)
     if found is None:
         return source, ()
     nodes = [n for n in ast.walk(found) if isinstance(n, (ast.Name, ast.arg))]
@@ -69,17 +69,10 @@ def c_safe_names(source: str, function: str) -> tuple[str, tuple[Renamed, ...]]:
             renames[name] = new
     if not renames:
         return source, ()
-    lines = source.splitlines(keepends=True)
-    edits = sorted(((n.lineno, n.col_offset, renames[n.id if isinstance(n, ast.Name)
-                                                      else n.arg])
-                    for n in nodes if (n.id if isinstance(n, ast.Name) else n.arg) in renames),
-                   key=lambda edit: (edit[0], -edit[1]))
-    for line, column, new in edits:
-        old = lines[line - 1]
-        name = re.match(r"\w+", old[column:])
-        assert name is not None
-        lines[line - 1] = old[:column] + new + old[column + name.end():]
-    return "".join(lines), tuple(Renamed(k, v) for k, v in renames.items())
+    named = [(n, n.id if isinstance(n, ast.Name) else n.arg) for n in nodes]
+    edits = [(n.lineno, n.col_offset, n.col_offset + len(name), renames[name])
+             for n, name in named if name in renames]
+    return spliced(source, edits), tuple(Renamed(k, v) for k, v in renames.items())
 
 
 def _made_from(name: str, bound: set[str], loops: set[str]) -> bool:
