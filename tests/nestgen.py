@@ -530,6 +530,81 @@ def stencil_nests(draw: Draw) -> str:
     return "\n".join(lines) + "\n"
 
 
+@st.composite
+def row_store_nests(draw: Draw) -> str:
+    """``def f(A, B, P, Q, M, N)``: a loop over rows ``i`` whose thread walks a row ``j`` in
+    sequence (a running value carried from column to column), storing into ``P`` (and
+    sometimes ``Q``) at offsets of the row and column: stores a GPU kernel coalesces through
+    a tile. Look-alikes it must leave to memory: a store under a condition, an array also
+    read or stored twice, a column bound that moves with the row."""
+    low = draw(st.sampled_from(["0", "1"]))
+    lines = ["def f(A, B, P, Q, M, N):", f"    for i in range({low}, M - 1):",
+             f"        acc = {draw(st.sampled_from(['0.0', 'B[i, 0]']))}"]
+    bounds = draw(st.sampled_from(["N", "1, N - 1", "2, N", "i % 3, N", "N - 2"]))
+    lines.append(f"        for j in range({bounds}):")
+    lines.append(f"            acc = acc * {draw(st.sampled_from(['0.5', '-0.25']))} + "
+                 f"{draw(st.sampled_from(['A[i, j]', 'A[i + 1, j - 1]', 'A[i, j] * B[i, j]']))}")
+
+    def store(name: str) -> str:
+        row = draw(st.sampled_from(["i", "i", "i + 1", "i - 1"]))
+        column = draw(st.sampled_from(["j", "j", "j + 1", "j - 1"]))
+        value = draw(st.sampled_from(["acc", "acc + B[i, j]", "2.0 * acc"]))
+        return f"{name}[{row}, {column}] = {value}"
+
+    kind = draw(st.sampled_from(["plain", "plain", "two", "if", "read", "twice"]))
+    lines.append(f"            {store('P')}")
+    if kind == "two":
+        lines.append(f"            {store('Q')}")
+    elif kind == "if":
+        lines.append("            if acc > 0.0:")
+        lines.append(f"                {store('Q')}")
+    elif kind == "read":
+        lines.append(f"            acc = acc + P[i, {draw(st.sampled_from(['j', 'j - 1']))}]")
+    elif kind == "twice":
+        lines.append(f"        {store('P').replace('j', '0')}")
+    return "\n".join(lines) + "\n"
+
+
+@st.composite
+def grid_sum_nests(draw: Draw) -> str:
+    """``def f(A, x, out, N, M)``: a scalar ``s`` reduced over one or two loops (``+=``,
+    ``-=``, ``s = max(s, ...)``, ``min``; sometimes under a condition, sometimes with a
+    second scalar or an element ``out[1]`` reduced beside it), started from a constant or
+    an element, stored after the loops; sometimes inside a loop of steps whose body also
+    runs statements between nests (``s = 0.0``, a mean of the sum the next nest reads)."""
+    op = draw(st.sampled_from(["+=", "-=", "max", "min"]))
+    value = draw(st.sampled_from(["A[i, j] * x[j]", "A[i, j]", "abs(A[i, j] - x[i])"]))
+    two = draw(st.booleans())
+    steps = draw(st.sampled_from([False, False, True]))
+    pad = "        " if steps else "    "
+    lines = ["def f(A, x, out, N, M):"]
+    if steps:
+        lines.append("    for t in range(3):")
+    lines.append(f"{pad}s = {draw(st.sampled_from(['0.0', 'x[0]', '1.5']))}")
+    lines.append(f"{pad}for i in range(N):")
+    inner = pad + "    "
+    if two:
+        lines.append(f"{inner}for j in range(M):")
+        inner += "    "
+    else:
+        value = value.replace("j", "i")
+    if draw(st.booleans()):
+        lines.append(f"{inner}if x[i] > 0.3:")
+        inner += "    "
+    if op in ("+=", "-="):
+        lines.append(f"{inner}s {op} {value}")
+    else:
+        lines.append(f"{inner}s = {op}(s, {value})")
+    if draw(st.booleans()):
+        lines.append(f"{inner}out[1] = max(out[1], {value})")
+    lines.append(f"{pad}out[0] = s")
+    if steps:
+        lines.append(f"{pad}m = s / N")
+        lines.append(f"{pad}for i in range(N):")
+        lines.append(f"{pad}    x[i] = x[i] * 0.5 + m")
+    return "\n".join(lines) + "\n"
+
+
 # --------------------------------------------------------------------------- interpreter
 
 

@@ -240,6 +240,47 @@ def privatizing_nests(draw: Callable[[st.SearchStrategy[object]], object],
     return ast.unparse(ast.fix_missing_locations(func)) + "\n"
 
 
+# conditions on data (the index array) and on indices that isl cannot place
+GUARDS = ("X[j] > 0", "X[i] > 0", "X[i] == j", "i * j < N", "X[j] > 1")
+
+
+@st.composite
+def guarded_scalar_nests(draw: Callable[[st.SearchStrategy[object]], object]) -> str:
+    """Two loops whose body defines and reads scalars (``s``, ``t``) under conditions isl
+    takes as possibly true (``if X[j] > 0:``): a read after a definition in the same block
+    (fed in the iteration: where the read runs, the same test ran the definition), before
+    it, in the other branch, after the block, in a block nested in it or around it, an
+    update ``s = s + ...``; sometimes a definition before everything."""
+    scalars = SCALARS[:2]
+
+    def block(depth: int, indent: str) -> list[str]:
+        lines: list[str] = []
+        for _ in range(draw(st.integers(1, 3))):  # type: ignore[arg-type]
+            kind = draw(st.sampled_from(  # type: ignore[arg-type]
+                ["define", "read", "update"] + (["if"] if depth < 2 else [])))
+            name = draw(st.sampled_from(scalars))
+            if kind == "define":
+                lines.append(f"{indent}{name} = A[i][j]")
+            elif kind == "read":
+                lines.append(f"{indent}B[i][j] = {name} + 1.0")
+            elif kind == "update":
+                lines.append(f"{indent}{name} = {name} + C[i][j]")
+            else:
+                lines.append(f"{indent}if {draw(st.sampled_from(GUARDS))}:")
+                lines += block(depth + 1, indent + "    ")
+                if draw(st.booleans()):
+                    lines.append(f"{indent}else:")
+                    lines += block(depth + 1, indent + "    ")
+        return lines
+
+    lines = ["def f(A, B, C, X, N, M):", "    for i in range(N):"]
+    if draw(st.booleans()):
+        lines.append(f"        {draw(st.sampled_from(scalars))} = 0.5")
+    lines.append("        for j in range(M):")
+    lines += block(0, " " * 12)
+    return "\n".join(lines) + "\n"
+
+
 def _assign(scalar: str, value: ast.expr) -> ast.Assign:
     return ast.Assign([ast.Name(scalar, ast.Store())], value, lineno=0)
 

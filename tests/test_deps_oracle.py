@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 import loclab
 from tests.nestgen import (INDEX_ARRAY, SCALARS, Access, Dep, Truth, index_value, nests, oracle,
                            parse, trace)
-from tests.reorder import (Flow, Plan, Step, carried, executions, flow, privatizing_nests, steps,
-                           visible_names)
+from tests.reorder import (Flow, Plan, Step, carried, executions, flow, guarded_scalar_nests,
+                           privatizing_nests, steps, visible_names)
 
 PROPERTY = settings(deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -654,6 +654,40 @@ def test_transformation_verdicts_hold_on_nonaffine_nests(source: str,
                                                          size_pairs: list[tuple[int, int]],
                                                          seeds: list[int]) -> None:
     """Whatever the index array holds, the conservative verdicts hold too."""
+    check_transformations(source, size_pairs, seeds)
+
+
+# molecular dynamics' cutoff: inv2 and f set and read under one test on data, per pair
+CUTOFF = """\
+def f(A, B, C, X, N, M):
+    for i in range(N):
+        for j in range(M):
+            r2 = A[i][j] * A[i][j]
+            if X[j] > 0:
+                inv2 = 1.0 / (r2 + 1.0)
+                g = inv2 * inv2
+                B[i][j] = g * r2
+"""
+
+
+def test_scalars_set_and_read_under_one_test_on_data_are_private() -> None:
+    analysis = loclab.analyze(CUTOFF, assume_distinct=True)
+    for var in ("i", "j"):
+        assert analysis.loop(var).parallel_after == ["privatize r2", "privatize inv2",
+                                                     "privatize g"]
+    # read after the test too: where it failed, the value is an older iteration's
+    later = CUTOFF + "            C[i][j] = g\n"
+    assert loclab.analyze(later, assume_distinct=True).loop("j").parallel_after == []
+    check_transformations(CUTOFF, [(3, 4)], [0, 5])
+
+
+@settings(PROPERTY, max_examples=150)
+@given(source=guarded_scalar_nests(), size_pairs=SIZE_PAIRS, seeds=SEEDS)
+def test_privatization_under_conditions_on_data_holds_when_run(
+        source: str, size_pairs: list[tuple[int, int]], seeds: list[int]) -> None:
+    """A scalar defined and read in one block under a test isl cannot place is private to
+    the iteration (the read runs only where the definition ran); read anywhere the
+    definition may not have run, it is not."""
     check_transformations(source, size_pairs, seeds)
 
 

@@ -950,7 +950,9 @@ def test_the_gpu_search_keeps_a_valid_faster_or_equal_launch():
     assert not [n for n in result.notes if n.startswith("BUG")]
 
 
-def gpu_agrees(source: str, sizes: dict[str, int]) -> None:
+def gpu_agrees(source: str, sizes: dict[str, int], config: dict | None = None) -> None:
+    """The nest's GPU code (each kernel at the model's launch, or with ``config``'s fields
+    where its grid has as many loops as ``config``'s block) against the original."""
     from loclab.gpu.transfers import on_host_arrays
     from loclab.optimize.gpu import rounding_length
     from loclab.transform.verify import OriginalFailed, compare_runs, compile_original
@@ -958,7 +960,9 @@ def gpu_agrees(source: str, sizes: dict[str, int]) -> None:
     try:
         found, mapped = gpu_planned(source, **sizes)
         inputs = make_inputs(found.as_written.program, sizes)
-        function = mapped.emit(*argument_types(inputs, list(sizes))).compile()
+        configs = [replace(c, **config) if config and len(c.block) == len(config["block"])
+                   else c for c in mapped.default_configs()]
+        function = mapped.emit(*argument_types(inputs, list(sizes)), configs).compile()
     except UsageError:
         return
     try:

@@ -79,3 +79,36 @@ def test_a_renamed_function_agrees_with_the_original_on_the_gpu():
     result = optimize(STENCIL, "jacobi", target="gpu", params={"long": 3000, "T": 5},
                       timing=QUICK)
     assert result.verification.ok and result.check.valid, result.notes
+
+
+# a size whose name ends in ``_`` (the kernel's signature once dropped it: ``len``), and a
+# loop variable named like a scalar an earlier nest assigned (it binds its own value)
+WINDOW_AND_CLASSES = """
+def f(X, labels, sums, means, W, I, len_, k):
+    for i in range(I):
+        c = labels[i]
+        sums[c] += X[i, 0]
+    for c in range(k):
+        means[c] = sums[c] / len_
+    for i in range(I):
+        for j in range(1, len_):
+            W[i, j] = max(X[i, j], X[i, j - 1])
+"""
+
+
+def test_a_trailing_underscore_and_a_reused_loop_name_reach_the_kernels(tmp_path):
+    def inputs(I, len_, k):
+        rng = np.random.default_rng(0)
+        return {"X": rng.random((I, len_)), "labels": rng.integers(0, k, I),
+                "sums": np.zeros(k), "means": np.zeros(k), "W": np.zeros((I, len_)),
+                "I": I, "len_": len_, "k": k}
+
+    result = optimize(WINDOW_AND_CLASSES, "f", target="gpu",
+                      params={"I": 300, "len_": 40, "k": 5}, inputs=inputs, timing=QUICK)
+    assert "const I_ len_" in result.transformed.source or \
+        "const I len_" in result.transformed.source
+    if shutil.which("nvcc"):
+        run = nvcc_compiled(result.transformed, tmp_path)
+        assert run.returncode == 0, run.stderr
+    if result.verification is not None:  # on a GPU: run against the original
+        assert result.verification.ok and result.check.valid, result.notes

@@ -136,6 +136,36 @@ def test_the_rewritten_function_computes_exactly_what_the_original_does(source):
     assert np.array_equal(results[0], results[1])
 
 
+# an index named before the accesses that use it, as code ported from C writes it
+FLAT_INDEX = """
+def f(A, B, nx, ny, nz):
+    for z in range(nz):
+        for y in range(1, ny - 1):
+            for x in range(nx):
+                c = x + nx * y + nx * ny * z
+                n = x + nx * (y - 1) + nx * ny * z
+                w = max(x - 1, 0) + nx * y + nx * ny * z
+                B[c] = A[c] + A[n] + A[w]
+"""
+
+
+def test_an_index_temporary_is_written_into_its_subscripts_and_the_nest_gets_a_grid():
+    from loclab.optimize import plan
+    from loclab.optimize.cuda import gpu_plan
+
+    text, inlined = inline_temporaries(FLAT_INDEX, "f")
+    assert [(i.name, i.index) for i in inlined] == [("c", True), ("n", True), ("w", True)]
+    assert "the subscripts that read it are then affine" in inlined[0].text()
+    assert text.splitlines()[8].strip() == (
+        "B[(x + nx * y + nx * ny * z)] = A[(x + nx * y + nx * ny * z)] + "
+        "A[(x + nx * (y - 1) + nx * ny * z)] + A[(max(x - 1, 0) + nx * y + nx * ny * z)]")
+    mapped = gpu_plan(plan(text, "f", params={"nx": 40, "ny": 30, "nz": 20}))
+    assert [[g.var for g in m.grid] for m in mapped.mappings] == [["z", "y", "x"]]
+    # an index read from an array is left as written (no gain: still data)
+    indirect = FLAT_INDEX.replace("c = x + nx * y + nx * ny * z", "c = A[x]")
+    assert "c" not in [i.name for i in inline_temporaries(indirect, "f")[1]]
+
+
 def test_the_gpu_mapping_reorders_the_band_a_temporary_broke():
     from pathlib import Path
 

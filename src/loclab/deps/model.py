@@ -41,7 +41,7 @@ class Model:
         self.subscripts: dict[int, tuple[Poly | None, ...]] = {}
         self._domains: dict[tuple[int, str], str] = {}
         self._parsed: dict[tuple[type, str], object] = {}
-        self._exact: dict[tuple[int, int], bool] = {}
+        self._exact: dict[tuple[int, int, frozenset[int]], bool] = {}
         self._rendered: dict[tuple[Poly, int, str], str | None] = {}
         self._prepare_subscripts()
 
@@ -233,25 +233,34 @@ class Model:
             return [None] * len(dims)
         return [None] * fresh + [self.render(e, statement, role) for e in declared]
 
-    def exact(self, statement: Statement, access: Access) -> bool:
+    def exact(self, statement: Statement, access: Access,
+              holding: frozenset[int] = frozenset()) -> bool:
         """Whether isl saw this access exactly (affine subscripts, affine domain: every
-        condition around it affine once the fixed sizes are in, ``i * i < N`` is not).
-        Asked for every pair of accesses, so answered once per access."""
-        key = (id(statement), id(access))
+        condition around it affine once the fixed sizes are in, ``i * i < N`` is not), the
+        guards whose ids are in ``holding`` known to hold (those isl takes as possibly true:
+        ``opaque_guards``). Asked for every pair of accesses, so answered once per access."""
+        key = (id(statement), id(access), holding)
         if key not in self._exact:
-            self._exact[key] = self._is_exact(statement, access)
+            self._exact[key] = self._is_exact(statement, access, holding)
         return self._exact[key]
 
-    def _is_exact(self, statement: Statement, access: Access) -> bool:
+    def opaque_guards(self, statement: Statement) -> frozenset[int]:
+        """The ids of the guards around ``statement`` that isl takes as possibly true: a
+        condition on data (``if d < cut``), or not affine once the fixed sizes are in."""
+        return frozenset(id(guard) for guard in statement.guards
+                         if guard.condition is None or not all(
+                             p.substitute(self.fixed).is_affine()
+                             for p in condition_polys(guard.condition)))
+
+    def _is_exact(self, statement: Statement, access: Access, holding: frozenset[int]) -> bool:
+        guards = [g for g in statement.guards if id(g) not in holding]
         polys = [s for s in self.subscripts[id(access)] if s is not None] \
             + [b for loop in statement.loops for b in (loop.start, loop.stop) if b is not None] \
-            + [p for guard in statement.guards if guard.condition is not None
+            + [p for guard in guards if guard.condition is not None
                for p in condition_polys(guard.condition)]
         if any(p.symbols() & set(self.nest.opaque) for p in polys):
             return False
-        return (statement.exact_domain
-                and all(p.substitute(self.fixed).is_affine() for guard in statement.guards
-                        for p in condition_polys(guard.condition))  # type: ignore[arg-type]
+        return (self.opaque_guards(statement) <= holding
                 and all(self.render(s, statement, "x") is not None
                         for s in self.subscripts[id(access)])
                 and all(self.render(b, statement, "x") is not None

@@ -71,7 +71,8 @@ class Remedies:
         self.model = model
         self.dependences = dependences
         self._private: dict[tuple[int, str], bool] = {}
-        self._flows: dict[tuple[tuple[int, ...], tuple[int, ...]], "isl.UnionFlow | None"] = {}
+        self._flows: dict[tuple[tuple[int, ...], tuple[int, ...], frozenset[int]],
+                          "isl.UnionFlow | None"] = {}
 
     def for_loop(self, loop: Loop, carried: list[Dependence]
                  ) -> tuple[list[Remedy], list[Dependence]]:
@@ -143,8 +144,6 @@ class Remedies:
         return self._private[id(loop), key]
 
     def _privatizable(self, loop: Loop, key: str) -> bool:
-        import islpy as isl
-
         uses = self.uses(loop, key)
         reads = [(s, a) for s, a in uses if not a.write]
         if not any(a.write for _, a in uses):
@@ -153,7 +152,31 @@ class Remedies:
             return True  # only writes: each iteration can write its own copy
         if not self._may_be_fed_in_iteration(loop, key, reads):
             return False
-        flow = self._flow([(s, a) for s, a in self.model.accesses[key] if a.write], reads)
+        writes = [(s, a) for s, a in self.model.accesses[key] if a.write]
+        groups: dict[frozenset[int], list[tuple[Statement, Access]]] = {}
+        for statement, access in reads:
+            groups.setdefault(self._covering(statement, writes), []).append((statement, access))
+        return all(self._fed_in_iteration(loop, self._flow(writes, group, covering))
+                   for covering, group in groups.items())
+
+    def _covering(self, read: Statement, writes: list[tuple[Statement, Access]]
+                  ) -> frozenset[int]:
+        """The writes (ids of their accesses) that surely run before ``read`` in each of its
+        iterations though isl takes them as possibly skipped: in the same loops, earlier in
+        the body, under no condition on data that ``read`` is not under too (``if r2 < cut:
+        inv = 1 / r2; f = inv * ...``: where the read runs, the same test let the write
+        run). For the reads that share them, isl's dataflow takes them as must-writes."""
+        holding = self.model.opaque_guards(read)
+        if not holding:
+            return frozenset()
+        return frozenset(id(a) for s, a in writes
+                         if s.loops == read.loops and s.ordinal < read.ordinal
+                         and not self.model.exact(s, a) and self.model.exact(s, a, holding))
+
+    def _fed_in_iteration(self, loop: Loop, flow: "isl.UnionFlow | None") -> bool:
+        """Whether every read of ``flow`` has a source, in the same iteration of ``loop``."""
+        import islpy as isl
+
         if flow is None or not flow.get_may_no_source().is_empty():
             return False
         inside = {s.ordinal for s in loop.statements()}
@@ -232,17 +255,20 @@ class Remedies:
         return found
 
     def _flow(self, writes: list[tuple[Statement, Access]],
-              reads: list[tuple[Statement, Access]]) -> "isl.UnionFlow | None":
-        """isl's value-based dataflow from ``writes`` to ``reads``; None where isl fails
-        (it does on some nests of strided loops), so that no remedy is claimed then.
-        Computed once per set of accesses: the loops of a nest often ask the same."""
-        key = (tuple(id(a) for _, a in writes), tuple(id(a) for _, a in reads))
+              reads: list[tuple[Statement, Access]],
+              covering: frozenset[int] = frozenset()) -> "isl.UnionFlow | None":
+        """isl's value-based dataflow from ``writes`` to ``reads`` (the writes in
+        ``covering`` taken as must-writes: ``_covering``); None where isl fails (it does on
+        some nests of strided loops), so that no remedy is claimed then. Computed once per
+        set of accesses: the loops of a nest often ask the same."""
+        key = (tuple(id(a) for _, a in writes), tuple(id(a) for _, a in reads), covering)
         if key not in self._flows:
-            self._flows[key] = self._compute_flow(writes, reads)
+            self._flows[key] = self._compute_flow(writes, reads, covering)
         return self._flows[key]
 
     def _compute_flow(self, writes: list[tuple[Statement, Access]],
-                      reads: list[tuple[Statement, Access]]) -> "isl.UnionFlow | None":
+                      reads: list[tuple[Statement, Access]],
+                      covering: frozenset[int] = frozenset()) -> "isl.UnionFlow | None":
         import islpy as isl
 
         model = self.model
@@ -253,8 +279,8 @@ class Remedies:
                 result = result.union(isl.UnionMap.from_map(model.access_map(statement, access)))
             return result
 
-        must = [(s, a) for s, a in writes if model.exact(s, a)]
-        may = [(s, a) for s, a in writes if not model.exact(s, a)]
+        must = [(s, a) for s, a in writes if model.exact(s, a) or id(a) in covering]
+        may = [(s, a) for s, a in writes if not model.exact(s, a) and id(a) not in covering]
         info = isl.UnionAccessInfo.from_sink(union(reads))
         info = info.set_must_source(union(must)).set_may_source(union(may))
         info = info.set_schedule_map(self.schedule)

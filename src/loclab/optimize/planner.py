@@ -425,7 +425,13 @@ def parallel_paths(context: Context, loop: Loop
 
 
 def _band_at(analysis: Analysis, top: Loop) -> tuple[Loop, ...]:
-    return next((band for band in perfect_bands(analysis.nest) if band[0] is top), (top,))
+    """The perfect band from ``top`` inwards: a band's own, or the rest of the band ``top``
+    is inside (the loops within a loop of steps the GPU runs on the host: ``for it: for
+    color: for i: for j``, from ``i``)."""
+    for band in perfect_bands(analysis.nest):
+        if top in band:
+            return band[band.index(top):]
+    return (top,)
 
 
 def _options(analysis: Analysis, band: tuple[Loop, ...]) -> list[Interchange]:

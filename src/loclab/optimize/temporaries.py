@@ -9,10 +9,16 @@ and ``pass`` where it was assigned, changes no value (the same operations on the
 operands, in the same order) and leaves every other line where it was, so the explanation's
 line numbers still name the user's file.
 
+Code ported from C also names an index before the accesses that use it (Rodinia's hotspot3D:
+``c = x + nx * y + nx * ny * z; tOut[c] = ... tIn[c] ...``): the analysis cannot see through
+a scalar in a subscript, so every access of ``tOut`` looked like any element and no loop was
+parallel. Written into the subscripts, the index is affine (and delinearized) again.
+
 A temporary is written into its uses only where that is an identity, whatever the loops do,
-and where it breaks a band (a loop follows it in the body that holds it; elsewhere it is left
-alone, a register the compiler keeps anyway): it is assigned once in the function, by a plain
-statement directly in a loop's body; it is
+and where it gains something: it breaks a band (a loop follows it in the body that holds it),
+or it is an index (a subscript reads it, and its value reads no array: integer arithmetic of
+loops and sizes). Elsewhere it is left alone, a register the compiler keeps anyway. It is
+assigned once in the function, by a plain statement directly in a loop's body; it is
 read only by the statements after it in that body; its value is arithmetic (``abs``, ``min``,
 ``max`` allowed) of constants, loop variables of the loops around it, names the function
 never assigns, and elements of arrays it never writes; and no loop after it in that body
@@ -35,10 +41,12 @@ class Inlined:
     name: str
     line: int
     value: str
+    index: bool = False  # an index (its subscripts become affine), not a band's breaker
 
     def text(self) -> str:
-        return (f"{self.name} (line {self.line}) written as ({self.value}) where it is read: "
-                "the loop around it then holds a perfect band")
+        gain = "the subscripts that read it are then affine" if self.index else \
+            "the loop around it then holds a perfect band"
+        return f"{self.name} (line {self.line}) written as ({self.value}) where it is read: {gain}"
 
 
 def inline_temporaries(source: str, function: str) -> tuple[str, tuple[Inlined, ...]]:
@@ -49,7 +57,7 @@ def inline_temporaries(source: str, function: str) -> tuple[str, tuple[Inlined, 
         return source, ()
     edits: list[tuple[int, int, int, str]] = []
     inlined = []
-    for assign, body in _candidates(found):
+    for assign, body, index in _candidates(found):
         name = assign.targets[0].id  # type: ignore[attr-defined]
         value = f"({ast.unparse(assign.value)})"
         uses = [n for after in body[body.index(assign) + 1:] for n in ast.walk(after)
@@ -59,7 +67,7 @@ def inline_temporaries(source: str, function: str) -> tuple[str, tuple[Inlined, 
         edits.append((assign.lineno, assign.col_offset, -1, "pass"))
         for extra in range(assign.lineno + 1, (assign.end_lineno or assign.lineno) + 1):
             edits.append((extra, 0, -1, ""))
-        inlined.append(Inlined(name, assign.lineno, ast.unparse(assign.value)))
+        inlined.append(Inlined(name, assign.lineno, ast.unparse(assign.value), index))
     if not inlined:
         return source, ()
     return spliced(source, edits), tuple(inlined)
@@ -83,8 +91,10 @@ def spliced(source: str, edits: list[tuple[int, int, int, str]]) -> str:
     return "".join(lines)
 
 
-def _candidates(function: ast.FunctionDef) -> Iterator[tuple[ast.Assign, list[ast.stmt]]]:
-    """Each assignment that may be written into its uses, with the loop body holding it."""
+def _candidates(function: ast.FunctionDef
+                ) -> Iterator[tuple[ast.Assign, list[ast.stmt], bool]]:
+    """Each assignment that may be written into its uses, with the loop body holding it and
+    whether it is an index (else it breaks a band)."""
     bindings = _bindings(function)
     assigned = _parameters(function) + bindings
     stored = set(bindings)
@@ -100,8 +110,12 @@ def _candidates(function: ast.FunctionDef) -> Iterator[tuple[ast.Assign, list[as
             if assigned.count(name) != 1:
                 continue
             after = loop.body[loop.body.index(statement) + 1:]
-            if not any(isinstance(s, ast.For) for s in after):
-                continue  # beside no loop, it breaks no band: nothing to gain
+            index = _index_value(statement.value) and any(
+                n.id == name for s in after for sub in ast.walk(s)
+                if isinstance(sub, ast.Subscript) for n in ast.walk(sub.slice)
+                if isinstance(n, ast.Name))
+            if not index and not any(isinstance(s, ast.For) for s in after):
+                continue  # beside no loop, in no subscript: nothing to gain
             later = {id(n) for s in after for n in ast.walk(s)}
             if any(n.id == name and id(n) not in later for n in loads):
                 continue  # read before it, after the loop, or elsewhere
@@ -109,7 +123,12 @@ def _candidates(function: ast.FunctionDef) -> Iterator[tuple[ast.Assign, list[as
                 continue
             if _invariant(statement.value, {*outer, loop}, stored, written) and not (
                     _names(statement.value) & _rebound(after)):
-                yield statement, loop.body
+                yield statement, loop.body, index
+
+
+def _index_value(value: ast.expr) -> bool:
+    """Whether ``value`` reads no array (an index made of loops, sizes and constants)."""
+    return not any(isinstance(n, ast.Subscript) for n in ast.walk(value))
 
 
 def _loops(function: ast.FunctionDef) -> Iterator[tuple[ast.For, list[ast.For]]]:

@@ -97,6 +97,22 @@ __device__ __forceinline__ void loclab_atomic_add(long long* p, long long v) {
 __device__ __forceinline__ void loclab_atomic_add(unsigned long long* p, long long v) {
   atomicAdd(p, (unsigned long long)v); }
 """ + "".join(
+    # A scalar's min or max across a grid (``NestMapping.sums``): CUDA's own for integers,
+    # a compare-and-swap of the bits for floating point (written only where ``v`` wins, as
+    # Python's ``max(s, v)`` keeps ``s`` unless ``v > s``).
+    f"""template <typename T> __device__ __forceinline__ void loclab_atomic_{op}(T* p, T v) {{
+  atomic{op.capitalize()}(p, v); }}
+""" + "".join(f"""__device__ __forceinline__ void loclab_atomic_{op}({real}* p, {real} v) {{
+  {bits}* a = ({bits}*)p;
+  {bits} seen = *a;
+  while ({test.format(to_real + '(seen)', 'v')}) {{
+    const {bits} was = atomicCAS(a, seen, ({bits}){to_bits}(v));
+    if (was == seen) break;
+    seen = was; }} }}
+""" for real, bits, to_real, to_bits in (
+        ("float", "int", "__int_as_float", "__float_as_int"),
+        ("double", "unsigned long long", "__longlong_as_double", "__double_as_longlong")))
+    for op, test in (("max", "{} < {}"), ("min", "{1} < {0}"))) + "".join(
     # A block's lanes (a block per grid iteration): each warp combines its lanes by shuffles,
     # warp 0's lane 0 ... of each warp leaves its part in shared memory, every thread combines
     # the parts in warp order. The first barrier keeps the parts of a previous call safe
@@ -377,6 +393,23 @@ def update_increment(node: ast.AugAssign | ast.Assign) -> tuple[str, ast.expr] |
         return "-" if isinstance(value.op, ast.Sub) else "", value.right
     if isinstance(value.op, ast.Add) and ast.unparse(value.right) == target:
         return "", value.left
+    return None
+
+
+def update_extremum(node: ast.stmt) -> tuple[str, ast.expr] | None:
+    """(op, value) of ``X[..] = max(X[..], v)`` or ``min(v, X[..])`` (op ``max``, ``min``);
+    None for any other statement."""
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1
+            and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
+            and node.value.func.id in ("max", "min") and len(node.value.args) == 2
+            and not node.value.keywords):
+        return None
+    target = ast.unparse(node.targets[0])
+    first, second = node.value.args
+    if ast.unparse(first) == target:
+        return node.value.func.id, second
+    if ast.unparse(second) == target:
+        return node.value.func.id, first
     return None
 
 

@@ -30,7 +30,8 @@ from loclab.optimize.cuda.mapping import AXES, WARP, Config, NestMapping
 from loclab.optimize.cuda.mma import (LANE_NAMES, MMA_K, MmaLayout, Product, layout_for,
                                       product, shared_pad)
 from loclab.transform.cuda_syntax import (COMBINE, Translator, Typing, c_type, join,
-                                          subscript_parts, update_increment)
+                                          subscript_parts, update_extremum,
+                                          update_increment)
 
 # A split loop's reductions: what lanes other than the first start from, and how the lanes'
 # results combine (a difference accumulates negated terms: its parts add up).
@@ -74,8 +75,10 @@ class GridAxis:
 @dataclass(frozen=True)
 class Kernel:
     """A kernel's text and what its launcher passes: ``arrays`` (each with its extents),
-    ``sizes`` (as the function names them) and ``scalars`` by value, then each grid axis's
-    first value and count."""
+    ``sizes`` (as the function names them) and ``scalars`` by value, a one-element device
+    array per scalar the grid reduces (``sums``: name, operator, NumPy type; the launcher
+    makes it from the scalar's value and reads the scalar back from it), then each grid
+    axis's first value and count."""
 
     name: str
     text: str
@@ -89,6 +92,7 @@ class Kernel:
     lanes: int = 1  # threads along x per grid iteration
     rows: int = 1  # threads along y per grid iteration (a row split)
     tensor_cores: bool = False  # a product's strips run as mma.sync (``cuda.mma``)
+    sums: tuple[tuple[str, str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -101,8 +105,9 @@ class _Offset:
 
 @dataclass
 class _Stage:
-    """A read-only array staged along one loop: its tile's dimensions, and the shared
-    array's name."""
+    """An array staged along one loop: its tile's dimensions, and the shared array's name.
+    A read-only array's tile is loaded before each strip; a written one's (``writes``) is
+    filled by the strip's stores and copied out after it (``write_stages``)."""
 
     array: str
     dims: tuple[tuple[str | None, int, int], ...]  # (var, smallest offset, largest offset)
@@ -111,6 +116,7 @@ class _Stage:
     # that loop's place (line, column): a sibling loop of the same variable (adi's backward
     # sweep beside its forward one) neither loads the tile nor reads it
     at: tuple[int, int] = (0, 0)
+    writes: bool = False
 
     def extent(self, spans: dict[str, int], d: int) -> int:
         var, low, high = self.dims[d]
@@ -162,6 +168,11 @@ class KernelWriter:
     # loop of the same variable that stages other arrays)
     inside: set[str] = field(default_factory=set)
     open_at: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # the written tiles the stores of the code being written go to: those of a staged loop
+    # reached by every iteration of a block whose iterations all exist (``write_stages``)
+    storing: set[str] = field(default_factory=set)
+    whole_block: bool = False  # writing the branch of blocks whose every iteration is valid
+    copy_count: int = 1  # the thread's grid iterations (the copies of its code)
     strip: int = 0  # the strip tiles are staged in (the config's, or smaller to fit)
     hoisting: dict[str, tuple[str, str]] | None = None  # staged reads held in registers
     redirected: dict[int, str] = field(default_factory=dict)  # reads of copies, by node id
@@ -205,6 +216,7 @@ class KernelWriter:
         for name, value_type in _local_types(body, self.typing, locals_).items():
             self.typing.scalars[name] = value_type
         copies = self._copies(grid_vars, locals_)
+        self.copy_count = len(copies)
         self.redirected = _redirected(body, self.mapping)
         arrays = sorted(_arrays(body) | _shape_arrays(body, self.mapping)
                         | set(self.redirected.values()))
@@ -212,7 +224,12 @@ class KernelWriter:
                                for n in _names([self.loops[id(g)]])}
         sizes = sorted(p for p in self.sizes if p in used)
         scalars = sorted(n for n in self.scalar_args if n in used and n not in locals_)
-        entering = sorted(n for n in self.live_in if n in locals_ and n in used)
+        # a sum across the grid starts each thread's share from 0, a min or max from the
+        # host's value (taken again by every thread: they are idempotent)
+        summed = {name for name, _ in self.mapping.sums}
+        entering = sorted(n for n in self.live_in if n in locals_ and n in used
+                          and n not in summed or (n, "min") in self.mapping.sums
+                          or (n, "max") in self.mapping.sums)
         read_only = {a for a in arrays if a not in written_arrays(body)}
         axes = self._axes()
         self.lines = []
@@ -226,6 +243,8 @@ class KernelWriter:
         params += [f"const {ix} {self.sizes[p]}" for p in sizes]
         params += [f"const {c_type(self.typing.scalars[s])} {s}" for s in scalars]
         params += [f"const {c_type(self.typing.scalars[s])} {s}_in" for s in entering]
+        params += [f"{c_type(self._sum_type(name))}* __restrict__ {name}_sum"
+                   for name, _ in self.mapping.sums]
         for axis in axes:
             params += [f"const {ix} first_{axis.var}", f"const {ix} count_{axis.var}"]
         threads = self.config.threads if self.mapping.threads_share else 1
@@ -243,6 +262,10 @@ class KernelWriter:
             out.append("  const int tid = threadIdx.x + blockDim.x * (threadIdx.y + "
                        "blockDim.y * threadIdx.z);")
         depth = 1
+        for name, op in self.mapping.sums:  # the thread's share, over all its grid iterations
+            kind = c_type(self._sum_type(name))
+            start = "0" if op in ("+", "-") else f"{name}_in"
+            out.append(f"  {kind} {name}_part = ({kind}){start};")
         for axis in sorted(axes, key=lambda a: -a.axis):
             a = AXES[axis.axis]
             span = axis.block * axis.tile
@@ -255,14 +278,15 @@ class KernelWriter:
         for copy_ in copies:
             for name in sorted(locals_):
                 kind = self.typing.scalars.get(name, self.typing.compute)
-                start = f" = {name}_in" if name in entering else ""
+                start = f" = {name}_in" if name in entering else \
+                    f" = ({c_type(kind)})0" if name in summed else ""
                 out.append(f"{'  ' * depth}{c_type(kind)} {copy_.rename.get(name, name)}"
                            f"{start};")
         whole = [stage for stage in self.staged.values() if not stage.along]
         if whole:  # tiles of the whole body: loaded once per block, before it
             out.append(f"{'  ' * depth}__syncthreads();")
             for stage in whole:
-                self._load(stage, depth)
+                self._copy_tile(stage, depth)
             out.append(f"{'  ' * depth}__syncthreads();")
             self.inside.add("")
         barriers = bool(self.staged) or self._sharing()[1] == "rows"
@@ -272,7 +296,9 @@ class KernelWriter:
             # with barriers inside, the fast path must be the same for the whole block
             test = f"__syncthreads_and({every})" if barriers else every
             out.append(f"{'  ' * depth}if ({test}) {{")
+            self.whole_block = barriers
             self._grid_body(body, copies, depth + 1, guarded=False)
+            self.whole_block = False
             if barriers:  # a block none of whose iterations exist (a tile past a triangle's
                 # diagonal) skips the body: every write in it is guarded, and the test is
                 # the same for the whole block, so no thread waits at a barrier alone
@@ -287,15 +313,61 @@ class KernelWriter:
             out.append(f"{'  ' * depth}if ({copies[0].ok}) {{")
             self._grid_body(body, copies, depth + 1, guarded=False)
             out.append(f"{'  ' * depth}}}")
+        self._gather_sums(copies, depth)
         for level in range(depth - 1, 0, -1):
             out.append(f"{'  ' * level}}}")
+        self._combine_sums()
         out.append("}")
         return Kernel(self.name, "\n".join(out), tuple(arrays), tuple(sizes),
                       (*scalars, *entering), tuple(axes),
                       threads, tuple(self._stage_text(s) for s in self.staged.values()),
                       tuple(self.promoted),
                       self.config.lanes if self.mapping.threads_share else 1,
-                      self.config.rows if self.mapping.grid else 1, self.used_mma)
+                      self.config.rows if self.mapping.grid else 1, self.used_mma,
+                      tuple((name, op, self._sum_type(name).name)
+                            for name, op in self.mapping.sums))
+
+    def _sum_type(self, name: str) -> np.dtype:
+        return np.dtype(self.typing.scalars.get(name, self.typing.compute))
+
+    def _gather_sums(self, copies: list[_Copy], depth: int) -> None:
+        """The scalars the grid reduces, after each pass of the thread over its grid
+        iterations (a copy each, each from the identity or, for min and max, the host's
+        value): the copies combined into the thread's share."""
+        pad = "  " * depth
+        for name, op in self.mapping.sums:
+            total = f"{name}_part"
+            for copy_ in copies:
+                total = COMBINE[LANE_COMBINE[op]].format(total, copy_.rename.get(name, name))
+            self.lines.append(f"{pad}{name}_part = {total};")
+
+    def _combine_sums(self) -> None:
+        """The scalars the grid reduces, once the thread's grid iterations are done (every
+        thread of the block gets here): a warp's shares combined by shuffles, the warps' in
+        shared memory by the block's first thread, which adds the block's (min, max) into
+        the device copy atomically; where the block is not whole warps, each thread does."""
+        flat = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
+        whole_warps = self.config.threads % WARP == 0 if self.mapping.threads_share else False
+        for name, op in self.mapping.sums:
+            combine = LANE_COMBINE[op]
+            kind = c_type(self._sum_type(name))
+            atomic = "add" if op in ("+", "-") else op
+            share = f"{name}_part"
+            if not whole_warps:
+                self.lines.append(f"  loclab_atomic_{atomic}({name}_sum, {share});")
+                continue
+            self.lines.append("  {")
+            self.lines.append(f"    __shared__ {kind} warps[32];")
+            self.lines.append(f"    const {kind} part = loclab_lanes_{combine}({share});")
+            self.lines.append(f"    if (({flat} & 31) == 0) warps[{flat} >> 5] = part;")
+            self.lines.append("    __syncthreads();")
+            self.lines.append(f"    if ({flat} == 0) {{")
+            self.lines.append(f"      {kind} block = warps[0];")
+            self.lines.append(f"      for (int w = 1; w < {self.config.threads // WARP}; ++w) "
+                              f"block = {COMBINE[combine].format('block', 'warps[w]')};")
+            self.lines.append(f"      loclab_atomic_{atomic}({name}_sum, block);")
+            self.lines.append("    }")
+            self.lines.append("  }")
 
     def _sharing(self) -> tuple[int, str, str]:
         """How many threads share the split loop, the scope of their combine (``lanes`` of a
@@ -533,9 +605,15 @@ class KernelWriter:
         if not (isinstance(target, ast.Subscript)
                 and subscript_parts(target)[0] in self.mapping.atomics):
             return None
+        kind = c_type(self.typing.arrays[subscript_parts(target)[0]])
+        extremum = update_extremum(node)
+        if extremum is not None:
+            op, value = extremum
+            return (f"loclab_atomic_{op}(&{translator.expr(target)}, "
+                    f"({kind})({translator.expr(value)}));")
         increment = update_increment(node)
         if increment is None:
-            raise translator.error(node, "an atomic update other than + and -")
+            raise translator.error(node, "an atomic update other than +, -, min and max")
         sign, value = increment
         return (f"loclab_atomic_add(&{translator.expr(target)}, "
                 f"{sign}({translator.expr(value)}));")
@@ -637,6 +715,10 @@ class KernelWriter:
         var = node.target.id  # type: ignore[attr-defined]
         strip = self.strip
         ahead = [s for s in stages if self._prefetched(s) is not None]
+        # stores through tiles only where the strip fills them: every iteration of the
+        # block exists and runs the loop (else they go to memory as written)
+        stored = [s for s in stages if s.writes] if not guarded and self.whole_block \
+            and len(copies) == self.copy_count else []
         for stage in ahead:  # the first strip's share, into registers
             self._prefetch(stage, depth, f"({low})", declare=True)
         self.lines.append(f"{pad}for ({self.index_type} {var}0 = {low}; {var}0 < {high}; "
@@ -645,8 +727,8 @@ class KernelWriter:
         for stage in stages:
             if stage in ahead:
                 self._store_prefetched(stage, depth + 1)
-            else:
-                self._load(stage, depth + 1)
+            elif not stage.writes:
+                self._copy_tile(stage, depth + 1)
         self.lines.append(f"{pad}  __syncthreads();")
         if ahead:  # the next strip's loads are in flight while this one is computed
             self.lines.append(f"{pad}  if ({var}0 + {strip} < ({high})) {{")
@@ -657,6 +739,7 @@ class KernelWriter:
         # become constants; the last, partial strip runs as a plain loop
         self.inside.add(var)
         self.open_at[var] = (node.lineno, node.col_offset)
+        self.storing |= {stage.name for stage in stored}
         self.lines.append(f"{pad}  if ({var}0 + {strip} <= ({high})) {{")
         self.lines.append(f"{pad}    #pragma unroll")
         found = self._product_of(node, copies)
@@ -676,6 +759,11 @@ class KernelWriter:
         self.lines.append(f"{pad}  }}")
         self.inside.discard(var)
         self.open_at.pop(var, None)
+        self.storing -= {stage.name for stage in stored}
+        if stored:  # the strip's stores, every thread's, copied out along rows
+            self.lines.append(f"{pad}  __syncthreads();")
+            for stage in stored:
+                self._copy_tile(stage, depth + 1, high)
         self.lines.append(f"{pad}}}")
 
     def _split(self, node: ast.For, copies: list[_Copy], depth: int, guarded: bool,
@@ -863,6 +951,21 @@ class KernelWriter:
                 stage = self._stage_of(name, forms, var, grid, start, x_var)
                 if stage is not None and (not fit or self._fits(stage)):
                     self._add_stage(replace(stage, at=(loop.lineno, loop.col_offset)), names)
+            for name, form in self._storable(loop, body, locals_).items():
+                stage = self._stage_of(name, [form], var, grid, start, x_var, writes=True)
+                if stage is not None and (not fit or self._fits(stage)):
+                    self._add_stage(replace(stage, at=(loop.lineno, loop.col_offset)), names)
+
+    def _storable(self, loop: ast.For, body: Sequence[ast.stmt], locals_: set[str]
+                  ) -> dict[str, tuple[_Offset | None, ...]]:
+        """The arrays whose stores in ``loop`` may go through a tile (``write_stages``):
+        none where threads share iterations (split loops: one thread writes) or where the
+        loop's bounds move with the grid loops (each copy's own range: no whole tile)."""
+        if self._sharing()[0] != 1 or self.mapping.block_splits \
+                or _names([loop.iter]) & ({g.var for g in self.mapping.grid} | locals_):
+            return {}
+        return {name: form for name, form in write_stages(loop, body).items()
+                if name not in self.mapping.atomics}
 
     def _stageable_loops(self, body: Sequence[ast.stmt], locals_: set[str]
                          ) -> Iterator[ast.For]:
@@ -922,10 +1025,12 @@ class KernelWriter:
 
     def _stage_of(self, name: str, forms: list[tuple[_Offset | None, ...]], var: str,
                   grid: dict[str, Loop], start: ast.expr | None,
-                  x_var: str | None) -> _Stage | None:
+                  x_var: str | None, writes: bool = False) -> _Stage | None:
         """The tile of ``name`` staged along loop ``var`` ("": for the whole body), where
         every read of it is ``var``/grid loop + constant per dimension, and threads share
-        the tile or would not read it coalesced; else None."""
+        the tile or would not read it coalesced; else None. A store (``writes``) is staged
+        only to coalesce, and only where it moves with every grid loop (distinct threads,
+        distinct elements: the tile is the block's alone)."""
         if any(o is None for form in forms for o in form) or len(
                 {len(form) for form in forms}) != 1:
             return None
@@ -948,9 +1053,11 @@ class KernelWriter:
         shared = bool(var) and any(g not in used for g in grid)
         last = next((d[0] for d in reversed(dims) if d[0] is not None), None)
         uncoalesced = last != x_var and x_var in used
+        if writes and not (var and uncoalesced and set(grid) <= set(used)):
+            return None
         if not (shared or uncoalesced):
             return None
-        return _Stage(name, tuple(dims), f"s_{name}", var)
+        return _Stage(name, tuple(dims), f"s_{name}", var, writes=writes)
 
     def _nonnegative(self, v: str, var: str, start: ast.expr | None,
                      grid: dict[str, Loop], offset: int) -> bool:
@@ -1007,9 +1114,11 @@ class KernelWriter:
             total += count * self.typing.arrays[stage.array].itemsize
         return total
 
-    def _load(self, stage: _Stage, depth: int) -> None:
+    def _copy_tile(self, stage: _Stage, depth: int, high: str = "") -> None:
         """Every thread of the block copies its share of the tile, last dimension fastest
-        (consecutive threads, consecutive addresses); outside the array it stores 0."""
+        (consecutive threads, consecutive addresses): a read tile from memory (outside the
+        array it holds 0), a written one to memory (the elements of the strip's iterations,
+        those before the loop's bound ``high``, that are inside the array)."""
         pad = "  " * depth
         var = stage.along
         spans = self._spans(var)
@@ -1047,9 +1156,14 @@ class KernelWriter:
                           f"({self._base(v, var)} + {low} + {local[d]})")
         inside = " && ".join(f"{value} >= 0 && {value} < {stage.array}_n{d}"
                              for d, value in enumerate(values))
-        target = "".join(f"[{local[d]}]" for d in live)
-        self.lines.append(f"{pad}  {stage.name}{target} = ({inside}) ? "
-                          f"{stage.array}[{self._flatten(stage.array, values)}] : 0;")
+        tile = stage.name + "".join(f"[{local[d]}]" for d in live)
+        element = f"{stage.array}[{self._flatten(stage.array, values)}]"
+        if stage.writes:
+            ran = " && ".join(f"{var}0 + {local[d]} < ({high})"
+                              for d, dim in enumerate(stage.dims) if dim[0] == var)
+            self.lines.append(f"{pad}  if ({ran} && {inside}) {element} = {tile};")
+        else:
+            self.lines.append(f"{pad}  {tile} = ({inside}) ? {element} : 0;")
         self.lines.append(f"{pad}}}")
         if threads % width == 0:
             self.lines.append(f"{pad[:-2]}}}")
@@ -1058,6 +1172,8 @@ class KernelWriter:
         """(width, rows a pass, live dimensions, extents) where each thread's share of a strip
         is a whole number of elements of one column, at most ``PREFETCH_LIMIT``: then that
         share is loaded into registers a strip ahead; else None (loaded when needed)."""
+        if stage.writes:
+            return None
         spans = self._spans(stage.along)
         live = [d for d, dim in enumerate(stage.dims) if dim[0] is not None]
         extents = [stage.extent(spans, d) for d in live]
@@ -1121,6 +1237,8 @@ class KernelWriter:
     def _stage_text(self, stage: _Stage) -> str:
         shape = "x".join(map(str, self._tile_shape(stage)))
         where = f"along {stage.along}" if stage.along else "once per block"
+        if stage.writes:
+            where = f"stored along {stage.along}"
         what = stage.array
         if sum(s.array == stage.array for s in self.staged.values()) > 1:
             what += "[" + ", ".join(v or str(low) for v, low, _ in stage.dims) + "]"
@@ -1129,16 +1247,13 @@ class KernelWriter:
     # -- subscripts ------------------------------------------------------------------------
     def _subscript(self, name: str, indices: list[ast.expr], translator: Translator) -> str:
         stage = self._stage_serving(name, indices)
-        if stage is not None:
+        if stage is not None and stage.writes:  # never read: this is the store
+            if stage.name in self.storing:
+                return self._tile_element(stage, indices, translator)
+        elif stage is not None:
             var = stage.along
             if var in self.inside and (not var or self.open_at.get(var) == stage.at):
-                parts = []
-                for index, (v, low, _) in zip(indices, stage.dims):
-                    if v is None:
-                        continue
-                    value = replace(translator, index=True).expr(index)
-                    parts.append(f"[({value}) - {self._base(v, var)} - {low}]")
-                text = f"{stage.name}{''.join(parts)}"
+                text = self._tile_element(stage, indices, translator)
                 if self.hoisting is None:
                     return text
                 if text not in self.hoisting:
@@ -1160,6 +1275,16 @@ class KernelWriter:
                 value = f"loclab_wrap({value}, {name}_n{d})"
             values.append(value)
         return f"{name}[{self._flatten(name, values)}]"
+
+    def _tile_element(self, stage: _Stage, indices: list[ast.expr],
+                      translator: Translator) -> str:
+        """The element of ``stage``'s tile that ``indices`` name."""
+        parts = []
+        for index, (v, low, _) in zip(indices, stage.dims):
+            if v is not None:
+                value = replace(translator, index=True).expr(index)
+                parts.append(f"[({value}) - {self._base(v, stage.along)} - {low}]")
+        return f"{stage.name}{''.join(parts)}"
 
     def _flatten(self, name: str, values: list[str]) -> str:
         text = values[0] if values else "0"
@@ -1343,6 +1468,32 @@ def _read_forms(body: Sequence[ast.stmt], arrays: set[str],
             offsets = tuple(_offset(i) for i in indices)
             form = tuple(o.var if o is not None else "?" for o in offsets)
             found.setdefault((name, form), []).append(offsets)
+    return found
+
+
+def write_stages(loop: ast.For, body: Sequence[ast.stmt]
+                 ) -> dict[str, tuple[_Offset | None, ...]]:
+    """The arrays ``loop`` may store through a tile in shared memory (copied out coalesced
+    after each strip), with their store's subscript: each stored once in the thread's whole
+    code ``body``, by a plain assignment directly in ``loop``'s body (every iteration stores
+    one element, under no condition: a strip that every thread of a block runs fills the
+    tile), every dimension ``var + offset``, and never read in ``body`` (nothing reads the
+    tile back, or memory before the tile is copied out)."""
+    read = {subscript_parts(sub)[0] for sub in _reads(body)}
+    stores: dict[str, int] = {}
+    for sub in _subscripts(body):
+        if not isinstance(sub.ctx, ast.Load):
+            name = subscript_parts(sub)[0]
+            stores[name] = stores.get(name, 0) + 1
+    found: dict[str, tuple[_Offset | None, ...]] = {}
+    for node in loop.body:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Subscript)):
+            continue
+        name, indices = subscript_parts(node.targets[0])
+        offsets = tuple(_offset(i) for i in indices)
+        if name not in read and stores.get(name) == 1 and None not in offsets:
+            found[name] = offsets
     return found
 
 

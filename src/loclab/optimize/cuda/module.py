@@ -28,6 +28,9 @@ from loclab.transform.cuda_syntax import (HELPERS, LauncherNames, Translator, Ty
                                          shape_of)
 from loclab.transform.output import header
 
+# the blocks along each axis of a grid that reduces scalars (by the grid's axes): about a
+# thousand blocks in all, each thread's share over many iterations, one atomic per block
+SUM_GRID = {1: 1024, 2: 32, 3: 10}
 GRID_LIMITS = (2**31 - 1, 65535, 65535)
 ALLOCATORS = {"empty", "zeros", "ones", "full"}
 
@@ -76,12 +79,21 @@ def emit_function(function: ast.FunctionDef, filename: str, line_offset: int,
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]
     # names the function assigns outside its loops alone (``n = A.shape[0]``, ``eps =
-    # 0.1``): kernel arguments of the type of their value, passed as the host has them
-    in_loops = assigned([node for node in body if isinstance(node, ast.For)])
+    # 0.1``; between the nests of a loop the host runs, ``mean = total / n``), and the sums
+    # the grids read back: kernel arguments of the type of their value, passed as the host
+    # has them
+    hosted = [loop for node in body if isinstance(node, ast.For) for loop in ast.walk(node)
+              if isinstance(loop, ast.For) and _hosted(loop, mappings)]
+    on_host = [node for node in body if not isinstance(node, ast.For)] + [
+        child for loop in hosted for child in loop.body if not isinstance(child, ast.For)]
+    summed = {name for m in mappings for name, _ in m.sums}
+    in_loops = assigned([node for node in body if isinstance(node, ast.For)
+                         and not _hosted(node, mappings)] + [m.node for m in mappings]) \
+        - summed
     host_typing = Typing(element_types, ndims, _compute_type(element_types), dict(scalars),
                          set(sizes))
     scalars = dict(scalars)
-    for name, kind in _host_scalars(body, host_typing).items():
+    for name, kind in _host_scalars(on_host, host_typing).items():
         if name not in in_loops and name not in arrays:
             scalars[name] = kind
     sizes = [size for size in sizes if size not in scalars]
@@ -93,7 +105,10 @@ def emit_function(function: ast.FunctionDef, filename: str, line_offset: int,
         (``host``: the variables of the host loops around it, integer arguments)."""
         mapping, config = by_line[node.lineno]
         reads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-        early = assigned_in_nests & reads - assigned([node])
+        # (a loop of this nest binds its own variable: ``for c in ...`` after ``c = ...``)
+        bound = {n.target.id for n in ast.walk(node)
+                 if isinstance(n, ast.For) and isinstance(n.target, ast.Name)}
+        early = assigned_in_nests & reads - assigned([node]) - bound
         if early:
             raise UsageError(f"{where(node)}: {sorted(early)[0]} is assigned by an earlier "
                              "loop and read here: on the GPU each thread keeps its own")
@@ -111,11 +126,30 @@ def emit_function(function: ast.FunctionDef, filename: str, line_offset: int,
         entering.update({name: typing.scalars[name] for name in kernel.scalars
                          if name in live_in})
         kernels.append(kernel)
-        assigned_in_nests.update(assigned([node]))
+        sums = {name for name, _ in mapping.sums}  # read back: the host has their values
+        assigned_in_nests.update(assigned([node]) - sums)
+        host_assigned.update(sums)
         made = [f"{c.name} = {c.array}.copy()  # for "
                 f"{', '.join(sorted(c.reads)) or 'every read of ' + c.array}: values from "
                 "before the nest" for c in mapping.copies if c.name in kernel.arrays]
         return "\n".join([*made, _launch(kernel, names)])
+
+    def host_loop(node: ast.For, outer: tuple[str, ...]) -> str:
+        """A loop the host runs (``plan.host_nests``): each nest's launch, the statements
+        between them, a host loop inside in turn (``outer``: the host loops around it)."""
+        names = (*outer, node.target.id)  # type: ignore[attr-defined]
+        steps = []
+        for child in node.body:
+            if isinstance(child, ast.For) and child.lineno in by_line:
+                steps.append(kernel_of(child, names))
+            elif isinstance(child, ast.For):
+                steps.append(host_loop(child, names))
+            else:
+                steps.append(_host_statement(child, element_types, ndims, where,
+                                             assigned_in_nests))
+                host_assigned.update(assigned([child]))
+        return f"for {names[-1]} in {ast.unparse(node.iter)}:\n" + "\n".join(
+            "    " + line for step in steps for line in step.splitlines())
 
     for node in body:
         inside = [m for m in mappings if m.node is not node
@@ -128,9 +162,7 @@ def emit_function(function: ast.FunctionDef, filename: str, line_offset: int,
             if not inside[0].host:
                 calls += [kernel_of(m.node, ()) for m in inside]
                 continue
-            launches = [kernel_of(m.node, (node.target.id,)) for m in inside]
-            calls.append(f"for {node.target.id} in {ast.unparse(node.iter)}:\n" + "\n".join(
-                "    " + line for launch in launches for line in launch.splitlines()))
+            calls.append(host_loop(node, ()))
         else:
             calls.append(_host_statement(node, element_types, ndims, where,
                                          assigned_in_nests))
@@ -140,6 +172,11 @@ def emit_function(function: ast.FunctionDef, filename: str, line_offset: int,
     module = _module_text(function, filename, kernels, source, calls, dtypes,
                           {**entering, **scalars}, overlaps, as_written, names)
     return CudaFunction(function.name, tuple(kernels), source, module)
+
+
+def _hosted(node: ast.For, mappings: Sequence[NestMapping]) -> bool:
+    """Whether ``node`` runs on the host around its nests' kernels (``plan.host_nests``)."""
+    return any(loop.line == node.lineno for m in mappings for loop in m.host)
 
 
 def _host_scalars(body: Sequence[ast.stmt], typing: Typing) -> dict[str, np.dtype]:
@@ -170,7 +207,10 @@ def _compute_type(arrays: Mapping[str, np.dtype]) -> np.dtype:
 
 
 def _c_name(size: str) -> str:
-    """A size parameter's name in C (``A.shape[0]`` -> ``A_shape_0``)."""
+    """A size parameter's name in C: its own where it is a name (``len_`` too: the kernel's
+    statements spell it so), else one made of it (``A.shape[0]`` -> ``A_shape_0``)."""
+    if size.isidentifier():
+        return size
     return "".join(c if c.isalnum() else "_" for c in size).strip("_")
 
 
@@ -267,8 +307,8 @@ def _launch(kernel: Kernel, names: LauncherNames) -> str:
         lines.append(f"first_{axis.var} = {axis.first}")
         lines.append(f"count_{axis.var} = {axis.count}")
         span = axis.block * axis.tile
-        grid[axis.axis] = (f"min(max(1, -(-count_{axis.var} // {span})), "
-                           f"{GRID_LIMITS[axis.axis]})")
+        limit = SUM_GRID[len(kernel.axes)] if kernel.sums else GRID_LIMITS[axis.axis]
+        grid[axis.axis] = f"min(max(1, -(-count_{axis.var} // {span})), {limit})"
         block[axis.axis] = str(axis.block)
     args = []
     ix = names.index_type
@@ -277,14 +317,19 @@ def _launch(kernel: Kernel, names: LauncherNames) -> str:
         args.append(f"*({ix}(n) for n in {array}.shape)")
     args += [f"{ix}({size})" for size in kernel.sizes]
     args += [f"_{s}_type({s})" for s in kernel.scalars]
+    args += [f"{name}_sum" for name, _, _ in kernel.sums]
     for axis in kernel.axes:
         args += [f"{ix}(first_{axis.var})", f"{ix}(count_{axis.var})"]
     empty = " or ".join(f"count_{a.var} <= 0" for a in kernel.axes) or "False"
     lines.append(f"if not ({empty}):")
+    # a scalar the grid reduces: one copy on the GPU, from its value, read back after
+    lines += [f"    {name}_sum = cp.full(1, {name}, dtype=np.{dtype})"
+              for name, _, dtype in kernel.sums]
     lines.append(f"    _kernel({kernel.name!r}, {names.index})(")
     lines.append(f"        ({', '.join(grid)}),")
     lines.append(f"        ({', '.join(block)}),")
     lines.append("        (" + ",\n         ".join(args) + ",))")
+    lines += [f"    {name} = {name}_sum[0].item()" for name, _, _ in kernel.sums]
     return "\n".join(lines)
 
 

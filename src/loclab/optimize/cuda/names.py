@@ -80,12 +80,12 @@ def _made_from(name: str, bound: set[str], loops: set[str]) -> bool:
     loop's strip variable (``k0``), its place in the block (``t_i``, ``first_i``,
     ``count_i``), a copy of a register tile (``i_0``, ``s_1_0``), an array's extent, tile,
     prefetch or register (``A_n0``, ``s_A``, ``p_A_0``, ``r_C_0_0``), a copy made before the
-    kernel (``B_copy``), a scalar's value on entry (``beta_in``), a fragment's column
-    (``j_mma0``)."""
+    kernel (``B_copy``), a scalar's value on entry (``beta_in``) or its sum across the grid
+    (``total_sum``, ``total_part``), a fragment's column (``j_mma0``)."""
     if name[:-1] in loops and name.endswith("0"):
         return True
     prefix = re.match(r"(t|first|count|s|p|r)_(\w+?)(_\d+)*$", name)
     if prefix and prefix[2] in bound:
         return True
-    stem = re.match(r"(\w+?)(_\d+)+$|(\w+?)_n\d+$|(\w+?)_(copy|in)$|(\w+?)_mma\d+$", name)
+    stem = re.match(r"(\w+?)(_\d+)+$|(\w+?)_n\d+$|(\w+?)_(copy|in|sum|part)$|(\w+?)_mma\d+$", name)
     return stem is not None and next(g for g in stem.groups() if g) in bound

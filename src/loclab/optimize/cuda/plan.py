@@ -7,9 +7,11 @@ order, its leading one, two or three loops as the grid, most loops first. A grid
 the transformer accepts the recipe ``privatize`` of every scalar the nest assigns (on a GPU
 each thread keeps its scalars in registers: they must be private to one grid iteration),
 ``permute`` to the order and ``parallel`` of each grid loop: then no dependence crosses two
-threads. A grid loop that needs a scalar reduction is refused (threads would have to combine
-partial sums); one that updates array elements with ``+`` from many iterations (a
-generalized reduction) gets atomic adds. A nest with no such grid runs in one thread, as
+threads. A scalar the whole grid reduces (``total += ...``, ``err = max(err, ...)``: a
+reduction of the outermost grid loop, not privatized) is summed by each thread in a register,
+by each warp with shuffles, and into one device copy atomically (``NestMapping.sums``); array
+elements updated with ``+`` from many iterations (a generalized reduction) get atomic adds.
+Other reductions across the grid are refused. A nest with no such grid runs in one thread, as
 written, with the dependences that keep each loop sequential as the reason.
 """
 
@@ -80,27 +82,29 @@ def _map_nest(source: Source, context: Context, loops: dict[int, Any], top: Loop
     refused: list[tuple[str, str]] = []
     with_atomics = None
     for order, grid in _candidates(context.analysis, top):
-        steps = _steps(context.analysis, top, order, grid, _copied_arrays(context, grid))
+        reduced = _grid_reduced(context, grid)
+        steps = _steps(context.analysis, top, order, grid, _copied_arrays(context, grid),
+                       reduced)
         try:
-            result = source.transform([*done, *steps])
+            result = source.transform([*done, *steps], emit=PROOF)
         except _refusals() as err:
             refused.append((_grid_text(grid), refusal(err)))
             continue
-        atomics, problem = _atomics(result.program, grid)
+        atomics, sums, problem = _reductions(result.program, grid, scalars=reduced)
         if problem:
             refused.append((_grid_text(grid), problem))
             continue
-        if atomics:  # kept only where no grid without atomic updates holds
-            with_atomics = with_atomics or (order, grid, atomics, steps)
+        if atomics or sums:  # kept only where no grid without atomic updates holds
+            with_atomics = with_atomics or (order, grid, atomics, sums, steps)
             continue
         mapping = _with_copies(_mapping(context, top, order, grid, atomics, tuple(steps),
                                         loops), _copies(result.program, top))
         mapping, steps = _with_split(source, context, mapping, [*done, *steps], steps, loops)
         return mapping, refused, steps
     if with_atomics is not None:
-        order, grid, atomics, steps = with_atomics
-        return _mapping(context, top, order, grid, atomics, tuple(steps), loops), refused, \
-            steps
+        order, grid, atomics, sums, steps = with_atomics
+        return _mapping(context, top, order, grid, atomics, tuple(steps), loops, sums), \
+            refused, steps
     return _sequential(context, top, loops), refused, []
 
 
@@ -136,7 +140,7 @@ def distributed_nests(source: Source, context: Context, loops: dict[int, Any], t
     # its own from the top)
     distribute = [make_step("distribute", label(loop)) for loop in reversed(lead)]
     try:
-        result = source.transform([*done, *distribute])
+        result = source.transform([*done, *distribute], emit=PROOF)
     except _refusals():
         return None
     lines = [child.statements()[0].line if isinstance(child, Loop) else child.line
@@ -189,7 +193,7 @@ def _distributed_nest(source: Source, context: Context, loops: dict[int, Any],
         steps += [permute] if permute else []
         steps += [make_step("parallel", at(loop)) for loop in grid]
         try:
-            result = source.transform([*done, *steps])
+            result = source.transform([*done, *steps], emit=PROOF)
         except _refusals():
             continue
         atomics, problem = _atomics(result.program, grid, line)
@@ -219,7 +223,7 @@ def _statement_piece(source: Source, context: Context, loops: dict[int, Any], to
     name = f"{top.var}@{statement.line}"
     step = make_step("parallel", name)
     try:
-        result = source.transform([*done, step])
+        result = source.transform([*done, step], emit=PROOF)
     except _refusals():
         return None
     atomics, problem = _atomics(result.program, (top,), statement.line)
@@ -254,7 +258,7 @@ def _split_pieces(source: Source, context: Context, loops: dict[int, Any], top: 
         steps = [make_step("distribute", f"{child.var}@{line}"),
                  make_step("distribute", f"{top.var}@{line}")]
         try:
-            source.transform([*done, *steps])
+            source.transform([*done, *steps], emit=PROOF)
         except _refusals():
             return []
     found: list[tuple[NestMapping, list[Step]] | None] = []
@@ -289,7 +293,7 @@ def _split_piece(source: Source, context: Context, loops: dict[int, Any], top: L
             if order[0] is child else []
         steps.append(make_step("parallel", at(order[0])))
         try:
-            result = source.transform([*done, *steps])
+            result = source.transform([*done, *steps], emit=PROOF)
         except _refusals():
             continue
         atomics, problem = _atomics(result.program, order[:1], line)
@@ -326,28 +330,59 @@ def host_nests(source: Source, context: Context, loops: dict[int, Any], top: Loo
                                                 list[Step]]] | None:
     """The nests inside ``top``, each mapped with ``top`` run on the host around their
     kernels (kernels launched one after another keep every order between them: each
-    iteration of ``top`` runs them in turn, as written), where ``top``'s body is loops alone,
-    its bounds are sizes alone, and at least one of them gets a grid; else None. A nest
-    inside that no grid holds runs in one block where it can (``one_block``)."""
+    iteration of ``top`` runs them in turn, as written), where ``top``'s bounds are sizes
+    alone, its body is loops and plain statements the host runs between them (``total =
+    0.0``, ``mean = total / n``, ``err[0] = 0.0``: reading no scalar a kernel assigns but a
+    sum it reads back, nor ``top``'s variable: a solve's row by row work, ``x[i] = b[i]``,
+    is one block's, not a launch per row), and at least one nest gets a grid (every one,
+    where the host runs statements too); else None. A loop inside that no grid holds is a
+    host loop in turn where it can be and its bounds are constants (red-black's ``for
+    color in range(2)``), else runs in one block where it can (``one_block``)."""
     parameters = set(context.analysis.nest.parameters)
-    children = top.body
-    if not children or not all(isinstance(child, Loop) for child in children) \
-            or not top.bound_symbols() <= parameters:
+    children = [child for child in top.body if isinstance(child, Loop)]
+    syntax = loops[id(top)].body
+    if not children or not top.bound_symbols() <= parameters or not all(
+            isinstance(node, ast.For) or isinstance(node, (ast.Assign, ast.AugAssign))
+            and top.var not in {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+            for node in syntax):
         return None
     found = []
     steps: list[Step] = []
+    host_reason = (f"host loop {label(top)}", f"{top.var} carries dependences: each "
+                   "of its iterations launches the kernels of the nests inside it, one "
+                   "after another, on arrays that stay on the GPU")
     for child in children:
         mapping, refused, inner = _map_nest(source, context, loops, child, [*done, *steps])
+        # a loop of a few steps inside (red-black's colours, bounds of constants alone) is
+        # a host loop too; not one of many (doitgen's q: a launch per (r, q), each tiny)
+        deeper = None if mapping.grid or child.bound_symbols() else host_nests(
+            source, context, loops, child, [*done, *steps])
+        if deeper is not None:
+            for nested, nested_refused, nested_steps in deeper:
+                steps += nested_steps
+                found.append((replace(nested, host=(top, *nested.host),
+                                      reasons=(host_reason, *nested.reasons)),
+                              refused + nested_refused, nested_steps))
+            continue
         if not mapping.grid:  # a nest no grid holds: one block, not one thread, where it can
             mapping, inner = one_block(source, context, loops, child, [*done, *steps],
                                        mapping)
         steps += inner
-        host_reason = (f"host loop {label(top)}", f"{top.var} carries dependences: each "
-                       "of its iterations launches the kernels of the nests inside it, one "
-                       "after another, on arrays that stay on the GPU")
         found.append((replace(mapping, host=(top,),
                               reasons=(host_reason, *mapping.reasons)), refused, inner))
-    return found if any(mapping.grid for mapping, _, _ in found) else None
+    from loclab.optimize.cuda.kernel import assigned
+
+    private = assigned([m.node for m, _, _ in found]) - {name for m, _, _ in found
+                                                        for name, _ in m.sums}
+    read = {n.id for node in syntax if not isinstance(node, ast.For)
+            for n in ast.walk(node) if isinstance(n, ast.Name)}
+    if read & private:  # a thread's own value: the host cannot read it
+        return None
+    # with the host's statements between them, every nest a grid (else one block runs
+    # the whole loop, barriers between its parts: no launches per iteration)
+    every = len(syntax) > len(children)
+    grids = [bool(mapping.grid) for mapping, _, _ in found]
+    return found if (all(grids) if every else any(grids)) else None
 
 
 def _candidates(analysis: Analysis, top: Loop) -> list[tuple[tuple[Loop, ...],
@@ -372,12 +407,13 @@ def _rectangular(band: tuple[Loop, ...]) -> bool:
 
 
 def _steps(analysis: Analysis, top: Loop, order: tuple[Loop, ...],
-           grid: tuple[Loop, ...], copied: Sequence[str] = ()) -> list[Step]:
-    """The recipe proving ``grid``: privatize the nest's scalars, permute to ``order``, copy
-    the arrays ``copied`` before ``top`` (the reads that see only values from before it),
-    each grid loop parallel."""
+           grid: tuple[Loop, ...], copied: Sequence[str] = (),
+           reduced: frozenset[str] = frozenset()) -> list[Step]:
+    """The recipe proving ``grid``: privatize the nest's scalars (but those the grid
+    ``reduced``), permute to ``order``, copy the arrays ``copied`` before ``top`` (the reads
+    that see only values from before it), each grid loop parallel."""
     scalars = sorted({a.variable.name for s in top.statements() for a in s.accesses
-                      if a.write and not a.variable.is_array})
+                      if a.write and not a.variable.is_array} - reduced)
     steps = [privatize_step(analysis.nest, name, top) for name in scalars]
     band = _band_at(analysis, top)
     if order != band[:len(order)]:
@@ -409,11 +445,39 @@ def _copies(program: Any, top: Loop) -> tuple[CopiedReads, ...]:
                  if b.kind == "copy" and label(b.loop.origin) == label(top))
 
 
+# how the transformer's proofs are emitted: only their programs are read (the kernels are
+# written from the mappings), and Python takes every step proved (Numba has no atomic min)
+PROOF = "python"
+# the reductions of a scalar the whole grid may do (atomically, once per block)
+GRID_OPS = {"+", "-", "min", "max"}
+
+
+def _grid_reduced(context: Context, grid: Sequence[Loop]) -> frozenset[str]:
+    """The scalars the outermost grid loop reduces with an operator of ``GRID_OPS``: each
+    thread sums its share of the grid's (never privatized: no grid iteration sets them
+    anew)."""
+    arrays = {v.name for v in context.analysis.nest.variables if v.is_array}
+    return frozenset(remedy.variable for remedy in context.report(grid[0]).remedies
+                     if remedy.kind == "reduction" and remedy.op in GRID_OPS
+                     and remedy.variable not in arrays)
+
+
 def _atomics(program: Any, grid: tuple[Loop, ...], line: int | None = None
              ) -> tuple[frozenset[str], str | None]:
     """Arrays updated atomically by the grid loops (only their copies around the statement
     at ``line``, where given: a distributed loop), or why the grid cannot run."""
+    atomics, _, problem = _reductions(program, grid, line)
+    return atomics, problem
+
+
+def _reductions(program: Any, grid: tuple[Loop, ...], line: int | None = None,
+                scalars: frozenset[str] = frozenset()
+                ) -> tuple[frozenset[str], tuple[tuple[str, str], ...], str | None]:
+    """Arrays updated atomically by the grid loops (only their copies around the statement
+    at ``line``, where given: a distributed loop) and the reductions ((name, op)) of the
+    ``scalars`` the grid may reduce, or why the grid cannot run."""
     names: set[str] = set()
+    sums: dict[str, str] = {}
     labels = {label(loop) for loop in grid}  # the transformer's loops are its own objects
     for node in program.loops():
         if label(node.origin) not in labels or not node.parallel:
@@ -421,14 +485,19 @@ def _atomics(program: Any, grid: tuple[Loop, ...], line: int | None = None
         if line is not None and all(unit.line != line for unit in node.units()):
             continue
         for reduction in node.reductions:
-            if reduction.scalar:
-                return frozenset(), (f"{node.origin.var} needs a reduction of the scalar "
-                                     f"{reduction.name} across threads")
-            if reduction.op not in {"+", "-"}:
-                return frozenset(), (f"{reduction.name} is updated with {reduction.op} "
-                                     "from many threads (atomics here do + and -)")
-            names.add(reduction.name)
-    return frozenset(names), None
+            if reduction.scalar and reduction.name in scalars \
+                    and sums.get(reduction.name, reduction.op) == reduction.op:
+                sums[reduction.name] = reduction.op
+            elif reduction.scalar:
+                return frozenset(), (), (f"{node.origin.var} needs a reduction of the scalar "
+                                         f"{reduction.name} across threads")
+            elif reduction.op not in GRID_OPS:
+                return frozenset(), (), (f"{reduction.name} is updated with {reduction.op} "
+                                         "from many threads (atomics here do +, -, min and "
+                                         "max)")
+            else:
+                names.add(reduction.name)
+    return frozenset(names), tuple(sorted(sums.items())), None
 
 
 def _grid_text(grid: Sequence[Loop]) -> str:
@@ -454,7 +523,7 @@ def _x_loop(context: Context, top: Loop, grid: tuple[Loop, ...]) -> tuple[Loop, 
 
 def _mapping(context: Context, top: Loop, order: tuple[Loop, ...], grid: tuple[Loop, ...],
              atomics: frozenset[str], steps: tuple[Step, ...],
-             loops: dict[int, Any]) -> NestMapping:
+             loops: dict[int, Any], sums: tuple[tuple[str, str], ...] = ()) -> NestMapping:
     x, why_x = _x_loop(context, top, grid)
     reasons = [(_grid_text(grid), "no dependence crosses two of their iterations once "
                 "each thread keeps its own scalars (the transformer proved "
@@ -465,9 +534,16 @@ def _mapping(context: Context, top: Loop, order: tuple[Loop, ...], grid: tuple[L
                         "the grid loops first, in a legal order"))
     reasons.append((f"threadIdx.x on {label(x)}", why_x))
     if atomics:
-        reasons.append((f"atomic adds to {', '.join(sorted(atomics))}",
+        reasons.append((f"atomic updates of {', '.join(sorted(atomics))}",
                         "a generalized reduction: many threads update the same elements"))
-    return NestMapping(top, loops[id(top)], order, grid, x, atomics, steps, tuple(reasons))
+    for name, op in sums:
+        reasons.append((f"reduction {op} on {name} across the grid",
+                        "each thread reduces its iterations' share in a register, a block "
+                        "its threads' by shuffles and shared memory, and each block's result "
+                        f"goes atomically into one copy of {name} on the GPU, read back "
+                        "after the kernel"))
+    return NestMapping(top, loops[id(top)], order, grid, x, atomics, steps, tuple(reasons),
+                       sums=sums)
 
 
 SPLIT_OPS = {"+", "-", "*", "min", "max", "&", "|", "^"}
@@ -519,7 +595,7 @@ def _with_split(source: Source, context: Context, mapping: NestMapping, done: li
     along_grid = sum(stride(a.subscripts, grid.var) == "unit" for a in accesses)
     step = make_step("parallel", name(split))
     try:
-        result = source.transform([*done, step])
+        result = source.transform([*done, step], emit=PROOF)
     except _refusals():
         return mapping, steps
     node = next(n for n in result.program.loops() if label(n.origin) == label(split) and (
@@ -572,7 +648,7 @@ def one_block(source: Source, context: Context, loops: dict[int, Any], top: Loop
         in_registers = promotable(loops[id(loop)], apart=True)
         step = make_step("parallel", label(loop))
         try:
-            result = source.transform([*done, *steps, step])
+            result = source.transform([*done, *steps, step], emit=PROOF)
         except _refusals():
             continue
         proved = next(n for n in result.program.loops() if label(n.origin) == label(loop))
