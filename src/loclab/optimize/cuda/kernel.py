@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from loclab.nest.ir import Loop
+from loclab.optimize.cuda import sums
 from loclab.optimize.cuda.mapping import AXES, WARP, Config, NestMapping
 from loclab.optimize.cuda.mma import (LANE_NAMES, MMA_K, MmaLayout, Product, layout_for,
                                       product, shared_pad)
@@ -224,12 +225,11 @@ class KernelWriter:
                                for n in _names([self.loops[id(g)]])}
         sizes = sorted(p for p in self.sizes if p in used)
         scalars = sorted(n for n in self.scalar_args if n in used and n not in locals_)
-        # a sum across the grid starts each thread's share from 0, a min or max from the
-        # host's value (taken again by every thread: they are idempotent)
-        summed = {name for name, _ in self.mapping.sums}
+        # a sum across the grid starts each thread's copies from 0, a min or max from the
+        # host's value (``sums``)
+        summed = sums.from_identity(self.mapping.sums)
         entering = sorted(n for n in self.live_in if n in locals_ and n in used
-                          and n not in summed or (n, "min") in self.mapping.sums
-                          or (n, "max") in self.mapping.sums)
+                          and n not in summed)
         read_only = {a for a in arrays if a not in written_arrays(body)}
         axes = self._axes()
         self.lines = []
@@ -243,8 +243,7 @@ class KernelWriter:
         params += [f"const {ix} {self.sizes[p]}" for p in sizes]
         params += [f"const {c_type(self.typing.scalars[s])} {s}" for s in scalars]
         params += [f"const {c_type(self.typing.scalars[s])} {s}_in" for s in entering]
-        params += [f"{c_type(self._sum_type(name))}* __restrict__ {name}_sum"
-                   for name, _ in self.mapping.sums]
+        params += sums.parameters(self.mapping.sums, self.typing)
         for axis in axes:
             params += [f"const {ix} first_{axis.var}", f"const {ix} count_{axis.var}"]
         threads = self.config.threads if self.mapping.threads_share else 1
@@ -262,10 +261,7 @@ class KernelWriter:
             out.append("  const int tid = threadIdx.x + blockDim.x * (threadIdx.y + "
                        "blockDim.y * threadIdx.z);")
         depth = 1
-        for name, op in self.mapping.sums:  # the thread's share, over all its grid iterations
-            kind = c_type(self._sum_type(name))
-            start = "0" if op in ("+", "-") else f"{name}_in"
-            out.append(f"  {kind} {name}_part = ({kind}){start};")
+        out += sums.shares(self.mapping.sums, self.typing)
         for axis in sorted(axes, key=lambda a: -a.axis):
             a = AXES[axis.axis]
             span = axis.block * axis.tile
@@ -313,10 +309,10 @@ class KernelWriter:
             out.append(f"{'  ' * depth}if ({copies[0].ok}) {{")
             self._grid_body(body, copies, depth + 1, guarded=False)
             out.append(f"{'  ' * depth}}}")
-        self._gather_sums(copies, depth)
+        out += sums.gathered(self.mapping.sums, [c.rename for c in copies], "  " * depth)
         for level in range(depth - 1, 0, -1):
             out.append(f"{'  ' * level}}}")
-        self._combine_sums()
+        out += sums.combined(self.mapping.sums, self.typing, threads)
         out.append("}")
         return Kernel(self.name, "\n".join(out), tuple(arrays), tuple(sizes),
                       (*scalars, *entering), tuple(axes),
@@ -324,50 +320,8 @@ class KernelWriter:
                       tuple(self.promoted),
                       self.config.lanes if self.mapping.threads_share else 1,
                       self.config.rows if self.mapping.grid else 1, self.used_mma,
-                      tuple((name, op, self._sum_type(name).name)
+                      tuple((name, op, sums.sum_type(self.typing, name).name)
                             for name, op in self.mapping.sums))
-
-    def _sum_type(self, name: str) -> np.dtype:
-        return np.dtype(self.typing.scalars.get(name, self.typing.compute))
-
-    def _gather_sums(self, copies: list[_Copy], depth: int) -> None:
-        """The scalars the grid reduces, after each pass of the thread over its grid
-        iterations (a copy each, each from the identity or, for min and max, the host's
-        value): the copies combined into the thread's share."""
-        pad = "  " * depth
-        for name, op in self.mapping.sums:
-            total = f"{name}_part"
-            for copy_ in copies:
-                total = COMBINE[LANE_COMBINE[op]].format(total, copy_.rename.get(name, name))
-            self.lines.append(f"{pad}{name}_part = {total};")
-
-    def _combine_sums(self) -> None:
-        """The scalars the grid reduces, once the thread's grid iterations are done (every
-        thread of the block gets here): a warp's shares combined by shuffles, the warps' in
-        shared memory by the block's first thread, which adds the block's (min, max) into
-        the device copy atomically; where the block is not whole warps, each thread does."""
-        flat = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
-        whole_warps = self.config.threads % WARP == 0 if self.mapping.threads_share else False
-        for name, op in self.mapping.sums:
-            combine = LANE_COMBINE[op]
-            kind = c_type(self._sum_type(name))
-            atomic = "add" if op in ("+", "-") else op
-            share = f"{name}_part"
-            if not whole_warps:
-                self.lines.append(f"  loclab_atomic_{atomic}({name}_sum, {share});")
-                continue
-            self.lines.append("  {")
-            self.lines.append(f"    __shared__ {kind} warps[32];")
-            self.lines.append(f"    const {kind} part = loclab_lanes_{combine}({share});")
-            self.lines.append(f"    if (({flat} & 31) == 0) warps[{flat} >> 5] = part;")
-            self.lines.append("    __syncthreads();")
-            self.lines.append(f"    if ({flat} == 0) {{")
-            self.lines.append(f"      {kind} block = warps[0];")
-            self.lines.append(f"      for (int w = 1; w < {self.config.threads // WARP}; ++w) "
-                              f"block = {COMBINE[combine].format('block', 'warps[w]')};")
-            self.lines.append(f"      loclab_atomic_{atomic}({name}_sum, block);")
-            self.lines.append("    }")
-            self.lines.append("  }")
 
     def _sharing(self) -> tuple[int, str, str]:
         """How many threads share the split loop, the scope of their combine (``lanes`` of a

@@ -26,6 +26,7 @@ from loclab.deps.analysis import Analysis
 from loclab.nest.ir import Loop
 from loclab.optimize.build import Source, _refusals, refusal
 from loclab.optimize.cuda.mapping import CopiedReads, NestMapping
+from loclab.optimize.cuda.sums import GRID_COMBINE
 from loclab.optimize.locality import array_accesses, stride
 from loclab.optimize.planner import (Context, _band_at, _options, label, privatize_step,
                                      sequential_reason, top_loops)
@@ -448,8 +449,9 @@ def _copies(program: Any, top: Loop) -> tuple[CopiedReads, ...]:
 # how the transformer's proofs are emitted: only their programs are read (the kernels are
 # written from the mappings), and Python takes every step proved (Numba has no atomic min)
 PROOF = "python"
-# the reductions of a scalar the whole grid may do (atomically, once per block)
-GRID_OPS = {"+", "-", "min", "max"}
+# the reductions of a scalar the whole grid may do (atomically, once per block), and of
+# an array element many threads may do (atomically, each update)
+GRID_OPS = set(GRID_COMBINE)
 
 
 def _grid_reduced(context: Context, grid: Sequence[Loop]) -> frozenset[str]:
