@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 
 from loclab.optimize.cuda import argument_types
 from tests.nestgen import grid_sum_nests
-from tests.test_optimize_gpu import gpu_agrees, gpu_planned, make_inputs, nvcc_compiled
+from tests.test_optimize_gpu import (KERNELS, gpu_agrees, gpu_planned, make_inputs,
+                                     nvcc_compiled)
 
 DOT = """
 def f(x, y, out, N):
@@ -91,18 +92,6 @@ def f(U, F, N, T):
                         U[i, j] = 0.25 * (U[i - 1, j] + U[i + 1, j] + U[i, j - 1]
                                           + U[i, j + 1] - F[i, j])
 """
-# a loop of many steps inside (doitgen's q): a launch per (r, q) would be tiny; one block
-MANY_STEPS = """
-def f(A, C4, total, NR, NQ, NP):
-    for r in range(NR):
-        for q in range(NQ):
-            for p in range(NP):
-                total[p] = 0.0
-                for s in range(NP):
-                    total[p] += A[r, q, s] * C4[s, p]
-            for p in range(NP):
-                A[r, q, p] = total[p]
-"""
 
 
 def emitted(source: str, **sizes: int):
@@ -159,7 +148,9 @@ def test_a_loop_of_a_few_steps_inside_a_host_loop_is_a_host_loop_too():
     assert [h.var for h in mapping.host] == ["t", "color"]
     assert [g.var for g in mapping.grid] == ["i", "j"]
     assert "for t in range(T):\n        for color in range(2):\n" in cuda.module
-    steps, _ = emitted(MANY_STEPS, NR=20, NQ=30, NP=40)
+    # a loop of many steps inside (doitgen's q): a launch per (r, q) would be tiny
+    _, steps = gpu_planned((KERNELS / "doitgen.py").read_text(), "doitgen", NR=20, NQ=30,
+                           NP=40)
     assert not any(h.var == "q" for m in steps.mappings for h in m.host)
 
 

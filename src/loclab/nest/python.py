@@ -791,6 +791,40 @@ def serves(reads: frozenset[str], node: ast.expr) -> bool:
     return not reads or ast.unparse(node) in {canonical(text) for text in reads}
 
 
+def update_increment(node: ast.AugAssign | ast.Assign) -> tuple[str, ast.expr] | None:
+    """(sign, value) of ``X[..] += v``, ``X[..] -= v``, ``X[..] = X[..] + v``, ``X[..] =
+    v + X[..]`` or ``X[..] = X[..] - v``; None for any other update."""
+    if isinstance(node, ast.AugAssign):
+        if isinstance(node.op, (ast.Add, ast.Sub)):
+            return "-" if isinstance(node.op, ast.Sub) else "", node.value
+        return None
+    target, value = ast.unparse(node.targets[0]), node.value
+    if not isinstance(value, ast.BinOp) or not isinstance(value.op, (ast.Add, ast.Sub)):
+        return None
+    if ast.unparse(value.left) == target:
+        return "-" if isinstance(value.op, ast.Sub) else "", value.right
+    if isinstance(value.op, ast.Add) and ast.unparse(value.right) == target:
+        return "", value.left
+    return None
+
+
+def update_extremum(node: ast.stmt) -> tuple[str, ast.expr] | None:
+    """(op, value) of ``X[..] = max(X[..], v)`` or ``min(v, X[..])`` (op ``max``, ``min``);
+    None for any other statement."""
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1
+            and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
+            and node.value.func.id in ("max", "min") and len(node.value.args) == 2
+            and not node.value.keywords):
+        return None
+    target = ast.unparse(node.targets[0])
+    first, second = node.value.args
+    if ast.unparse(first) == target:
+        return node.value.func.id, second
+    if ast.unparse(second) == target:
+        return node.value.func.id, first
+    return None
+
+
 def base_name(target: ast.expr) -> str:
     """The array a subscript chain indexes: ``A`` of ``A[i][j]`` ("" if not a name)."""
     while isinstance(target, ast.Subscript):

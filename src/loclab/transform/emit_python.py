@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from loclab.errors import UsageError
 from loclab.nest.expr import BoolOp, Compare, Condition, FloorDiv, MinMax, Mod, Poly, Symbol
-from loclab.nest.python import serves
+from loclab.nest.python import serves, update_increment
 from loclab.transform.buffers import BufferMarker
 from loclab.transform.code import counting_down, held_sums, render, uses
 from loclab.transform.codegen import Call, Code, For, If, Mark, Select, Value, plus
@@ -666,22 +666,17 @@ def _flatten(node: ast.expr) -> tuple[str, list[ast.expr]]:
 
 
 def _update_parts(syntax: ast.stmt, name: str) -> tuple[ast.Subscript, str]:
-    """(target, increment) of ``X[..] += v``, ``X[..] -= v`` or ``X[..] = X[..] + v``."""
-    if isinstance(syntax, ast.AugAssign) and isinstance(syntax.target, ast.Subscript):
-        text = ast.unparse(syntax.value)
-        return syntax.target, text if isinstance(syntax.op, ast.Add) else f"-({text})"
-    if isinstance(syntax, ast.Assign) and isinstance(syntax.targets[0], ast.Subscript) \
-            and isinstance(syntax.value, ast.BinOp):
-        target = syntax.targets[0]
-        left, right = syntax.value.left, syntax.value.right
-        same = ast.dump(loaded(target))
-        if ast.dump(left) == same:
-            other = ast.unparse(right)
-            return target, other if isinstance(syntax.value.op, ast.Add) else f"-({other})"
-        if ast.dump(right) == same and isinstance(syntax.value.op, ast.Add):
-            return target, ast.unparse(left)
-    raise UsageError(f"--emit numba: cannot read {ast.unparse(syntax)} as an update of "
-                     f"{name}")
+    """(target, increment) of ``X[..] += v``, ``X[..] -= v`` or ``X[..] = X[..] + v``
+    (``nest.python.update_increment``)."""
+    target = syntax.target if isinstance(syntax, ast.AugAssign) else \
+        syntax.targets[0] if isinstance(syntax, ast.Assign) else None
+    increment = update_increment(syntax) if isinstance(target, ast.Subscript) else None
+    if increment is None:
+        raise UsageError(f"--emit numba: cannot read {ast.unparse(syntax)} as an update of "
+                         f"{name}")
+    sign, value = increment
+    text = ast.unparse(value)
+    return target, f"-({text})" if sign else text
 
 
 def loaded(node: ast.expr) -> ast.expr:

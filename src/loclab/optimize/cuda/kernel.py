@@ -26,13 +26,13 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from loclab.nest.ir import Loop
+from loclab.nest.python import update_extremum, update_increment
 from loclab.optimize.cuda import sums
 from loclab.optimize.cuda.mapping import AXES, WARP, Config, NestMapping
 from loclab.optimize.cuda.mma import (LANE_NAMES, MMA_K, MmaLayout, Product, layout_for,
                                       product, shared_pad)
 from loclab.transform.cuda_syntax import (COMBINE, Translator, Typing, c_type, join,
-                                          subscript_parts, update_extremum,
-                                          update_increment)
+                                          subscript_parts)
 
 # A split loop's reductions: what lanes other than the first start from, and how the lanes'
 # results combine (a difference accumulates negated terms: its parts add up).
@@ -905,18 +905,19 @@ class KernelWriter:
                 stage = self._stage_of(name, forms, var, grid, start, x_var)
                 if stage is not None and (not fit or self._fits(stage)):
                     self._add_stage(replace(stage, at=(loop.lineno, loop.col_offset)), names)
-            for name, form in self._storable(loop, body, locals_).items():
+            for name, form in self._storable(loop, body).items():
                 stage = self._stage_of(name, [form], var, grid, start, x_var, writes=True)
                 if stage is not None and (not fit or self._fits(stage)):
                     self._add_stage(replace(stage, at=(loop.lineno, loop.col_offset)), names)
 
-    def _storable(self, loop: ast.For, body: Sequence[ast.stmt], locals_: set[str]
+    def _storable(self, loop: ast.For, body: Sequence[ast.stmt]
                   ) -> dict[str, tuple[_Offset | None, ...]]:
-        """The arrays whose stores in ``loop`` may go through a tile (``write_stages``):
-        none where threads share iterations (split loops: one thread writes) or where the
-        loop's bounds move with the grid loops (each copy's own range: no whole tile)."""
+        """The arrays whose stores in ``loop`` (one of ``_stageable_loops``) may go through a
+        tile (``write_stages``): none where threads share iterations (split loops: one
+        thread writes) or where the loop runs over a hull (each copy its own range: no
+        whole tile)."""
         if self._sharing()[0] != 1 or self.mapping.block_splits \
-                or _names([loop.iter]) & ({g.var for g in self.mapping.grid} | locals_):
+                or self._hull(loop) is not None:
             return {}
         return {name: form for name, form in write_stages(loop, body).items()
                 if name not in self.mapping.atomics}

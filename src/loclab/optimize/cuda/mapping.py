@@ -86,7 +86,7 @@ class NestMapping:
     # a barrier after it (a triangular solve's row sum, between rows)
     block_splits: tuple[tuple[Loop, tuple[tuple[str, str], ...]], ...] = ()
     # scalars the whole grid reduces ((name, op); ``plan.GRID_OPS``): each thread's share in
-    # a register, each warp's combined by shuffles and added atomically to one device copy
+    # a register, each block's combined and added atomically to one device copy (``sums``)
     sums: tuple[tuple[str, str], ...] = ()
 
     def statements(self) -> list[Statement]:

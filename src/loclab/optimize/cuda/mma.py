@@ -25,7 +25,7 @@ import ast
 from dataclasses import dataclass
 
 from loclab.optimize.cuda.mapping import Config, NestMapping
-from loclab.transform.cuda_syntax import update_increment
+from loclab.nest.python import update_increment
 
 MMA_K = 4  # the k extent of one instruction (m16n8k4)
 # The lane's place, from the block's flat thread index ``tid``: its warp, its group of four

@@ -9,8 +9,9 @@ each thread keeps its scalars in registers: they must be private to one grid ite
 ``permute`` to the order and ``parallel`` of each grid loop: then no dependence crosses two
 threads. A scalar the whole grid reduces (``total += ...``, ``err = max(err, ...)``: a
 reduction of the outermost grid loop, not privatized) is summed by each thread in a register,
-by each warp with shuffles, and into one device copy atomically (``NestMapping.sums``); array
-elements updated with ``+`` from many iterations (a generalized reduction) get atomic adds.
+by each block with shuffles and shared memory, and into one device copy atomically
+(``NestMapping.sums``, ``cuda.sums``); array elements updated with ``+``, ``-``, ``min`` or
+``max`` from many iterations (a generalized reduction) get atomic updates.
 Other reductions across the grid are refused. A nest with no such grid runs in one thread, as
 written, with the dependences that keep each loop sequential as the reason.
 """
@@ -375,9 +376,9 @@ def host_nests(source: Source, context: Context, loops: dict[int, Any], top: Loo
 
     private = assigned([m.node for m, _, _ in found]) - {name for m, _, _ in found
                                                         for name, _ in m.sums}
-    read = {n.id for node in syntax if not isinstance(node, ast.For)
-            for n in ast.walk(node) if isinstance(n, ast.Name)}
-    if read & private:  # a thread's own value: the host cannot read it
+    named = {n.id for node in syntax if not isinstance(node, ast.For)
+             for n in ast.walk(node) if isinstance(n, ast.Name)}
+    if named & private:  # a thread's own value: the host can neither read nor set it
         return None
     # with the host's statements between them, every nest a grid (else one block runs
     # the whole loop, barriers between its parts: no launches per iteration)

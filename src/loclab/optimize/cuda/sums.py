@@ -16,11 +16,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from loclab.optimize.cuda.mapping import WARP
 from loclab.transform.cuda_syntax import COMBINE, Typing, c_type
 
-# each operator a grid may reduce a scalar with: how two shares combine (``COMBINE``)
+# each operator a grid may reduce a scalar with: how two shares combine (``COMBINE``), and
+# the atomic that adds a block's result (``loclab_atomic_add``, ``_min``, ``_max``)
 GRID_COMBINE = {"+": "add", "-": "add", "min": "min", "max": "max"}
-WARP = 32
 FLAT = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
 
 Sums = Sequence[tuple[str, str]]  # (name, operator)
@@ -72,9 +73,8 @@ def combined(sums: Sums, typing: Typing, threads: int) -> list[str]:
     for name, op in sums:
         combine = GRID_COMBINE[op]
         kind = c_type(sum_type(typing, name))
-        atomic = combine
         if threads % WARP:
-            lines.append(f"  loclab_atomic_{atomic}({name}_sum, {name}_part);")
+            lines.append(f"  loclab_atomic_{combine}({name}_sum, {name}_part);")
             continue
         lines += ["  {",
                   f"    __shared__ {kind} warps[32];",
@@ -85,7 +85,7 @@ def combined(sums: Sums, typing: Typing, threads: int) -> list[str]:
                   f"      {kind} block = warps[0];",
                   f"      for (int w = 1; w < {threads // WARP}; ++w) "
                   f"block = {COMBINE[combine].format('block', 'warps[w]')};",
-                  f"      loclab_atomic_{atomic}({name}_sum, block);",
+                  f"      loclab_atomic_{combine}({name}_sum, block);",
                   "    }",
                   "  }"]
     return lines
