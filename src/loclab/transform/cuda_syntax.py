@@ -126,6 +126,19 @@ __device__ __forceinline__ void loclab_atomic_add(unsigned long long* p, long lo
   v = part[0];
   for (int w = 1; w < (int)(blockDim.x >> 5); ++w) v = {combine.format("v", "part[w]")};
   return v; }}
+""" for name, combine in COMBINE.items()) + """\
+template <int W> __device__ __forceinline__ unsigned loclab_group_mask() {
+  const unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  return (0xffffffffu >> (32 - W)) << (t & 31u & ~(unsigned)(W - 1)); }
+""" + "".join(
+    # A group of W lanes of a warp (W a power of two below 32, the block's x extent: a short
+    # loop split by fewer lanes than a warp, several grid iterations a warp): shuffles among
+    # the group's lanes alone, whose mask lets the warp's other groups be elsewhere (a grid
+    # iteration past the end).
+    f"""template <int W, typename T> __device__ __forceinline__ T loclab_group_{name}(T v) {{
+  const unsigned mask = loclab_group_mask<W>();
+  for (int o = W / 2; o > 0; o >>= 1) v = {combine.format("v", "__shfl_xor_sync(mask, v, o)")};
+  return v; }}
 """ for name, combine in COMBINE.items())
 
 

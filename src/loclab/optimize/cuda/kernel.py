@@ -27,7 +27,7 @@ import numpy as np
 
 from loclab.nest.ir import Loop
 from loclab.nest.python import update_extremum, update_increment
-from loclab.optimize.cuda import sums
+from loclab.optimize.cuda import chunks, sums
 from loclab.optimize.cuda.mapping import AXES, WARP, Config, NestMapping
 from loclab.optimize.cuda.mma import (LANE_NAMES, MMA_K, MmaLayout, Product, layout_for,
                                       product, shared_pad)
@@ -94,6 +94,10 @@ class Kernel:
     rows: int = 1  # threads along y per grid iteration (a row split)
     tensor_cores: bool = False  # a product's strips run as mma.sync (``cuda.mma``)
     sums: tuple[tuple[str, str, str], ...] = ()
+    # blocks sharing a grid iteration's split loop (``cuda.chunks``), and the NumPy type of
+    # each of its reductions' parts
+    chunks: int = 1
+    parts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -174,6 +178,7 @@ class KernelWriter:
     storing: set[str] = field(default_factory=set)
     whole_block: bool = False  # writing the branch of blocks whose every iteration is valid
     copy_count: int = 1  # the thread's grid iterations (the copies of its code)
+    chunks: int = 1  # blocks sharing a grid iteration's split loop (``cuda.chunks``)
     strip: int = 0  # the strip tiles are staged in (the config's, or smaller to fit)
     hoisting: dict[str, tuple[str, str]] | None = None  # staged reads held in registers
     redirected: dict[int, str] = field(default_factory=dict)  # reads of copies, by node id
@@ -218,6 +223,7 @@ class KernelWriter:
             self.typing.scalars[name] = value_type
         copies = self._copies(grid_vars, locals_)
         self.copy_count = len(copies)
+        self.chunks = self.config.chunks if self._shareable(body) else 1
         self.redirected = _redirected(body, self.mapping)
         arrays = sorted(_arrays(body) | _shape_arrays(body, self.mapping)
                         | set(self.redirected.values()))
@@ -244,6 +250,8 @@ class KernelWriter:
         params += [f"const {c_type(self.typing.scalars[s])} {s}" for s in scalars]
         params += [f"const {c_type(self.typing.scalars[s])} {s}_in" for s in entering]
         params += sums.parameters(self.mapping.sums, self.typing)
+        if self.chunks > 1:
+            params += chunks.parameters([c_type(k) for k in self._part_types()])
         for axis in axes:
             params += [f"const {ix} first_{axis.var}", f"const {ix} count_{axis.var}"]
         threads = self.config.threads if self.mapping.threads_share else 1
@@ -321,12 +329,34 @@ class KernelWriter:
                       self.config.lanes if self.mapping.threads_share else 1,
                       self.config.rows if self.mapping.grid else 1, self.used_mma,
                       tuple((name, op, sums.sum_type(self.typing, name).name)
-                            for name, op in self.mapping.sums))
+                            for name, op in self.mapping.sums),
+                      self.chunks,
+                      tuple(k.name for k in self._part_types()) if self.chunks > 1 else ())
+
+    def _shareable(self, body: Sequence[ast.stmt]) -> bool:
+        """Whether several blocks may share the grid iteration's split loop
+        (``cuda.chunks``): a block per iteration, the loop directly in its body and once,
+        no array written before it (every block runs what precedes it), no grid sum."""
+        mapping = self.mapping
+        if self.config.chunks <= 1 or mapping.split is None or mapping.split_rows \
+                or self.config.lanes <= WARP or mapping.sums or mapping.block_splits \
+                or self.copy_count != 1:
+            return False
+        places = [k for k, node in enumerate(body) if self._is_split(node)]
+        return len(places) == 1 and not written_arrays(body[:places[0]]) and not any(
+            self._is_split(node) for top in body[places[0] + 1:] for node in ast.walk(top))
+
+    def _part_types(self) -> list[np.dtype]:
+        """The types of the split loop's reductions, as the kernel holds them."""
+        return [np.dtype(self.typing.arrays[name] if name in self.typing.arrays
+                         else self.typing.scalars.get(name, self.typing.compute))
+                for name, _ in self.mapping.reductions]
 
     def _sharing(self) -> tuple[int, str, str]:
         """How many threads share the split loop, the scope of their combine (``lanes`` of a
-        warp, ``block``: a block's lanes, ``rows``: a block's rows) and the one of them
-        that writes what the grid iteration writes outside the loop; (1, "", ""): none."""
+        warp, ``group``: fewer lanes of a warp, ``block``: a block's lanes, ``rows``: a
+        block's rows) and the one of them that writes what the grid iteration writes outside
+        the loop; (1, "", ""): none."""
         if self.mapping.block_splits:
             return self.config.lanes, "block", "threadIdx.x == 0"
         if self.mapping.split is None:
@@ -336,7 +366,8 @@ class KernelWriter:
                 else (1, "", "")
         if self.config.lanes <= 1:
             return 1, "", ""
-        return self.config.lanes, "lanes" if self.config.lanes == WARP else "block", \
+        lanes = self.config.lanes
+        return lanes, "lanes" if lanes == WARP else "group" if lanes < WARP else "block", \
             "threadIdx.x == 0"
 
     def _is_split(self, node: ast.stmt) -> bool:
@@ -405,9 +436,20 @@ class KernelWriter:
             self.block(body, copies, depth, guarded)
             return
         pad = "  " * depth
-        barrier = "__syncwarp();" if scope == "lanes" else "__syncthreads();"
+        barrier = {"lanes": "__syncwarp();",
+                   "group": f"__syncwarp(loclab_group_mask<{threads}>());"}.get(
+                       scope, "__syncthreads();")
         before = True
+        opened = False
         for node in body:
+            if self._is_split(node) and self.chunks > 1:  # (``cuda.chunks``)
+                self.lines.append(f"{pad}bool {chunks.LAST};")
+                self.statement(node, copies, depth, guarded)
+                if node is not body[-1]:  # the rest of the iteration: the last block's
+                    self.lines.append(f"{pad}if ({chunks.LAST}) {{")
+                    depth, pad, opened = depth + 1, pad + "  ", True
+                before = False
+                continue
             if self._is_split(node) or not written_arrays([node]):
                 self.statement(node, copies, depth, guarded)
                 before = before and not self._is_split(node)
@@ -417,6 +459,8 @@ class KernelWriter:
             self.lines.append(f"{pad}}}")
             if before:
                 self.lines.append(f"{pad}{barrier}")
+        if opened:
+            self.lines.append(f"{pad[:-2]}}}")
 
     # -- grid ---------------------------------------------------------------------------------
     def _axes(self) -> list[GridAxis]:
@@ -631,7 +675,10 @@ class KernelWriter:
         promoted, copies = self._promote(node, copies, depth, guarded, runs)
         if self._is_split(node):
             self._split(node, copies, depth, guarded, low, high)
-            self._store(promoted, before, copies, depth, guarded, runs, self._sharing()[2])
+            lead = self._sharing()[2]
+            if self.chunks > 1:  # the last block alone holds the whole (``cuda.chunks``)
+                lead = f"{lead} && {chunks.LAST}"
+            self._store(promoted, before, copies, depth, guarded, runs, lead)
             return
         inner, inner_guarded, first, bound = copies, guarded, low, high
         if hull is not None:
@@ -739,19 +786,34 @@ class KernelWriter:
         place = "threadIdx.y" if scope == "rows" else "threadIdx.x"
         targets = [(copy_.registers.get(name) or copy_.rename.get(name, name), name, op)
                    for copy_ in copies for name, op in self._split_reductions(node) or ()]
-        for target, name, op in targets:
+        kinds = [c_type(self.typing.arrays[name] if name in self.typing.arrays
+                        else self.typing.scalars.get(name, self.typing.compute))
+                 for _, name, _ in targets]
+        first, start, stride = f"{place} != 0", f"({low}) + {place}", str(threads)
+        if self.chunks > 1:  # block c's share starts c * threads along (``cuda.chunks``)
+            first = f"{first} || blockIdx.x != 0"
+            start = f"{start} + ({self.index_type})blockIdx.x * {threads}"
+            stride = f"{threads} * ({self.index_type})gridDim.x"
+        for (target, _, op), kind in zip(targets, kinds):
             identity = LANE_IDENTITY.get(op)
             if identity is not None:
-                kind = c_type(self.typing.arrays[name] if name in self.typing.arrays
-                              else self.typing.scalars.get(name, self.typing.compute))
-                self.lines.append(f"{pad}if ({place} != 0) {target} = ({kind}){identity};")
+                self.lines.append(f"{pad}if ({first}) {target} = ({kind}){identity};")
         self.lines.append(f"{pad}#pragma unroll 4")
-        self.lines.append(f"{pad}for ({var} = ({low}) + {place}; {var} < ({high}); "
-                          f"{var} += {threads}) {{")
+        self.lines.append(f"{pad}for ({var} = {start}; {var} < ({high}); "
+                          f"{var} += {stride}) {{")
         self.block(node.body, copies, depth + 1, guarded)
         self.lines.append(f"{pad}}}")
         for target, _, op in targets:
-            self.lines.append(f"{pad}{target} = loclab_{scope}_{LANE_COMBINE[op]}({target});")
+            width = f"<{threads}>" if scope == "group" else ""
+            self.lines.append(f"{pad}{target} = "
+                              f"loclab_{scope}_{LANE_COMBINE[op]}{width}({target});")
+        if self.chunks > 1:
+            counts = [(f"t_{g.var}", f"count_{g.var}") for g in self.mapping.grid]
+            self.lines.append(f"{pad}const {self.index_type} {chunks.ITERATION} = "
+                              f"{chunks.iteration(counts)};")
+            self.lines += chunks.combined(
+                [(target, kind, LANE_COMBINE[op])
+                 for (target, _, op), kind in zip(targets, kinds)], pad)
 
     def _hoisted_block(self, body: Sequence[ast.stmt], copies: list[_Copy], depth: int,
                        guarded: bool) -> None:

@@ -36,6 +36,16 @@ BLOCK_LIMITS = (1024, 1024, 64)  # CUDA's most threads of a block along x, y and
 # least ROW_ITERATIONS iterations of the loop
 FILL_THREADS = 1 << 17
 ROW_ITERATIONS = 8
+# A loop split by a warp's lanes with fewer than LANE_ITERATIONS iterations a lane is split
+# by fewer lanes (16, 8, 4: several grid iterations a warp): a tall matvec's 64 columns on
+# 32 lanes give each lane two loads before the shuffles, too few in flight to stream
+GROUP_LANES = (4, 8, 16)
+LANE_ITERATIONS = 4
+# A grid of few iterations, a block each (a short, wide matvec's 64 rows): each iteration's
+# split loop is shared by several blocks (``Config.chunks``) until the grid has this many
+# threads (an H200's 132 SMs hold 270,336: about two waves), each thread running at least
+# ROW_ITERATIONS iterations of the loop
+CHUNK_THREADS = 1 << 19
 
 
 @dataclass(frozen=True)
@@ -124,6 +134,9 @@ class Config:
     lanes: int = 1  # threads along x per grid iteration (a warp where a loop is split)
     rows: int = 1  # threads along y per grid iteration (the block's rows split a loop)
     mma: bool = True
+    # blocks sharing a grid iteration's split loop (a block per iteration, ``lanes`` above a
+    # warp): each reduces its part, the last to finish combines the parts in block order
+    chunks: int = 1
 
     @property
     def threads(self) -> int:
@@ -135,7 +148,7 @@ class Config:
     def to_json(self) -> dict[str, object]:
         return {"block": list(self.block), "tile": list(self.tile), "stage": self.stage,
                 "strip": self.strip, "lanes": self.lanes, "rows": self.rows,
-                "mma": self.mma}
+                "mma": self.mma, "chunks": self.chunks}
 
     def text(self) -> str:
         if not self.block and self.lanes > 1:
@@ -143,9 +156,11 @@ class Config:
         if self.rows > 1:
             return f"block {self.block[0]} x {self.rows} rows sharing the loop inside"
         if self.lanes > WARP:
-            return f"a block of {self.lanes} threads per iteration"
+            shared = f", {self.chunks} blocks sharing its loop" if self.chunks > 1 else ""
+            return f"a block of {self.lanes} threads per iteration{shared}"
         if self.lanes > 1:
-            return (f"a warp per iteration, {'x'.join(map(str, self.block))} "
+            lanes = "a warp" if self.lanes == WARP else f"{self.lanes} lanes"
+            return (f"{lanes} per iteration, {'x'.join(map(str, self.block))} "
                     "iterations a block")
         return (f"block {'x'.join(map(str, self.block)) or '1'}, "
                 f"{'x'.join(map(str, self.tile)) or '1'} per thread, "
@@ -232,8 +247,14 @@ def fit_to_extents(mapping: NestMapping, config: Config,
         return _rows_to_fill(mapping, config, extents)
     if config.lanes > 1:  # a split loop: a block's lanes where a warp's would leave it idle
         extent = extents.get(mapping.grid[0].var)
-        return _per_block(config) if extent is not None and extent < FEW_ITERATIONS \
-            else config
+        if extent is not None and extent < FEW_ITERATIONS:
+            return _shared_by_blocks(mapping, _per_block(config), extents)
+        split = extents.get(mapping.split.var) if mapping.split is not None else None
+        lanes = config.lanes
+        while split is not None and lanes > GROUP_LANES[0] \
+                and split < lanes * LANE_ITERATIONS:
+            lanes //= 2
+        return _with_lanes(config, lanes)
     block, tile = list(config.block), list(config.tile)
     for index, loop in enumerate(mapping.grid):
         extent = extents.get(loop.var)
@@ -271,6 +292,28 @@ def _rows_to_fill(mapping: NestMapping, config: Config,
     return replace(config, rows=rows)
 
 
+def _with_lanes(config: Config, lanes: int) -> Config:
+    """A split loop's config with ``lanes`` lanes a grid iteration (at most a warp), the
+    block's threads kept by more grid iterations a block."""
+    first = max(1, config.block[0] * config.lanes // lanes)
+    return replace(config, block=(first,) + config.block[1:], lanes=lanes)
+
+
+def _shared_by_blocks(mapping: NestMapping, config: Config,
+                      extents: Mapping[str, int]) -> Config:
+    """A block-per-iteration config whose split loop enough blocks share to fill the GPU
+    (``CHUNK_THREADS``), each thread left at least ``ROW_ITERATIONS`` iterations of it."""
+    iterations = 1
+    for loop in mapping.grid:
+        iterations *= extents.get(loop.var, FEW_ITERATIONS)
+    split = extents.get(mapping.split.var) if mapping.split is not None else None
+    chunks = 1
+    while split is not None and iterations * chunks * config.lanes < CHUNK_THREADS \
+            and split >= config.lanes * ROW_ITERATIONS * chunks * 2:
+        chunks *= 2
+    return replace(config, chunks=chunks)
+
+
 def _per_block(config: Config) -> Config:
     """A split loop's config with a block of ``BLOCK_LANES`` threads per grid iteration."""
     return replace(config, block=(1,) * len(config.block), lanes=BLOCK_LANES)
@@ -294,12 +337,17 @@ def neighbours(mapping: NestMapping, config: Config) -> list[Config]:
                                 (config.block[0] // 2, config.rows))
                 if 16 <= x and rows >= 1 and x * rows <= BLOCK_LANES]
     if mapping.split is not None:
-        if config.lanes > WARP:  # a block per iteration: back to warps, or fewer lanes
+        if config.lanes > WARP:  # a block per iteration: back to warps, fewer lanes, the
+            # blocks sharing an iteration doubled or halved
             return [default_config(mapping, reuse=False),
                     *(replace(config, lanes=lanes) for lanes in (256, 512, 1024)
-                      if lanes != config.lanes)]
+                      if lanes != config.lanes),
+                    *(replace(config, chunks=chunks)
+                      for chunks in (config.chunks * 2, config.chunks // 2) if chunks >= 1)]
         return [*(replace(config, block=(b,) + config.block[1:]) for b in (2, 4, 16, 32)
                   if b != config.block[0]),
+                *(_with_lanes(config, lanes) for lanes in (*GROUP_LANES, WARP)
+                  if lanes != config.lanes),
                 _per_block(config)]
     out: list[Config] = []
     count = len(mapping.grid)

@@ -21,6 +21,7 @@ import numpy as np
 from loclab.errors import UsageError
 from loclab.nest.ir import Loop
 from loclab.nest.python import is_allocation
+from loclab.optimize.cuda import chunks
 from loclab.optimize.cuda.kernel import ROW_HELPERS, Kernel, KernelWriter, assigned
 from loclab.optimize.cuda.mapping import Config, NestMapping
 from loclab.optimize.cuda.mma import MMA_HELPER
@@ -318,6 +319,9 @@ def _launch(kernel: Kernel, names: LauncherNames) -> str:
     args += [f"{ix}({size})" for size in kernel.sizes]
     args += [f"_{s}_type({s})" for s in kernel.scalars]
     args += [f"{name}_sum" for name, _, _ in kernel.sums]
+    if kernel.chunks > 1:  # blocks sharing each grid iteration along x (``cuda.chunks``)
+        grid[0] = str(kernel.chunks)
+        args += chunks.arguments(len(kernel.parts))
     for axis in kernel.axes:
         args += [f"{ix}(first_{axis.var})", f"{ix}(count_{axis.var})"]
     empty = " or ".join(f"count_{a.var} <= 0" for a in kernel.axes) or "False"
@@ -325,6 +329,9 @@ def _launch(kernel: Kernel, names: LauncherNames) -> str:
     # a scalar the grid reduces: one copy on the GPU, from its value, read back after
     lines += [f"    {name}_sum = cp.full(1, {name}, dtype=np.{dtype})"
               for name, _, dtype in kernel.sums]
+    if kernel.chunks > 1:
+        lines += chunks.allocations(kernel.parts, [f"count_{a.var}" for a in kernel.axes],
+                                    kernel.chunks, "    ")
     lines.append(f"    _kernel({kernel.name!r}, {names.index})(")
     lines.append(f"        ({', '.join(grid)}),")
     lines.append(f"        ({', '.join(block)}),")

@@ -1,0 +1,155 @@
+"""A loop split across threads, fitted to the shape of what it reduces: short rows (a tall
+matvec's 64 columns) by groups of 4, 8 or 16 lanes, several rows a warp, each group's
+shuffles masked to its own lanes (``loclab_group_*``); few long rows (a wide matvec's 64)
+by several blocks each, the last block to finish combining the parts in block order
+(``cuda.chunks``). Written (compiled by nvcc where installed) and, on a GPU, against the
+original: rows past the end of a warp's groups, several reductions, an element kept in a
+register, repeated calls (the blocks' counts are left at zero for the next launch)."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from loclab.optimize.cuda import argument_types
+from loclab.optimize.cuda.mapping import BLOCK_LANES, neighbours
+from tests.test_optimize_gpu import CASES, gpu_agrees, gpu_planned, make_inputs, nvcc_compiled
+
+MATVEC = (CASES / "matvec" / "nest.py").read_text()
+ROW_STATS = """
+def f(A, hi, total, N, M):
+    for i in range(N):
+        s = 0.0
+        m = -1e30
+        for j in range(M):
+            s += A[i, j]
+            m = max(m, A[i, j])
+        total[i] = s
+        hi[i] = m
+"""
+ROW_UPDATE = """
+def f(A, x, y, N, M):
+    for i in range(N):
+        for j in range(M):
+            y[i] -= A[i, j] * x[j]
+"""
+SHORT_ROWS = """
+def f(A, out, N, M):
+    for i in range(N):
+        s = 0.0
+        for j in range(M):
+            s += A[i, j] * 2.0
+        out[i] = s * s
+"""
+# every block would run the store before the loop: the loop stays one block's
+STORE_FIRST = """
+def f(A, out, seen, N, M):
+    for i in range(N):
+        seen[i] = 1.0
+        s = 0.0
+        for j in range(M):
+            s += A[i, j]
+        out[i] = s
+"""
+
+
+def emitted(source: str, function: str = "f", chunks: int | None = None, **sizes: int):
+    found, mapped = gpu_planned(source, function, **sizes)
+    inputs = make_inputs(found.as_written.program, found.sizes)
+    configs = mapped.default_configs()
+    if chunks is not None:
+        configs = [replace(c, chunks=chunks) for c in configs]
+    return mapped, configs, mapped.emit(*argument_types(inputs, list(sizes)), configs)
+
+
+def compiles(cuda, tmp_path) -> None:
+    if shutil.which("nvcc"):
+        run = nvcc_compiled(cuda, tmp_path)
+        assert run.returncode == 0, run.stderr
+
+
+def test_short_rows_are_split_by_groups_of_lanes_several_rows_a_warp(tmp_path):
+    mapped, (config,), cuda = emitted(MATVEC, "matvec", rows=4096, cols=64)
+    assert config.lanes == 16 and config.threads == 256
+    assert config.text() == "16 lanes per iteration, 16 iterations a block"
+    assert "s = loclab_group_add<16>(s);" in cuda.source and "(16, 16, 1)" in cuda.module
+    lanes = {n.lanes for n in neighbours(mapped.mappings[0], config)}
+    assert {8, 32, BLOCK_LANES} <= lanes
+    compiles(cuda, tmp_path)
+    _, (few,), _ = emitted(SHORT_ROWS, N=3001, M=20)
+    assert few.lanes == 4 and few.threads == 256
+    _, (long_rows,), _ = emitted(MATVEC, "matvec", rows=4096, cols=4096)
+    assert long_rows.lanes == 32
+
+
+def test_few_long_rows_are_shared_by_several_blocks(tmp_path):
+    mapped, (config,), cuda = emitted(MATVEC, "matvec", rows=64, cols=1 << 22)
+    assert config.lanes == BLOCK_LANES and config.chunks == 8
+    assert config.text() == "a block of 1024 threads per iteration, 8 blocks sharing its loop"
+    (kernel,) = cuda.kernels
+    assert kernel.chunks == 8 and kernel.parts == ("float64",)
+    assert "j += 1024 * (I)gridDim.x" in kernel.text
+    assert "atomicAdd(&loclab_arrived[loclab_iteration], 1)" in kernel.text
+    assert "loclab_parts0 = cp.empty(8 * count_i, dtype=np.float64)" in cuda.module
+    assert "(8, min(max(1, -(-count_i // 1)), 65535), 1)" in cuda.module
+    assert {n.chunks for n in neighbours(mapped.mappings[0], config)} >= {4, 16}
+    compiles(cuda, tmp_path)
+    # short rows leave each thread too few iterations to share: one block a row
+    _, (short,), _ = emitted(MATVEC, "matvec", rows=64, cols=4096)
+    assert short.chunks == 1
+
+
+def test_several_reductions_and_a_kept_element_are_shared_by_blocks(tmp_path):
+    _, _, cuda = emitted(ROW_STATS, chunks=3, N=5, M=5000)
+    (kernel,) = cuda.kernels
+    assert kernel.parts == ("float64", "float64")
+    assert "loclab_all1 = loclab_max(loclab_all1" in kernel.text
+    assert "if (loclab_last) {" in kernel.text  # the stores after the loop: the last block's
+    compiles(cuda, tmp_path)
+    _, _, cuda = emitted(ROW_UPDATE, chunks=3, N=7, M=5000)
+    assert "threadIdx.x == 0 && loclab_last) y[i] = r_y_0;" in cuda.kernels[0].text
+    compiles(cuda, tmp_path)
+
+
+def test_a_loop_after_a_store_every_block_would_repeat_is_not_shared():
+    _, (config,), cuda = emitted(STORE_FIRST, chunks=4, N=5, M=5000)
+    assert config.chunks == 4 and cuda.kernels[0].chunks == 1
+    assert "loclab_arrived" not in cuda.source
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("source,sizes,config", [
+    (SHORT_ROWS, {"N": 3001, "M": 20}, {"block": (64,), "lanes": 4}),
+    (SHORT_ROWS, {"N": 1001, "M": 37}, {"block": (32,), "lanes": 8}),
+    (SHORT_ROWS, {"N": 999, "M": 64}, {"block": (16,), "lanes": 16}),
+    (ROW_STATS, {"N": 333, "M": 13}, {"block": (32,), "lanes": 8}),
+    (ROW_UPDATE, {"N": 77, "M": 50}, {"block": (16,), "lanes": 16}),
+    (ROW_STATS, {"N": 5, "M": 5000}, {"block": (1,), "lanes": 1024, "chunks": 3}),
+    (ROW_STATS, {"N": 3, "M": 100003}, {"block": (1,), "lanes": 256, "chunks": 8}),
+    (ROW_UPDATE, {"N": 7, "M": 5001}, {"block": (1,), "lanes": 512, "chunks": 4}),
+    (SHORT_ROWS, {"N": 2, "M": 700}, {"block": (1,), "lanes": 1024, "chunks": 16}),
+    (STORE_FIRST, {"N": 5, "M": 5000}, {"block": (1,), "lanes": 1024, "chunks": 4}),
+])
+def test_rows_split_by_groups_or_blocks_agree_with_the_original(source, sizes, config):
+    gpu_agrees(source, sizes, config)
+
+
+@pytest.mark.gpu
+def test_blocks_sharing_rows_agree_again_on_the_next_call():
+    import cupy as cp
+
+    found, mapped = gpu_planned(MATVEC, "matvec", rows=64, cols=1 << 16)
+    inputs = make_inputs(found.as_written.program, found.sizes)
+    (config,) = mapped.default_configs()
+    config = replace(config, chunks=8)
+    function = mapped.emit(*argument_types(inputs, list(found.sizes)), [config]).compile()
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        a = rng.random((64, 1 << 16))
+        x = rng.random(1 << 16)
+        y = cp.full(64, np.nan)
+        function(cp.asarray(a), cp.asarray(x), y, 64, 1 << 16)
+        assert np.allclose(cp.asnumpy(y), a @ x, rtol=1e-9)
