@@ -67,6 +67,10 @@ template <typename A, typename B> __device__ __forceinline__ A loclab_min(A a, B
 template <typename A, typename B> __device__ __forceinline__ A loclab_max(A a, B b) {
   return a < b ? (A)b : a; }
 template <typename A> __device__ __forceinline__ A loclab_abs(A a) { return a < 0 ? -a : a; }
+// floats: the sign bit cleared, a free operand modifier where the value is used (a compare
+// and a select fewer per use), and abs(-0.0) is +0.0 as in Python
+__device__ __forceinline__ float loclab_abs(float a) { return fabsf(a); }
+__device__ __forceinline__ double loclab_abs(double a) { return fabs(a); }
 template <typename T> __device__ __forceinline__ T loclab_lanes_add(T v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o); return v; }
 template <typename T> __device__ __forceinline__ T loclab_lanes_mul(T v) {

@@ -236,6 +236,8 @@ class KernelWriter:
         summed = sums.from_identity(self.mapping.sums)
         entering = sorted(n for n in self.live_in if n in locals_ and n in used
                           and n not in summed)
+        indexes = index_locals(body, self.typing.integers, locals_ - set(entering) - {
+            name for name, _ in (*self.mapping.sums, *self.mapping.reductions)})
         read_only = {a for a in arrays if a not in written_arrays(body)}
         axes = self._axes()
         self.lines = []
@@ -284,7 +286,8 @@ class KernelWriter:
                 kind = self.typing.scalars.get(name, self.typing.compute)
                 start = f" = {name}_in" if name in entering else \
                     f" = ({c_type(kind)})0" if name in summed else ""
-                out.append(f"{'  ' * depth}{c_type(kind)} {copy_.rename.get(name, name)}"
+                declared = ix if name in indexes else c_type(kind)
+                out.append(f"{'  ' * depth}{declared} {copy_.rename.get(name, name)}"
                            f"{start};")
         whole = [stage for stage in self.staged.values() if not stage.along]
         if whole:  # tiles of the whole body: loaded once per block, before it
@@ -1529,6 +1532,46 @@ def assigned(body: Sequence[ast.stmt]) -> set[str]:
                                                                              ast.Name):
             out.add(node.target.id)
     return out
+
+
+def index_locals(body: Sequence[ast.stmt], integers: set[str], locals_: set[str]) -> set[str]:
+    """The locals every assignment of which is a loop variable, a size, a constant of 32
+    bits or another such local (an arg-min's ``best_j = j``, ``best_j = -1``): they hold
+    indices, so the kernel declares them in its index type (32 bits where the launch's
+    sizes allow), not as Python's 64-bit integers (a 64-bit select a pair cost nearest
+    neighbour's inner loop an instruction); arithmetic on them is widened as on any
+    integer."""
+    values: dict[str, list[ast.expr | None]] = {}
+    for node in _walk(body):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                for name in _names([target]) if not isinstance(target, ast.Subscript) else ():
+                    values.setdefault(name, []).append(
+                        node.value if isinstance(target, ast.Name) else None)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) \
+                and isinstance(node.target, ast.Name):
+            values.setdefault(node.target.id, []).append(None)
+        elif isinstance(node, ast.For):
+            for name in _names([node.target]):
+                values.setdefault(name, []).append(None)
+    found = {name for name in locals_ if values.get(name)}
+    changed = True
+    while changed:
+        changed = False
+        for name in sorted(found):
+            if not all(_an_index(value, integers | found) for value in values[name]):
+                found.discard(name)
+                changed = True
+    return found
+
+
+def _an_index(value: ast.expr | None, indexes: set[str]) -> bool:
+    if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub):
+        value = value.operand
+    if isinstance(value, ast.Name):
+        return value.id in indexes
+    return isinstance(value, ast.Constant) and type(value.value) is int \
+        and abs(value.value) < 2**31
 
 
 def _loop_vars(body: Sequence[ast.stmt]) -> set[str]:

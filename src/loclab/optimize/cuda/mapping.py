@@ -46,6 +46,7 @@ LANE_ITERATIONS = 4
 # threads (an H200's 132 SMs hold 270,336: about two waves), each thread running at least
 # ROW_ITERATIONS iterations of the loop
 CHUNK_THREADS = 1 << 19
+LONG_STRIP = 256  # a one-loop grid's strip: one element of a tile read by all, a thread
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,9 @@ class NestMapping:
     # scalars the whole grid reduces ((name, op); ``plan.GRID_OPS``): each thread's share in
     # a register, each block's combined and added atomically to one device copy (``sums``)
     sums: tuple[tuple[str, str], ...] = ()
+    # an access unit-stride along a grid loop other than ``x`` (a transposition's write):
+    # the threads of a warp touch as many lines of it as they are
+    crossing: bool = False
 
     def statements(self) -> list[Statement]:
         """The statements this kernel runs (``part``'s alone where it is one)."""
@@ -171,15 +175,20 @@ class Config:
 def default_config(mapping: NestMapping, reuse: bool, accumulators: int = 1,
                    words: int = 1) -> Config:
     """The model's first choice: 256 threads. One grid loop: 256 of its iterations a block,
-    tiles staged along the loop inside (strips of 32; nearest neighbour's points measured
-    slower with 8 queries a thread in 128 threads and strips of 128: 24.1 against 19.9 ms
-    on an H200). Two or more, without reuse: a 32 x 32
+    tiles staged along the loop inside in strips of ``LONG_STRIP`` (a tile every thread reads
+    whole, nearest neighbour's points, costs a barrier pair a strip: on an H200 strips of
+    256 ran it in 14.8 ms against 18.9 for 32 and 17.6 for 512; a tile of the block's rows
+    is shrunk to fit shared memory, to 32 or 16 as before). Two or more, without reuse: a 32 x 32
     square of iterations a block, 16 x 16 threads with 2 x 2 each, read and written directly
     (a warp's strided accesses touch 32 lines that the neighbouring iterations of the
     square, in the same and the next warps, use up while they are in L1; measured on an
     H100, staging the square in shared memory was slower, 73% against 93% of a copy for
-    transposition). Where threads of a block share what they read along an inner loop
-    (``reuse``), a 32 x 8 block (a warp along x) with
+    transposition); where an access is unit-stride along another grid loop than x
+    (``crossing``: a transposition), 8 threads along x with 4 iterations each, 32 along y
+    (a warp's 8 x 4 iterations use whole 32-byte sectors of a float32 access along either
+    loop; transposition on an H200: 82.9% of a copy against 76.3% for 16 x 16 with 2 x 2,
+    79.8% with 4 x 4, 45% for 32 x 8 with 4 along y). Where threads of a block share what
+    they read along an inner loop (``reuse``), a 32 x 8 block (a warp along x) with
     T x T iterations each (register tiling: each value staged is used T times from
     registers), T the largest of 8, 4, 2 whose scalars (``accumulators`` a grid iteration,
     ``words`` registers each) take at most 64 registers, tiles staged in strips of 8; a
@@ -212,13 +221,14 @@ def default_config(mapping: NestMapping, reuse: bool, accumulators: int = 1,
         if len(bounding) == 1 and side > 1:
             tiles[mapping.grid.index(bounding[0])] = 1
             tiles[x if mapping.grid[x] is not bounding[0] else y] = side
-    else:  # a 32 x 32 square of iterations a block, 2 x 2 a thread, read directly
-        by_axis[x] = 16
+    else:  # a 32 x 32 square of iterations a block, read directly
         y = next(i for i in reversed(range(count)) if i != x)
-        by_axis[y] = THREADS // 16
-        tiles[x] = tiles[y] = 2
+        if mapping.crossing:  # a warp of 8 x 4: whole sectors of both accesses
+            by_axis[x], tiles[x], by_axis[y] = 8, 4, THREADS // 8
+        else:  # 2 x 2 a thread
+            by_axis[x], by_axis[y], tiles[x], tiles[y] = 16, THREADS // 16, 2, 2
         return Config(tuple(by_axis), tuple(tiles), False, 8)
-    return Config(tuple(by_axis), tuple(tiles), True, 32 if count == 1 else 8)
+    return Config(tuple(by_axis), tuple(tiles), True, LONG_STRIP if count == 1 else 8)
 
 
 def _bounding(mapping: NestMapping) -> list[Loop]:
@@ -264,6 +274,11 @@ def fit_to_extents(mapping: NestMapping, config: Config,
             tile[index] //= 2
         while block[index] > 1 and block[index] * tile[index] >= 2 * extent:
             block[index] //= 2
+    strip = config.strip
+    inner = [extents[loop.var] for loop in _loops_in(mapping.top)
+             if loop not in mapping.grid and loop.var in extents]
+    while inner and strip > 8 and strip > max(inner):  # a strip the loops fill
+        strip //= 2
     threads = 1
     for b in block:
         threads *= b
@@ -273,7 +288,7 @@ def fit_to_extents(mapping: NestMapping, config: Config,
         while spare > 1 and block[index] * 2 <= limit:
             block[index] *= 2
             spare //= 2
-    return replace(config, block=tuple(block), tile=tuple(tile))
+    return replace(config, block=tuple(block), tile=tuple(tile), strip=strip)
 
 
 def _rows_to_fill(mapping: NestMapping, config: Config,
@@ -370,7 +385,7 @@ def neighbours(mapping: NestMapping, config: Config) -> list[Config]:
             if block[x] >= 4 and block[y] >= 1:
                 out.append(replace(config, block=tuple(block)))
     for strip in (config.strip * 2, config.strip // 2):
-        if 4 <= strip <= 64:
+        if 4 <= strip <= 4 * LONG_STRIP:
             out.append(replace(config, strip=strip))
     out.append(replace(config, stage=not config.stage))
     out.append(replace(config, mma=not config.mma))

@@ -507,10 +507,11 @@ def _grid_text(grid: Sequence[Loop]) -> str:
     return "threads over " + ", ".join(label(loop) for loop in grid)
 
 
-def _x_loop(context: Context, top: Loop, grid: tuple[Loop, ...]) -> tuple[Loop, str]:
+def _x_loop(context: Context, top: Loop, grid: tuple[Loop, ...]) -> tuple[Loop, str, bool]:
     """The grid loop for threadIdx.x: the one most accesses are unit-stride along (a write
     counts twice: a write that does not coalesce costs a read and a write of each sector),
-    the innermost on a tie."""
+    the innermost on a tie; and whether another access is unit-stride along another grid
+    loop and strided along that one (a transposition's: ``NestMapping.crossing``)."""
     accesses = array_accesses(context.model, top.statements())
     best, best_score, best_texts = grid[-1], -1, []
     for loop in reversed(grid):
@@ -521,13 +522,16 @@ def _x_loop(context: Context, top: Loop, grid: tuple[Loop, ...]) -> tuple[Loop, 
     why = (f"{', '.join(best_texts)} unit-stride along {best.var}: a warp's accesses fall in "
            "consecutive addresses (coalesced)" if best_texts else
            f"no access is unit-stride along a grid loop: {best.var}, the innermost")
-    return best, why
+    crossing = any(stride(a.subscripts, loop.var) == "unit"
+                   and stride(a.subscripts, best.var) == "strided"
+                   for a in accesses for loop in grid if loop is not best)
+    return best, why, crossing
 
 
 def _mapping(context: Context, top: Loop, order: tuple[Loop, ...], grid: tuple[Loop, ...],
              atomics: frozenset[str], steps: tuple[Step, ...],
              loops: dict[int, Any], sums: tuple[tuple[str, str], ...] = ()) -> NestMapping:
-    x, why_x = _x_loop(context, top, grid)
+    x, why_x, crossing = _x_loop(context, top, grid)
     reasons = [(_grid_text(grid), "no dependence crosses two of their iterations once "
                 "each thread keeps its own scalars (the transformer proved "
                 f"{'; '.join(map(str, steps))})")]
@@ -546,7 +550,7 @@ def _mapping(context: Context, top: Loop, order: tuple[Loop, ...], grid: tuple[L
                         f"goes atomically into one copy of {name} on the GPU, read back "
                         "after the kernel"))
     return NestMapping(top, loops[id(top)], order, grid, x, atomics, steps, tuple(reasons),
-                       sums=sums)
+                       sums=sums, crossing=crossing)
 
 
 SPLIT_OPS = {"+", "-", "*", "min", "max", "&", "|", "^"}

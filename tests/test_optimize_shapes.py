@@ -4,7 +4,9 @@ shuffles masked to its own lanes (``loclab_group_*``); few long rows (a wide mat
 by several blocks each, the last block to finish combining the parts in block order
 (``cuda.chunks``). Written (compiled by nvcc where installed) and, on a GPU, against the
 original: rows past the end of a warp's groups, several reductions, an element kept in a
-register, repeated calls (the blocks' counts are left at zero for the next launch)."""
+register, repeated calls (the blocks' counts are left at zero for the next launch). And the
+square of a two-loop grid without reuse where one access runs across threadIdx.x (a
+transposition): a warp of 8 x 4 iterations, whole sectors of both accesses."""
 
 from __future__ import annotations
 
@@ -153,3 +155,80 @@ def test_blocks_sharing_rows_agree_again_on_the_next_call():
         y = cp.full(64, np.nan)
         function(cp.asarray(a), cp.asarray(x), y, 64, 1 << 16)
         assert np.allclose(cp.asnumpy(y), a @ x, rtol=1e-9)
+
+
+TRANSPOSE = """
+def f(a, out, N, M):
+    for i in range(N):
+        for j in range(M):
+            out[j, i] = a[i, j]
+"""
+# u[i] is unit-stride along i but the same for every thread along j: no access crosses x
+RANK_ONE = """
+def f(A, u, v, N, M):
+    for i in range(N):
+        for j in range(M):
+            A[i, j] = A[i, j] + u[i] * v[j]
+"""
+
+
+def test_a_transposition_gets_warps_of_8_by_4_iterations(tmp_path):
+    mapped, (config,), cuda = emitted(TRANSPOSE, N=2048, M=2048)
+    (mapping,) = mapped.mappings
+    assert mapping.crossing and mapping.x.var == "i"  # the write coalesces along i
+    assert (config.block, config.tile, config.stage) == ((8, 32), (4, 1), False)
+    compiles(cuda, tmp_path)
+    mapped, (config,), _ = emitted(RANK_ONE, N=2048, M=2048)
+    assert not mapped.mappings[0].crossing
+    assert (config.block, config.tile) == ((16, 16), (2, 2))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("sizes", [{"N": 2048, "M": 2048}, {"N": 1001, "M": 77},
+                                   {"N": 3, "M": 1000}])
+def test_a_transposition_in_warps_of_8_by_4_agrees_with_the_original(sizes):
+    gpu_agrees(TRANSPOSE, sizes)
+
+
+# an arg-min: the index kept in the launch's index type, the points in long strips
+NEAREST = """
+def f(q, p, nns, M, N):
+    for i in range(M):
+        best = 1e30
+        best_j = -1
+        for j in range(N):
+            d = abs(q[i] - p[j])
+            if d < best:
+                best = d
+                best_j = j
+        nns[i] = best_j
+"""
+
+
+def test_an_arg_min_keeps_its_index_in_the_index_type_and_its_points_in_long_strips(tmp_path):
+    from loclab.optimize.cuda.mapping import LONG_STRIP
+
+    _, (config,), cuda = emitted(NEAREST, M=4096, N=100000)
+    (kernel,) = cuda.kernels
+    assert "    I best_j;" in kernel.text and "double best;" in kernel.text
+    assert config.strip == LONG_STRIP and f"s_p[{LONG_STRIP}]" in kernel.text
+    compiles(cuda, tmp_path)
+    _, (short,), _ = emitted(NEAREST, M=4096, N=100)
+    assert short.strip == 64  # no longer than the loop it strips
+
+
+def test_a_local_that_is_ever_more_than_an_index_keeps_pythons_64_bits():
+    from loclab.optimize.cuda.kernel import index_locals
+
+    import ast
+
+    body = ast.parse("a = -1\nb = j\nc = a\nd = j + 1\ne = 2**40\nf = 0\nf += j\n"
+                     "g = a\ng = 0.5\n").body
+    found = index_locals(body, {"j"}, {"a", "b", "c", "d", "e", "f", "g"})
+    assert found == {"a", "b", "c"}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("sizes", [{"M": 1000, "N": 3001}, {"M": 300, "N": 77}])
+def test_an_arg_min_in_long_strips_agrees_with_the_original(sizes):
+    gpu_agrees(NEAREST, sizes)
