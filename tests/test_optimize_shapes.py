@@ -232,3 +232,14 @@ def test_a_local_that_is_ever_more_than_an_index_keeps_pythons_64_bits():
 @pytest.mark.parametrize("sizes", [{"M": 1000, "N": 3001}, {"M": 300, "N": 77}])
 def test_an_arg_min_in_long_strips_agrees_with_the_original(sizes):
     gpu_agrees(NEAREST, sizes)
+
+
+def test_a_register_tile_fitted_to_short_loops_keeps_4_x_4_before_its_threads():
+    bmmm = (CASES / "bmmm" / "nest.py").read_text()
+    for k, block, tile in ((8, (64, 2, 2), (1, 4, 4)), (4, (64, 1, 1), (1, 4, 4)),
+                           (16, (16, 4, 4), (1, 4, 4))):
+        _, (config,), _ = emitted(bmmm, "bmmm", m=131000, k=k, n=512)
+        assert (config.block, config.tile) == (block, tile), k
+    # a grid loop of 100 iterations gets 128 threads, not the 256 a block starts from
+    _, (config,), _ = emitted(NEAREST, M=100, N=100000)
+    assert config.block == (128,)
