@@ -86,3 +86,42 @@ def test_symm_rewritten_agrees_with_the_original_on_the_gpu(sizes):
                            timing=QUICK, params=sizes)
     assert result.verification.ok and result.check.valid, result.notes
     assert any("rewritten first" in note for note in result.notes)
+
+
+# each row's position computed once, then its pixels gathered through data-made subscripts:
+# threads over i alone walk rows (nothing unit-stride along i); rewritten, the scalars
+# expanded per row and the pixels' loop distributed from them, the grid reaches j
+RESAMPLE = """
+def f(image, out, H, W, OH, OW):
+    for i in range(OH):
+        y = i * (H - 1) / (OH - 1)
+        y0 = min(int(y), H - 2)
+        fy = y - y0
+        for j in range(OW):
+            x0 = min(int(j * (W - 1) / (OW - 1)), W - 2)
+            out[i, j] = (1.0 - fy) * image[y0, x0] + fy * image[y0 + 1, x0 + 1]
+"""
+
+
+def test_a_grid_that_coalesces_nothing_is_rewritten_to_reach_the_loop_inside():
+    from loclab.optimize.gpu import verification_sizes
+
+    sizes = {"H": 40, "W": 50, "OH": 90, "OW": 70}
+    found, mapped = gpu_planned(RESAMPLE, **sizes)
+    assert mapped.users is not None and any("rewritten first" in n for n in mapped.notes)
+    assert [[g.var for g in m.grid] for m in mapped.mappings][-1] == ["i", "j"]
+    assert all(m.coalesced for m in mapped.mappings)
+    inputs = make_inputs(found.as_written.program, sizes)
+    inputs["image"] = np.random.default_rng(0).random((40, 50))
+    want, got = run_python(RESAMPLE, inputs), run_python(mapped.planned.code.text, inputs)
+    assert np.allclose(want["out"], got["out"])
+    # the user's sizes that bound no loop still reach the inputs (an inputs function's H, W)
+    assert set(verification_sizes(mapped, 37, 5)) == {"H", "W", "OH", "OW"}
+
+
+@pytest.mark.gpu
+def test_a_rewritten_resampling_agrees_with_the_original_on_the_gpu():
+    result = optimize_file(Path(__file__).parents[1] / "benchmarks" / "kernels"
+                           / "bilinear_resize.py", "bilinear_resize", target="gpu", tune=False,
+                           timing=QUICK, params={"H": 40, "W": 50, "OH": 300, "OW": 270})
+    assert result.verification.ok and result.check.valid, result.notes

@@ -255,14 +255,18 @@ def verification_sizes(plan: GpuPlan, past_a_block: int, few: int) -> dict[str, 
     """Sizes the original runs at as Python to verify the kernels: ``past_a_block`` (a
     block's tile and a partial one more) for every size that bounds a loop of a kernel;
     ``few`` for a size that only bounds host loops (a stencil's time steps): their count
-    changes no kernel's edges, and a Python original runs them all."""
+    changes no kernel's edges, and a Python original runs them all; ``past_a_block`` for the
+    user's sizes that bound no loop."""
     host = {id(loop) for mapping in plan.mappings for loop in mapping.host}
-    program = plan.planned.as_written.program
     loops = plan.planned.context.analysis.nest.loops
     in_kernels = set().union(*(loop.bound_symbols() for loop in loops if id(loop) not in host))
     host_only = set().union(*(loop.bound_symbols() for loop in loops
                               if id(loop) in host)) - in_kernels
-    return {p: few if p in host_only else past_a_block for p in program.nest.parameters}
+    # every size the user gave, those no loop reads too (an image's ``H`` and ``W`` where
+    # the loops run over the output's: the user's inputs function takes them)
+    names = dict.fromkeys([*plan.users_planned.as_written.program.nest.parameters,
+                           *plan.users_planned.sizes])
+    return {p: few if p in host_only else past_a_block for p in names}
 
 
 def rounding_length(program: Any, sizes: Mapping[str, int]) -> int:

@@ -103,6 +103,7 @@ class NestMapping:
     # an access unit-stride along a grid loop other than ``x`` (a transposition's write):
     # the threads of a warp touch as many lines of it as they are
     crossing: bool = False
+    coalesced: bool = True  # some access is unit-stride along a grid loop (``x``)
 
     def statements(self) -> list[Statement]:
         """The statements this kernel runs (``part``'s alone where it is one)."""

@@ -507,31 +507,47 @@ def _grid_text(grid: Sequence[Loop]) -> str:
     return "threads over " + ", ".join(label(loop) for loop in grid)
 
 
-def _x_loop(context: Context, top: Loop, grid: tuple[Loop, ...]) -> tuple[Loop, str, bool]:
+def _x_loop(context: Context, top: Loop, grid: tuple[Loop, ...]
+            ) -> tuple[Loop, str, bool, bool]:
     """The grid loop for threadIdx.x: the one most accesses are unit-stride along (a write
     counts twice: a write that does not coalesce costs a read and a write of each sector),
-    the innermost on a tie; and whether another access is unit-stride along another grid
-    loop and strided along that one (a transposition's: ``NestMapping.crossing``)."""
+    the innermost on a tie; whether another access is unit-stride along another grid
+    loop and strided along that one (a transposition's: ``NestMapping.crossing``); and
+    whether, for every loop inside the grid, the accesses that move along it count at
+    least as much along x as along it (``NestMapping.coalesced``: else a rewrite may bring
+    such a loop into the grid)."""
     accesses = array_accesses(context.model, top.statements())
+
+    def units(loop: Loop, among: list[Any] = accesses) -> list[Any]:
+        return [a for a in among if stride(a.subscripts, loop.var) == "unit"]
+
+    def score(loop: Loop, among: list[Any] = accesses) -> int:
+        return sum(2 if a.access.write else 1 for a in units(loop, among))
+
     best, best_score, best_texts = grid[-1], -1, []
     for loop in reversed(grid):
-        units = [a for a in accesses if stride(a.subscripts, loop.var) == "unit"]
-        score = sum(2 if a.access.write else 1 for a in units)
-        if score > best_score:
-            best, best_score, best_texts = loop, score, sorted({a.text for a in units})
+        if score(loop) > best_score:
+            best, best_score, best_texts = loop, score(loop), sorted(
+                {a.text for a in units(loop)})
+    # a loop inside whose accesses coalesce along it more than along x (an expanded
+    # scalar, ``acc[b, i]``, the same all along the loop, does not count for x)
+    inside = [loop for loop in context.analysis.nest.loops
+              if top in loop.enclosing and loop not in grid]
+    coalesced = all(score(best, [a for a in accesses if stride(a.subscripts, loop.var)
+                                 != "invariant"]) >= score(loop) for loop in inside)
     why = (f"{', '.join(best_texts)} unit-stride along {best.var}: a warp's accesses fall in "
            "consecutive addresses (coalesced)" if best_texts else
            f"no access is unit-stride along a grid loop: {best.var}, the innermost")
     crossing = any(stride(a.subscripts, loop.var) == "unit"
                    and stride(a.subscripts, best.var) == "strided"
                    for a in accesses for loop in grid if loop is not best)
-    return best, why, crossing
+    return best, why, crossing, coalesced
 
 
 def _mapping(context: Context, top: Loop, order: tuple[Loop, ...], grid: tuple[Loop, ...],
              atomics: frozenset[str], steps: tuple[Step, ...],
              loops: dict[int, Any], sums: tuple[tuple[str, str], ...] = ()) -> NestMapping:
-    x, why_x, crossing = _x_loop(context, top, grid)
+    x, why_x, crossing, coalesced = _x_loop(context, top, grid)
     reasons = [(_grid_text(grid), "no dependence crosses two of their iterations once "
                 "each thread keeps its own scalars (the transformer proved "
                 f"{'; '.join(map(str, steps))})")]
@@ -550,7 +566,7 @@ def _mapping(context: Context, top: Loop, order: tuple[Loop, ...], grid: tuple[L
                         f"goes atomically into one copy of {name} on the GPU, read back "
                         "after the kernel"))
     return NestMapping(top, loops[id(top)], order, grid, x, atomics, steps, tuple(reasons),
-                       sums=sums, crossing=crossing)
+                       sums=sums, crossing=crossing, coalesced=coalesced)
 
 
 SPLIT_OPS = {"+", "-", "*", "min", "max", "&", "|", "^"}

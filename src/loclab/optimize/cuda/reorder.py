@@ -60,12 +60,19 @@ def rewrite(planned: Any, weak: list[Loop]) -> Rewrite | None:
 
 
 def weak_nests(analysis: Any, mappings: Any) -> list[Loop]:
-    """The top loops whose band of two loops or more got a grid of fewer than two, with no
-    loop split across threads (a row sum a warp shares is as it should be)."""
+    """The top loops whose band of two loops or more got a grid of fewer than two, or whose
+    grid no access is unit-stride along while loops inside it are left (a batched product
+    written ``Y[b, i, o] = 0`` and ``Y[b, i, o] += X[b, i, k] * W[k, o]`` over ``k, o``:
+    threads over ``b, i`` walk rows of ``Y`` each), with no loop split across threads (a
+    row sum a warp shares is as it should be)."""
     out: list[Loop] = []
     for mapping in mappings:
-        if len(mapping.grid) < 2 and mapping.split is None and not mapping.host \
-                and len(_band_at(analysis, mapping.top)) >= 2 and mapping.top not in out:
+        if mapping.split is not None or mapping.host or mapping.top in out:
+            continue
+        few = len(mapping.grid) < 2 and len(_band_at(analysis, mapping.top)) >= 2
+        inside = [loop for loop in analysis.nest.loops
+                  if mapping.top in loop.enclosing and loop not in mapping.grid]
+        if few or (mapping.grid and not mapping.coalesced and inside):
             out.append(mapping.top)
     return out
 
@@ -104,8 +111,10 @@ def _pieces(source: Any, analysis: Any, top: Loop, done: list[Step]) -> list[Ste
 
 def _outer_parallel(source: Any, done: list[Step], piece: Any) -> list[Step] | None:
     """The permutation of ``piece``'s band (none: as it is) that the transformer proves and
-    that puts two loops outermost, each parallel with no reduction; [] for a band of one
-    loop; None where no order does."""
+    that puts the most loops outermost (three at most, two at least), each parallel with no
+    reduction, the first such order on a tie; [] for a band of one loop; None where no
+    order does. (Three: a batched product's ``b, i, k, o`` goes to ``b, i, o, k``, whose
+    grid reaches ``o``, along which its rows are unit-stride.)"""
     chain = [piece]
     while len(chain[-1].body) == 1 and hasattr(chain[-1].body[0], "origin"):
         chain.append(chain[-1].body[0])
@@ -113,14 +122,23 @@ def _outer_parallel(source: Any, done: list[Step], piece: Any) -> list[Step] | N
         return []
     line = min(unit.line for unit in piece.units())
     names = [f"{node.origin.var}@{line}" for node in chain]
-    for order in itertools.permutations(names):
-        permute = [make_step("permute", *order)] if list(order) != names else []
-        grid = [make_step("parallel", name) for name in order[:2]]
-        try:
-            result = source.transform([*done, *permute, *grid])
-        except _refusals():
-            continue
-        if not any(node.parallel and node.reductions for node in result.program.loops()
-                   if any(unit.line == line for unit in node.units())):
-            return permute
+    for depth in range(min(3, len(names)), 1, -1):
+        for order in itertools.permutations(names):
+            if depth == 3 and len(names) > 3 and order[3:] != tuple(
+                    n for n in names if n not in order[:3]):
+                continue  # (the loops inside in their order)
+            permute = [make_step("permute", *order)] if list(order) != names else []
+            if _parallel_apart(source, [*done, *permute], order[:depth], line):
+                return permute
     return None
+
+
+def _parallel_apart(source: Any, done: list[Step], loops: tuple[str, ...], line: int) -> bool:
+    """Whether the transformer proves ``loops`` parallel after ``done`` with no reduction
+    among the piece's loops (at ``line``)."""
+    try:
+        result = source.transform([*done, *(make_step("parallel", name) for name in loops)])
+    except _refusals():
+        return False
+    return not any(node.parallel and node.reductions for node in result.program.loops()
+                   if any(unit.line == line for unit in node.units()))
