@@ -243,3 +243,4 @@ def test_a_register_tile_fitted_to_short_loops_keeps_4_x_4_before_its_threads():
     # a grid loop of 100 iterations gets 128 threads, not the 256 a block starts from
     _, (config,), _ = emitted(NEAREST, M=100, N=100000)
     assert config.block == (128,)
+

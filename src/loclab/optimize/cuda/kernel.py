@@ -339,21 +339,31 @@ class KernelWriter:
     def _shareable(self, body: Sequence[ast.stmt]) -> bool:
         """Whether several blocks may share the grid iteration's split loop
         (``cuda.chunks``): a block per iteration, the loop directly in its body and once,
-        no array written before it (every block runs what precedes it), no grid sum."""
+        no array written before it (every block runs what precedes it) nor in it but the
+        elements it reduces in registers (what follows, in the last block alone, reads
+        nothing another block wrote but the parts), no grid sum."""
         mapping = self.mapping
         if self.config.chunks <= 1 or mapping.split is None or mapping.split_rows \
                 or self.config.lanes <= WARP or mapping.sums or mapping.block_splits \
                 or self.copy_count != 1:
             return False
         places = [k for k, node in enumerate(body) if self._is_split(node)]
-        return len(places) == 1 and not written_arrays(body[:places[0]]) and not any(
-            self._is_split(node) for top in body[places[0] + 1:] for node in ast.walk(top))
+        if len(places) != 1:
+            return False
+        split = body[places[0]]
+        reduced = {name for name, _ in mapping.reductions}
+        return not written_arrays(body[:places[0]]) \
+            and written_arrays([split]) <= reduced and not any(
+                self._is_split(node) for top in body[places[0] + 1:] for node in ast.walk(top))
 
     def _part_types(self) -> list[np.dtype]:
         """The types of the split loop's reductions, as the kernel holds them."""
-        return [np.dtype(self.typing.arrays[name] if name in self.typing.arrays
-                         else self.typing.scalars.get(name, self.typing.compute))
-                for name, _ in self.mapping.reductions]
+        return [self._held_type(name) for name, _ in self.mapping.reductions]
+
+    def _held_type(self, name: str) -> np.dtype:
+        """The type a reduction (a scalar, or an array element in a register) is held in."""
+        return np.dtype(self.typing.arrays[name] if name in self.typing.arrays
+                        else self.typing.scalars.get(name, self.typing.compute))
 
     def _sharing(self) -> tuple[int, str, str]:
         """How many threads share the split loop, the scope of their combine (``lanes`` of a
@@ -789,9 +799,7 @@ class KernelWriter:
         place = "threadIdx.y" if scope == "rows" else "threadIdx.x"
         targets = [(copy_.registers.get(name) or copy_.rename.get(name, name), name, op)
                    for copy_ in copies for name, op in self._split_reductions(node) or ()]
-        kinds = [c_type(self.typing.arrays[name] if name in self.typing.arrays
-                        else self.typing.scalars.get(name, self.typing.compute))
-                 for _, name, _ in targets]
+        kinds = [c_type(self._held_type(name)) for _, name, _ in targets]
         first, start, stride = f"{place} != 0", f"({low}) + {place}", str(threads)
         if self.chunks > 1:  # block c's share starts c * threads along (``cuda.chunks``)
             first = f"{first} || blockIdx.x != 0"
