@@ -59,8 +59,11 @@ def f(A, out, seen, N, M):
 
 
 def emitted(source: str, function: str = "f", chunks: int | None = None, **sizes: int):
-    found, mapped = gpu_planned(source, function, **sizes)
-    inputs = make_inputs(found.as_written.program, found.sizes)
+    """The nest planned and emitted at ``sizes``, its argument types from inputs at tiny
+    sizes (types do not depend on sizes; a wide matvec's matrix would take gigabytes)."""
+    _, mapped = gpu_planned(source, function, **sizes)
+    tiny, _ = gpu_planned(source, function, **{name: 3 for name in sizes})
+    inputs = make_inputs(tiny.as_written.program, tiny.sizes)
     configs = mapped.default_configs()
     if chunks is not None:
         configs = [replace(c, chunks=chunks) for c in configs]
@@ -244,3 +247,66 @@ def test_a_register_tile_fitted_to_short_loops_keeps_4_x_4_before_its_threads():
     _, (config,), _ = emitted(NEAREST, M=100, N=100000)
     assert config.block == (128,)
 
+
+
+# few long rows, each reduced twice and scaled: no one loop to split
+SOFTMAX = """
+import math
+def f(X, Y, N, M):
+    for i in range(N):
+        m = -1e300
+        for j in range(M):
+            m = max(m, X[i, j])
+        s = 0.0
+        for j in range(M):
+            Y[i, j] = math.exp(X[i, j] - m)
+            s += Y[i, j]
+        for j in range(M):
+            Y[i, j] = Y[i, j] / s
+"""
+LAYER_NORM = """
+def f(X, Y, mean, N, M):
+    for i in range(N):
+        total = 0.0
+        for j in range(M):
+            total += X[i, j]
+        mean[i] = total / M
+        spread = 0.0
+        for j in range(M):
+            spread += (X[i, j] - total / M) * (X[i, j] - total / M)
+        for j in range(M):
+            Y[i, j] = (X[i, j] - total / M) / (spread / M + 1.0)
+"""
+
+
+def test_few_long_rows_reduced_in_several_loops_get_a_block_each(tmp_path):
+    mapped, (config,), cuda = emitted(SOFTMAX, N=16, M=1 << 20)
+    (mapping,) = mapped.mappings
+    assert [g.var for g in mapping.grid] == ["i"] and mapping.x is None
+    assert [(loop.var, ops) for loop, ops in mapping.block_splits] == [
+        ("j", (("m", "max"),)), ("j", (("s", "+"),)), ("j", ())]
+    assert config.lanes == BLOCK_LANES and config.text().startswith("a block of 1024")
+    (kernel,) = cuda.kernels
+    assert "m = loclab_block_max(m);" in kernel.text and "s = loclab_block_add(s);" in kernel.text
+    assert "(1024, 1, 1)" in cuda.module
+    compiles(cuda, tmp_path)
+    _, _, cuda = emitted(LAYER_NORM, N=16, M=1 << 20)
+    assert "if (threadIdx.x == 0) {" in cuda.kernels[0].text  # mean[i]: thread 0's
+    compiles(cuda, tmp_path)
+    many, _, _ = emitted(SOFTMAX, N=100000, M=32)  # many short rows: a thread each
+    assert not many.mappings[0].block_splits
+
+
+@pytest.mark.parametrize("source", [SOFTMAX, LAYER_NORM])
+def test_no_two_blocks_of_rows_conflict(source):
+    from tests.test_optimize_gpu import check_grids
+
+    check_grids(source, {"N": 2, "M": 1024})
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("source,sizes", [(SOFTMAX, {"N": 7, "M": 5000}),
+                                          (SOFTMAX, {"N": 3, "M": 1030}),
+                                          (LAYER_NORM, {"N": 5, "M": 3001})])
+def test_few_long_rows_by_blocks_agree_with_the_original(source, sizes):
+    gpu_agrees(source, sizes)

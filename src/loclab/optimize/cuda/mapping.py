@@ -197,8 +197,9 @@ def default_config(mapping: NestMapping, reuse: bool, accumulators: int = 1,
     grid loop that bounds a loop inside (trmm's ``k`` from ``i + 1``) gets no tile and the
     other T (one loop the tile's copies run together, jammed; on an H200 trmm's product
     ran in 0.34 ms with 1 x 4, 0.41 ms with 1 x 8 and 0.63 ms with 2 x 8)."""
-    if mapping.block_splits:
-        return Config((), (), False, lanes=BLOCK_LANES)
+    if mapping.block_splits:  # one block, or a block per grid iteration
+        return Config((1,) * len(mapping.grid), (1,) * len(mapping.grid), False,
+                      lanes=BLOCK_LANES)
     if not mapping.grid:
         return Config((), (), False)
     if mapping.split_rows:  # 32 grid iterations a block; how many rows: fit_to_extents

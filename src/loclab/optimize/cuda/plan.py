@@ -102,6 +102,8 @@ def _map_nest(source: Source, context: Context, loops: dict[int, Any], top: Loop
         mapping = _with_copies(_mapping(context, top, order, grid, atomics, tuple(steps),
                                         loops), _copies(result.program, top))
         mapping, steps = _with_split(source, context, mapping, [*done, *steps], steps, loops)
+        mapping, steps = _rows_by_blocks(source, context, loops, mapping, [*done, *steps],
+                                         steps)
         return mapping, refused, steps
     if with_atomics is not None:
         order, grid, atomics, sums, steps = with_atomics
@@ -659,6 +661,27 @@ def one_block(source: Source, context: Context, loops: dict[int, Any], top: Loop
     ``sequential`` as it was. A part that thread 0 alone runs (it writes an array) and that
     assigns a scalar rules it out (every thread needs the scalar: a recurrence ``t =
     B[j - 1]`` in a loop that writes ``B``, read by a shared loop after it)."""
+    splits, steps = _shared_loops(source, context, loops, top, done)
+    shared = {id(loops[id(loop)]) for loop, _ in splits}
+    if not splits or _lead_assigns([loops[id(top)]], lambda node: id(node) in shared):
+        return sequential, []
+    names = ", ".join(label(loop) for loop, _ in splits)
+    reasons = ((f"one block, its threads sharing {names}",
+                f"the transformer proved {'; '.join(map(str, steps))}; the loops around "
+                "them stay in order (every thread runs them), what they write thread 0 "
+                "writes, barriers between"),
+               *sequential.reasons)
+    return replace(sequential, steps=tuple(steps), reasons=reasons,
+                   block_splits=tuple(splits)), steps
+
+
+def _shared_loops(source: Source, context: Context, loops: dict[int, Any], top: Loop,
+                  done: list[Step]) -> tuple[list[tuple[Loop, tuple[tuple[str, str], ...]]],
+                                             list[Step]]:
+    """The innermost loops inside ``top`` that the transformer proves parallel after
+    ``done`` but for reductions of scalars or of elements kept in registers
+    (``kernel.promotable``), with those reductions, and the steps that prove them: the
+    loops a block's threads may share."""
     from loclab.optimize.cuda.kernel import promotable
 
     nest = [loop for loop in context.analysis.nest.loops
@@ -680,17 +703,40 @@ def one_block(source: Source, context: Context, loops: dict[int, Any], top: Loop
             continue
         splits.append((loop, tuple((r.name, r.op) for r in proved.reductions)))
         steps.append(step)
+    return splits, steps
+
+
+def _rows_by_blocks(source: Source, context: Context, loops: dict[int, Any],
+                    mapping: NestMapping, done: list[Step], steps: list[Step]
+                    ) -> tuple[NestMapping, list[Step]]:
+    """A one-loop grid of few iterations (under ``FEW_ITERATIONS``) whose body holds long
+    loops (``FEW_ITERATIONS`` or more) that no single split serves (softmax's rows: a
+    maximum, then a sum, then a scaling, each along the row): a block per grid iteration,
+    its threads sharing each of those loops that the transformer proves parallel but for
+    reductions, barriers between, what the rest writes thread 0 writes. Else ``mapping``
+    as it was (16 rows of a million columns were 16 threads)."""
+    from loclab.optimize.cuda.mapping import FEW_ITERATIONS
+
+    if len(mapping.grid) != 1 or mapping.split is not None or mapping.atomics \
+            or mapping.sums or len(mapping.order) != 1:
+        return mapping, steps
+    (grid,) = mapping.grid
+    inside = [loop for loop in context.analysis.nest.loops if grid in loop.enclosing]
+    if context.extents.get(grid.var, FEW_ITERATIONS) >= FEW_ITERATIONS or not any(
+            context.extents.get(loop.var, 0) >= FEW_ITERATIONS for loop in inside):
+        return mapping, steps
+    splits, shared_steps = _shared_loops(source, context, loops, grid, done)
     shared = {id(loops[id(loop)]) for loop, _ in splits}
-    if not splits or _lead_assigns([loops[id(top)]], lambda node: id(node) in shared):
-        return sequential, []
+    if not splits or _lead_assigns(loops[id(grid)].body, lambda node: id(node) in shared):
+        return mapping, steps
     names = ", ".join(label(loop) for loop, _ in splits)
-    reasons = ((f"one block, its threads sharing {names}",
-                f"the transformer proved {'; '.join(map(str, steps))}; the loops around "
-                "them stay in order (every thread runs them), what they write thread 0 "
-                "writes, barriers between"),
-               *sequential.reasons)
-    return replace(sequential, steps=tuple(steps), reasons=reasons,
-                   block_splits=tuple(splits)), steps
+    reasons = (*(r for r in mapping.reasons if not r[0].startswith("threadIdx.x")),
+               (f"a block per iteration of {label(grid)}, its threads sharing {names}",
+                f"{grid.var} has few iterations and the loops inside are long; the "
+                f"transformer proved {'; '.join(map(str, shared_steps))}; what the rest "
+                "writes thread 0 writes, barriers between"))
+    return replace(mapping, x=None, steps=(*mapping.steps, *shared_steps), reasons=reasons,
+                   block_splits=tuple(splits)), [*steps, *shared_steps]
 
 
 def _lead_assigns(body: list[ast.stmt], is_split: Any) -> bool:
