@@ -221,7 +221,7 @@ def test_an_arg_min_keeps_its_index_in_the_index_type_and_its_points_in_long_str
 
 
 def test_a_local_that_is_ever_more_than_an_index_keeps_pythons_64_bits():
-    from loclab.optimize.cuda.kernel import index_locals
+    from loclab.optimize.cuda.facts import index_locals
 
     import ast
 

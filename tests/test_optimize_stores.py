@@ -1,6 +1,6 @@
 """GPU kernels whose threads store along a row they walk in sequence (the coalescing lesson's
 ``out[i, j] = acc`` with threads over ``i``): the stores of a whole strip go to a tile in
-shared memory, which the block copies out along rows (``kernel.write_stages``). Only where
+shared memory, which the block copies out along rows (``facts.write_stages``). Only where
 the strip fills the tile: every iteration of the block exists, the store is unconditional,
 the array is stored once and never read. Written for several launch configs (compiled by
 nvcc where installed) and, on a GPU, each config and drawn look-alikes against the
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from loclab.optimize.cuda import argument_types
-from loclab.optimize.cuda.kernel import write_stages
+from loclab.optimize.cuda.facts import write_stages
 from tests.nestgen import row_store_nests
 from tests.test_optimize_gpu import gpu_agrees, gpu_planned, make_inputs
 from tests.test_optimize_sums import compiles

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import ast
 import itertools
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -28,6 +28,11 @@ import numpy as np
 from loclab.nest.ir import Loop
 from loclab.nest.python import update_extremum, update_increment
 from loclab.optimize.cuda import chunks, sums
+from loclab.optimize.cuda.facts import (Offset, arrays_in, assigned, block_role,
+                                        index_locals, loop_vars, names_in, offset_of,
+                                        promotable, range_args, read_forms, reads,
+                                        subscripts, uniform_loops, walk, write_stages,
+                                        written_arrays)
 from loclab.optimize.cuda.mapping import AXES, WARP, Config, NestMapping
 from loclab.optimize.cuda.mma import (LANE_NAMES, MMA_K, MmaLayout, Product, layout_for,
                                       product, shared_pad)
@@ -98,14 +103,6 @@ class Kernel:
     # each of its reductions' parts
     chunks: int = 1
     parts: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class _Offset:
-    """A subscript dimension ``var + offset`` (``var`` None: the constant ``offset``)."""
-
-    var: str | None
-    offset: int
 
 
 @dataclass
@@ -217,7 +214,7 @@ class KernelWriter:
         ix = self.index_type
         grid_vars = [g.var for g in self.mapping.grid]
         locals_ = assigned(body)
-        inner_loops = _loop_vars(body)
+        inner_loops = loop_vars(body)
         self.typing.integers |= set(grid_vars) | inner_loops | set(self.sizes)
         for name, value_type in _local_types(body, self.typing, locals_).items():
             self.typing.scalars[name] = value_type
@@ -225,10 +222,10 @@ class KernelWriter:
         self.copy_count = len(copies)
         self.chunks = self.config.chunks if self._shareable(body) else 1
         self.redirected = _redirected(body, self.mapping)
-        arrays = sorted(_arrays(body) | _shape_arrays(body, self.mapping)
+        arrays = sorted(arrays_in(body) | _shape_arrays(body, self.mapping)
                         | set(self.redirected.values()))
-        used = _names(body) | {n for g in self.mapping.grid
-                               for n in _names([self.loops[id(g)]])}
+        used = names_in(body) | {n for g in self.mapping.grid
+                               for n in names_in([self.loops[id(g)]])}
         sizes = sorted(p for p in self.sizes if p in used)
         scalars = sorted(n for n in self.scalar_args if n in used and n not in locals_)
         # a sum across the grid starts each thread's copies from 0, a min or max from the
@@ -480,7 +477,7 @@ class KernelWriter:
         out = []
         box: dict[str, tuple[str, str]] = {}
         for index, loop in enumerate(self.mapping.grid):
-            start, stop, step = _range_args(self.loops[id(loop)])
+            start, stop, step = range_args(self.loops[id(loop)])
             low_start, high_start = _interval(start, box, self.where)
             low_stop, high_stop = _interval(stop, box, self.where)
             if step > 0:
@@ -520,7 +517,7 @@ class KernelWriter:
         for index, (axis, loop) in enumerate(zip(axes, self.mapping.grid)):
             a = AXES[axis.axis]
             span = axis.block * axis.tile
-            _, _, step = _range_args(self.loops[id(loop)])
+            _, _, step = range_args(self.loops[id(loop)])
             for r in range(axis.tile):
                 name = f"{axis.var}_{r}" if many else axis.var
                 self.lines.append(f"{pad}const {ix} t_{name} = b{a} * {span} + "
@@ -542,7 +539,7 @@ class KernelWriter:
             translator = self.translator(copy_)
             for loop, r in zip(self.mapping.grid, copy_.index):
                 name = copy_.rename.get(loop.var, loop.var)
-                start, stop, step = _range_args(self.loops[id(loop)])
+                start, stop, step = range_args(self.loops[id(loop)])
                 checks.append(f"t_{name} < count_{loop.var}")
                 low = translator.expr(start) if start is not None else "0"
                 high = translator.expr(stop)
@@ -634,7 +631,7 @@ class KernelWriter:
         bounds read no name the copies rename differently (a triangle's ``k`` from ``i + 1``
         is jammed across a tile along ``j``, not across one along ``i``)."""
         return not any(len({c.rename.get(name, name) for c in copies}) > 1
-                       for name in _names([node.iter]))
+                       for name in names_in([node.iter]))
 
     def _open_guard(self, copy_: _Copy, depth: int, guarded: bool) -> None:
         """``if (ok) {`` where this copy's validity is not known yet, else a plain block."""
@@ -668,7 +665,7 @@ class KernelWriter:
 
     def _bounds(self, node: ast.For, copies: list[_Copy]) -> tuple[str, str, str, int]:
         """A loop's variable, first value and bound in C (the first copy's), and step."""
-        start, stop, step = _range_args(node)
+        start, stop, step = range_args(node)
         translator = self.translator(copies[0])
         low = translator.expr(start) if start is not None else "0"
         return node.target.id, low, translator.expr(stop), step  # type: ignore[attr-defined]
@@ -856,11 +853,11 @@ class KernelWriter:
         if self.mma is None:
             return
         axes = {self.mapping.axis(g): g.var for g in self.mapping.grid}
-        for loop in _uniform_loops(body, set(axes.values()) | locals_):
+        for loop in uniform_loops(body, set(axes.values()) | locals_):
             found = product(loop, axes[1], axes[0])
             if found is None or not self._accumulates_doubles(found, loop, locals_) \
-                    or _names(found.factors()) & locals_ \
-                    or any(id(sub) in self.redirected for sub in _subscripts([loop])):
+                    or names_in(found.factors()) & locals_ \
+                    or any(id(sub) in self.redirected for sub in subscripts([loop])):
                 continue
             self.products[(loop.lineno, loop.col_offset)] = (loop, found)
         if not self.products:
@@ -884,7 +881,7 @@ class KernelWriter:
                 loop.lineno, loop.col_offset))
 
         self.products = {at: (loop, found) for at, (loop, found) in self.products.items()
-                         if all(staged(loop, sub) for sub in _subscripts(found.factors()))}
+                         if all(staged(loop, sub) for sub in subscripts(found.factors()))}
         if not self.products:
             self.mma = None
 
@@ -962,17 +959,17 @@ class KernelWriter:
         grid = {g.var: g for g in self.mapping.grid}
         x_var = self.mapping.x.var if self.mapping.x is not None else None
         names = set(self.typing.arrays)
-        for (name, _), forms in _read_forms(body, read_only, self.redirected).items():
+        for (name, _), forms in read_forms(body, read_only, self.redirected).items():
             stage = self._stage_of(name, forms, "", grid, None, x_var)
             if stage is not None and (not fit or self._fits(stage)):
                 self._add_stage(stage, names)
         for loop in self._stageable_loops(body, locals_):
             var = loop.target.id  # type: ignore[attr-defined]
-            start, _, step = _range_args(loop)
+            start, _, step = range_args(loop)
             if step != 1:
                 continue
             staged = {(s.array, s.form) for s in self.staged.values()}
-            for (name, form), forms in _read_forms(loop.body, read_only, self.redirected).items():
+            for (name, form), forms in read_forms(loop.body, read_only, self.redirected).items():
                 if (name, form) in staged:
                     continue
                 stage = self._stage_of(name, forms, var, grid, start, x_var)
@@ -984,7 +981,7 @@ class KernelWriter:
                     self._add_stage(replace(stage, at=(loop.lineno, loop.col_offset)), names)
 
     def _storable(self, loop: ast.For, body: Sequence[ast.stmt]
-                  ) -> dict[str, tuple[_Offset | None, ...]]:
+                  ) -> dict[str, tuple[Offset | None, ...]]:
         """The arrays whose stores in ``loop`` (one of ``_stageable_loops``) may go through a
         tile (``write_stages``): none where threads share iterations (split loops: one
         thread writes) or where the loop runs over a hull (each copy its own range: no
@@ -1002,7 +999,7 @@ class KernelWriter:
         grid = {g.var for g in self.mapping.grid}
         for node in body:
             if isinstance(node, ast.For):
-                names = _names([node.iter])
+                names = names_in([node.iter])
                 if not names & (grid | locals_) or (not names & locals_
                                                     and self._hull(node) is not None):
                     yield node
@@ -1013,19 +1010,19 @@ class KernelWriter:
         where its bounds move with grid loops (a triangle's ``k`` from ``i + 1``): each a
         size expression or ``g + c``, ``g`` a grid loop of step 1; None for a loop whose
         bounds are the same in every thread, or of another form."""
-        start, stop, step = _range_args(node)
+        start, stop, step = range_args(node)
         grid = {g.var: index for index, g in enumerate(self.mapping.grid)}
-        if step != 1 or not _names([node.iter]) & set(grid):
+        if step != 1 or not names_in([node.iter]) & set(grid):
             return None
         plain = self.translator(_Copy((), {}, ""))
         hull = []
         for bound, last in ((start, False), (stop, True)):
-            if bound is None or not _names([bound]) & set(grid):
+            if bound is None or not names_in([bound]) & set(grid):
                 hull.append(plain.expr(bound) if bound is not None else "0")
                 continue
-            offset = _offset(bound)
+            offset = offset_of(bound)
             if offset is None or offset.var not in grid \
-                    or _range_args(self.loops[id(self.mapping.grid[grid[offset.var]])])[2] != 1:
+                    or range_args(self.loops[id(self.mapping.grid[grid[offset.var]])])[2] != 1:
                 return None
             index = grid[offset.var]
             span = self.config.block[index] * self.config.tile[index]
@@ -1044,14 +1041,14 @@ class KernelWriter:
 
     def _stage_serving(self, name: str, indices: list[ast.expr]) -> _Stage | None:
         """The tile that holds the read ``name[indices]``, if one does."""
-        offsets = [_offset(i) for i in indices]
+        offsets = [offset_of(i) for i in indices]
         if any(o is None for o in offsets):
             return None
         form = tuple(o.var for o in offsets)  # type: ignore[union-attr]
         return next((s for s in self.staged.values() if s.array == name and s.form == form),
                     None)
 
-    def _stage_of(self, name: str, forms: list[tuple[_Offset | None, ...]], var: str,
+    def _stage_of(self, name: str, forms: list[tuple[Offset | None, ...]], var: str,
                   grid: dict[str, Loop], start: ast.expr | None,
                   x_var: str | None, writes: bool = False) -> _Stage | None:
         """The tile of ``name`` staged along loop ``var`` ("": for the whole body), where
@@ -1093,7 +1090,7 @@ class KernelWriter:
         if v == var:
             first = start
         else:
-            first, _, step = _range_args(self.loops[id(grid[v])])
+            first, _, step = range_args(self.loops[id(grid[v])])
             if step != 1:
                 return False
         value = self._lowest(first, grid, {v})
@@ -1105,14 +1102,14 @@ class KernelWriter:
         loop's variable plus one (covariance's ``j`` from ``i``); None where unknown."""
         if first is None:
             return 0
-        offset = _offset(first)
+        offset = offset_of(first)
         if offset is None:
             return None
         if offset.var is None:
             return offset.offset
         if offset.var not in grid or offset.var in seen:
             return None
-        start, _, step = _range_args(self.loops[id(grid[offset.var])])
+        start, _, step = range_args(self.loops[id(grid[offset.var])])
         low = self._lowest(start, grid, seen | {offset.var}) if step == 1 else None
         return None if low is None else low + offset.offset
 
@@ -1321,7 +1318,7 @@ class KernelWriter:
         return text
 
     def _surely_nonnegative(self, index: ast.expr) -> bool:
-        offset = _offset(index)
+        offset = offset_of(index)
         if offset is None:
             return False
         if offset.var is None:
@@ -1329,7 +1326,7 @@ class KernelWriter:
         loop = next((n for n in self.loops.values() if n.target.id == offset.var), None)
         if loop is None:
             return False
-        start, stop, step = _range_args(loop)
+        start, stop, step = range_args(loop)
         if step > 0:
             return start is None and offset.offset >= 0 or (
                 isinstance(start, ast.Constant) and isinstance(start.value, int)
@@ -1402,212 +1399,16 @@ def _accumulator(copy_: _Copy, found: Product) -> str | None:
     return copy_.registers.get(found.name)
 
 
-def block_role(node: ast.stmt, is_split: Callable[[ast.AST], bool]) -> str:
-    """How one block runs a statement of a nest whose loops ``is_split`` names its threads'
-    shares of (``NestMapping.block_splits``): ``"split"``, such a loop; ``"around"``, a loop
-    or ``if`` holding one, which every thread runs, its body by these roles in turn;
-    ``"lead"``, anything else that writes an array, which thread 0 runs alone; ``"all"``,
-    the rest (scalars every thread computes alike)."""
-    if is_split(node):
-        return "split"
-    if isinstance(node, (ast.For, ast.If)) and any(is_split(n) for n in ast.walk(node)):
-        return "around"
-    return "lead" if written_arrays([node]) else "all"
-
-
-def promotable(node: ast.For, redirected: Mapping[int, str] | None = None,
-               apart: bool = False) -> dict[str, ast.Subscript]:
-    """Array elements the loop updates at one subscript that does not change in it: every
-    access of the array in the loop is that one, its indices are neither assigned nor loop
-    variables inside, and none is under an ``if`` (Python may never touch the element).
-    Kept in a register across the loop (scalar replacement), they are what a loop split
-    across threads may reduce besides scalars (``plan``'s split). Reads ``redirected`` to a
-    copy (by node id) are the copy's accesses, not the array's (trmm's ``B[k, j]``). With
-    ``apart``, the array may also be read at other subscripts, where the caller knows from
-    the transformer that the loop never makes them meet the element (a reduction whose
-    carried dependences join its target alone: a triangular solve's ``x[j]``, ``j < i``)."""
-    redirected = redirected or {}
-    inside = assigned(node.body) | _loop_vars(node.body) | {
-        node.target.id}  # type: ignore[attr-defined]
-    groups: dict[str, list[ast.Subscript]] = {}
-    for sub in _subscripts(node.body):
-        groups.setdefault(redirected.get(id(sub), subscript_parts(sub)[0]), []).append(sub)
-    written, conditional = written_arrays(node.body), _conditional(node.body)
-    found = {}
-    for name, subs in groups.items():
-        stored = [s for s in subs if isinstance(s.ctx, ast.Store)] if apart else subs
-        if stored and len({ast.unparse(s) for s in stored}) == 1 and name in written \
-                and not _names(stored[:1]) & inside and name not in conditional:
-            found[name] = stored[0]
-    return found
-
-
 def _for_header(var: str, low: str, high: str, step: int) -> str:
     """``for (...) {`` of a loop the thread runs as written."""
     return (f"for ({var} = {low}; {var} {'<' if step > 0 else '>'} {high}; {var} += "
             f"{step}) {{")
 
 
-def _range_args(node: ast.For) -> tuple[ast.expr | None, ast.expr, int]:
-    """(start, stop, step) of ``for v in range(...)`` (step a constant)."""
-    args = node.iter.args  # type: ignore[attr-defined]
-    if len(args) == 1:
-        return None, args[0], 1
-    step = 1
-    if len(args) == 3:
-        value = args[2]
-        if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub):
-            step = -value.operand.value  # type: ignore[attr-defined]
-        else:
-            step = value.value  # type: ignore[attr-defined]
-    return args[0], args[1], step
-
-
-def _offset(index: ast.expr) -> _Offset | None:
-    """``v``, ``v + c``, ``v - c``, ``c + v`` or ``c`` as var and offset; else None."""
-    if isinstance(index, ast.Name):
-        return _Offset(index.id, 0)
-    if isinstance(index, ast.Constant) and isinstance(index.value, int) \
-            and not isinstance(index.value, bool):
-        return _Offset(None, index.value)
-    if isinstance(index, ast.BinOp) and isinstance(index.op, (ast.Add, ast.Sub)):
-        left, right = index.left, index.right
-        sign = -1 if isinstance(index.op, ast.Sub) else 1
-        if isinstance(left, ast.Name) and isinstance(right, ast.Constant) \
-                and isinstance(right.value, int):
-            return _Offset(left.id, sign * right.value)
-        if sign == 1 and isinstance(right, ast.Name) and isinstance(left, ast.Constant) \
-                and isinstance(left.value, int):
-            return _Offset(right.id, left.value)
-    return None
-
-
-def _read_forms(body: Sequence[ast.stmt], arrays: set[str],
-                redirected: Mapping[int, str] | None = None
-                ) -> dict[tuple[str, tuple[str | None, ...]], list[tuple[_Offset | None, ...]]]:
-    """The reads of ``arrays`` in ``body`` as ``var + offset`` per dimension, grouped by
-    array (the copy a read is ``redirected`` to, by node id: trmm's ``B_copy``) and by the
-    variables their dimensions move with (a dimension no such form describes: ``?``)."""
-    found: dict[tuple[str, tuple[str | None, ...]], list[tuple[_Offset | None, ...]]] = {}
-    for sub in _reads(body):
-        name, indices = subscript_parts(sub)
-        name = (redirected or {}).get(id(sub), name)
-        if name in arrays:
-            offsets = tuple(_offset(i) for i in indices)
-            form = tuple(o.var if o is not None else "?" for o in offsets)
-            found.setdefault((name, form), []).append(offsets)
-    return found
-
-
-def write_stages(loop: ast.For, body: Sequence[ast.stmt]
-                 ) -> dict[str, tuple[_Offset | None, ...]]:
-    """The arrays ``loop`` may store through a tile in shared memory (copied out coalesced
-    after each strip), with their store's subscript: each stored once in the thread's whole
-    code ``body``, by a plain assignment directly in ``loop``'s body (every iteration stores
-    one element, under no condition: a strip that every thread of a block runs fills the
-    tile), every dimension ``var + offset``, and never read in ``body`` (nothing reads the
-    tile back, or memory before the tile is copied out)."""
-    read = {subscript_parts(sub)[0] for sub in _reads(body)}
-    stores: dict[str, int] = {}
-    for sub in _subscripts(body):
-        if not isinstance(sub.ctx, ast.Load):
-            name = subscript_parts(sub)[0]
-            stores[name] = stores.get(name, 0) + 1
-    found: dict[str, tuple[_Offset | None, ...]] = {}
-    for node in loop.body:
-        if not (isinstance(node, ast.Assign) and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Subscript)):
-            continue
-        name, indices = subscript_parts(node.targets[0])
-        offsets = tuple(_offset(i) for i in indices)
-        if name not in read and stores.get(name) == 1 and None not in offsets:
-            found[name] = offsets
-    return found
-
-
-def _walk(body: Sequence[ast.AST]) -> Iterator[ast.AST]:
-    for node in body:
-        yield from ast.walk(node)
-
-
-def assigned(body: Sequence[ast.stmt]) -> set[str]:
-    """The scalars assigned anywhere under ``body``."""
-    out = set()
-    for node in _walk(body):
-        if isinstance(node, ast.Assign):
-            out |= {t.id for t in node.targets if isinstance(t, ast.Name)}
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and isinstance(node.target,
-                                                                             ast.Name):
-            out.add(node.target.id)
-    return out
-
-
-def index_locals(body: Sequence[ast.stmt], integers: set[str], locals_: set[str]) -> set[str]:
-    """The locals every assignment of which is a loop variable, a size, a constant of 32
-    bits or another such local (an arg-min's ``best_j = j``, ``best_j = -1``): they hold
-    indices, so the kernel declares them in its index type (32 bits where the launch's
-    sizes allow), not as Python's 64-bit integers (a 64-bit select a pair cost nearest
-    neighbour's inner loop an instruction); arithmetic on them is widened as on any
-    integer."""
-    values: dict[str, list[ast.expr | None]] = {}
-    for node in _walk(body):
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                for name in _names([target]) if not isinstance(target, ast.Subscript) else ():
-                    values.setdefault(name, []).append(
-                        node.value if isinstance(target, ast.Name) else None)
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) \
-                and isinstance(node.target, ast.Name):
-            values.setdefault(node.target.id, []).append(None)
-        elif isinstance(node, ast.For):
-            for name in _names([node.target]):
-                values.setdefault(name, []).append(None)
-    found = {name for name in locals_ if values.get(name)}
-    changed = True
-    while changed:
-        changed = False
-        for name in sorted(found):
-            if not all(_an_index(value, integers | found) for value in values[name]):
-                found.discard(name)
-                changed = True
-    return found
-
-
-def _an_index(value: ast.expr | None, indexes: set[str]) -> bool:
-    if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub):
-        value = value.operand
-    if isinstance(value, ast.Name):
-        return value.id in indexes
-    return isinstance(value, ast.Constant) and type(value.value) is int \
-        and abs(value.value) < 2**31
-
-
-def _loop_vars(body: Sequence[ast.stmt]) -> set[str]:
-    return {n.target.id for n in _walk(body) if isinstance(n, ast.For)
-            and isinstance(n.target, ast.Name)}
-
-
-def _names(body: Sequence[ast.AST]) -> set[str]:
-    return {n.id for n in _walk(body) if isinstance(n, ast.Name)}
-
-
-def _subscripts(body: Sequence[ast.AST]) -> list[ast.Subscript]:
-    """Array element accesses (not ``A.shape[d]``), outermost only."""
-    from loclab.transform.cuda_syntax import shape_of
-
-    nodes = [n for n in _walk(body) if isinstance(n, ast.Subscript)]
-    inner = {id(n.value) for n in nodes if isinstance(n.value, ast.Subscript)}
-    return [n for n in nodes if id(n) not in inner and shape_of(n) is None]
-
-
-def _reads(body: Sequence[ast.stmt]) -> list[ast.Subscript]:
-    return [s for s in _subscripts(body) if isinstance(s.ctx, ast.Load)]
-
-
 def _redirected(body: Sequence[ast.stmt], mapping: NestMapping) -> dict[int, str]:
     """The reads the mapping's copies serve: the copy's name by id of the subscript."""
     found: dict[int, str] = {}
-    for node in _reads(body):
+    for node in reads(body):
         name = subscript_parts(node)[0]
         for copied in mapping.copies:
             if copied.array == name and copied.serves(node):
@@ -1615,15 +1416,11 @@ def _redirected(body: Sequence[ast.stmt], mapping: NestMapping) -> dict[int, str
     return found
 
 
-def _arrays(body: Sequence[ast.stmt]) -> set[str]:
-    return {subscript_parts(s)[0] for s in _subscripts(body)}
-
-
 def _shape_arrays(body: Sequence[ast.stmt], mapping: NestMapping) -> set[str]:
     from loclab.transform.cuda_syntax import shape_of
 
     out = set()
-    for node in _walk(list(body) + [mapping.node]):
+    for node in walk(list(body) + [mapping.node]):
         found = shape_of(node) if isinstance(node, ast.expr) else None
         if found is not None:
             out.add(found[0])
@@ -1633,32 +1430,6 @@ def _shape_arrays(body: Sequence[ast.stmt], mapping: NestMapping) -> set[str]:
     return out
 
 
-def written_arrays(body: Sequence[ast.stmt]) -> set[str]:
-    out = set()
-    for node in _walk(body):
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if \
-            isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
-        for target in targets:
-            if isinstance(target, ast.Subscript):
-                out.add(subscript_parts(target)[0])
-    return out
-
-
-def _conditional(body: Sequence[ast.stmt]) -> set[str]:
-    """Arrays accessed under an ``if`` (Python may never touch the element at all)."""
-    return {subscript_parts(s)[0] for node in _walk(body) if isinstance(node, ast.If)
-            for s in _subscripts(node.body + node.orelse + [ast.Expr(node.test)])}
-
-
-def _uniform_loops(body: Sequence[ast.stmt], varying: set[str]) -> Iterator[ast.For]:
-    """Loops of the thread code whose bounds are the same in every thread of a block."""
-    for node in body:
-        if isinstance(node, ast.For):
-            if not (_names([node.iter]) & varying):
-                yield node
-                yield from _uniform_loops(node.body, varying)
-
-
 def _local_types(body: Sequence[ast.stmt], typing: Typing, locals_: set[str]) -> dict:
     """The join of every type assigned to each local scalar, to a fixed point."""
     types: dict = {}
@@ -1666,7 +1437,7 @@ def _local_types(body: Sequence[ast.stmt], typing: Typing, locals_: set[str]) ->
         typing.scalars.update(types)
         translator = Translator(typing, lambda n, i, t: "", lambda n: "")
         changed = False
-        for node in _walk(body):
+        for node in walk(body):
             pairs = []
             if isinstance(node, ast.Assign):
                 pairs = [(t.id, node.value) for t in node.targets if isinstance(t, ast.Name)]
@@ -1691,7 +1462,7 @@ def _interval(node: ast.expr | None, box: dict[str, tuple[str, str]],
 
     if node is None:
         return "0", "0"
-    names = _names([node]) & set(box)
+    names = names_in([node]) & set(box)
     if not names:
         text = ast.unparse(node)
         return text, text

@@ -22,7 +22,8 @@ from loclab.errors import UsageError
 from loclab.nest.ir import Loop
 from loclab.nest.python import is_allocation
 from loclab.optimize.cuda import chunks
-from loclab.optimize.cuda.kernel import ROW_HELPERS, Kernel, KernelWriter, assigned
+from loclab.optimize.cuda.facts import assigned
+from loclab.optimize.cuda.kernel import ROW_HELPERS, Kernel, KernelWriter
 from loclab.optimize.cuda.mapping import Config, NestMapping
 from loclab.optimize.cuda.mma import MMA_HELPER
 from loclab.transform.cuda_syntax import (HELPERS, LauncherNames, Translator, Typing, c_type,

@@ -26,6 +26,7 @@ from typing import Any
 from loclab.deps.analysis import Analysis
 from loclab.nest.ir import Loop
 from loclab.optimize.build import Source, _refusals, refusal
+from loclab.optimize.cuda.facts import assigned, block_role, promotable, written_arrays
 from loclab.optimize.cuda.mapping import CopiedReads, NestMapping
 from loclab.optimize.cuda.sums import GRID_COMBINE
 from loclab.optimize.locality import array_accesses, stride
@@ -374,8 +375,6 @@ def host_nests(source: Source, context: Context, loops: dict[int, Any], top: Loo
         steps += inner
         found.append((replace(mapping, host=(top,),
                               reasons=(host_reason, *mapping.reasons)), refused, inner))
-    from loclab.optimize.cuda.kernel import assigned
-
     private = assigned([m.node for m, _, _ in found]) - {name for m, _, _ in found
                                                         for name, _ in m.sums}
     named = {n.id for node in syntax if not isinstance(node, ast.For)
@@ -578,14 +577,12 @@ def _with_split(source: Source, context: Context, mapping: NestMapping, done: li
                 steps: list[Step], loops: dict[int, Any], name: Any = label,
                 line: int | None = None) -> tuple[NestMapping, list[Step]]:
     """A one-loop grid whose one inner loop is a reduction (of scalars, or of array elements
-    it updates at one place, kept in registers across it: ``kernel.promotable``): that loop
+    it updates at one place, kept in registers across it: ``facts.promotable``): that loop
     split across threads, each summing its part, the parts combined after it. Where more
     of its reads are unit-stride along it than along the grid loop, a warp's lanes split it
     (coalesced: a warp per row of a matrix-vector product); else the grid loop stays on
     threadIdx.x and the block's rows split it (a column sum: the grid alone may give too
     few threads to keep the GPU busy; how many rows is the config's). Else as it was."""
-    from loclab.optimize.cuda.kernel import assigned, promotable, written_arrays
-
     if len(mapping.grid) != 1 or mapping.atomics or len(mapping.order) > 2:
         return mapping, steps
     (grid,) = mapping.grid
@@ -655,7 +652,7 @@ def one_block(source: Source, context: Context, loops: dict[int, Any], top: Loop
               done: list[Step], sequential: NestMapping) -> tuple[NestMapping, list[Step]]:
     """A nest no grid holds, run by one block instead of one thread: its innermost loops
     that the transformer proves parallel, but for reductions of scalars or of elements
-    kept in registers (``kernel.promotable``), shared by the block's threads, each
+    kept in registers (``facts.promotable``), shared by the block's threads, each
     reduction combined after its loop (a triangular solve's row sum ``x[i] -= L[i, j] *
     x[j]``: the rows stay in order, each row's sum by 1,024 threads). Else
     ``sequential`` as it was. A part that thread 0 alone runs (it writes an array) and that
@@ -680,10 +677,8 @@ def _shared_loops(source: Source, context: Context, loops: dict[int, Any], top: 
                                              list[Step]]:
     """The innermost loops inside ``top`` that the transformer proves parallel after
     ``done`` but for reductions of scalars or of elements kept in registers
-    (``kernel.promotable``), with those reductions, and the steps that prove them: the
+    (``facts.promotable``), with those reductions, and the steps that prove them: the
     loops a block's threads may share."""
-    from loclab.optimize.cuda.kernel import promotable
-
     nest = [loop for loop in context.analysis.nest.loops
             if loop is top or top in loop.enclosing]
     innermost = [loop for loop in nest if loop is not top and loop.step == 1
@@ -740,10 +735,8 @@ def _rows_by_blocks(source: Source, context: Context, loops: dict[int, Any],
 
 
 def _lead_assigns(body: list[ast.stmt], is_split: Any) -> bool:
-    """Whether a part of ``body`` that thread 0 alone runs (``kernel.block_role``) assigns a
+    """Whether a part of ``body`` that thread 0 alone runs (``facts.block_role``) assigns a
     scalar: the block's other threads would go on with their own, stale."""
-    from loclab.optimize.cuda.kernel import assigned, block_role
-
     for node in body:
         role = block_role(node, is_split)
         if role == "around" and _lead_assigns([*node.body, *node.orelse], is_split):
