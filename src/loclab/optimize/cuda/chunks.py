@@ -11,9 +11,10 @@ block ``c`` runs the split loop's iterations ``c * threads + lane``, ``+ threads
 launch, and alone runs what follows the loop: the threadFenceReduction pattern of the CUDA
 samples, one kernel, no second launch.
 
-Where: the kernel writer shares a loop this way only where what precedes it in the grid
-iteration writes no array (every block runs it) and the loop is directly in the iteration's
-body, once; no scalar the whole grid reduces (``sums``) is involved.
+Where (``KernelWriter._shareable``): the loop is directly in the iteration's body, once;
+what precedes it writes no array (every block runs it); the loop writes nothing but the
+elements it reduces in registers (what the last block runs after it reads nothing another
+block wrote but the parts); no scalar the whole grid reduces (``sums``) is involved.
 """
 
 from __future__ import annotations

@@ -452,7 +452,8 @@ class KernelWriter:
         before = True
         opened = False
         for node in body:
-            if self._is_split(node) and self.chunks > 1:  # (``cuda.chunks``)
+            split = self._is_split(node)
+            if split and self.chunks > 1:  # (``cuda.chunks``)
                 self.lines.append(f"{pad}bool {chunks.LAST};")
                 self.statement(node, copies, depth, guarded)
                 if node is not body[-1]:  # the rest of the iteration: the last block's
@@ -460,9 +461,9 @@ class KernelWriter:
                     depth, pad, opened = depth + 1, pad + "  ", True
                 before = False
                 continue
-            if self._is_split(node) or not written_arrays([node]):
+            if split or not written_arrays([node]):
                 self.statement(node, copies, depth, guarded)
-                before = before and not self._is_split(node)
+                before = before and not split
                 continue
             self.lines.append(f"{pad}if ({lead}) {{")
             self.statement(node, copies, depth + 1, guarded)

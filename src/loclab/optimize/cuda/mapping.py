@@ -103,7 +103,9 @@ class NestMapping:
     # an access unit-stride along a grid loop other than ``x`` (a transposition's write):
     # the threads of a warp touch as many lines of it as they are
     crossing: bool = False
-    coalesced: bool = True  # some access is unit-stride along a grid loop (``x``)
+    # no loop inside the grid has its moving accesses unit-stride along it more than
+    # along ``x`` (else the transformer's rewrite may bring that loop into the grid)
+    coalesced: bool = True
 
     def statements(self) -> list[Statement]:
         """The statements this kernel runs (``part``'s alone where it is one)."""
@@ -266,7 +268,7 @@ def fit_to_extents(mapping: NestMapping, config: Config,
         extent = extents.get(mapping.grid[0].var)
         if extent is not None and extent < FEW_ITERATIONS:
             return _shared_by_blocks(mapping, _per_block(config), extents)
-        split = extents.get(mapping.split.var) if mapping.split is not None else None
+        split = _split_extent(mapping, extents)
         lanes = config.lanes
         while split is not None and lanes > GROUP_LANES[0] \
                 and split < lanes * LANE_ITERATIONS:
@@ -310,13 +312,18 @@ def _rows_to_fill(mapping: NestMapping, config: Config,
     SMs idle), at most a block's 1,024 threads and no fewer than ``ROW_ITERATIONS``
     iterations of the split loop a row (the rows' parts are combined in shared memory)."""
     extent = extents.get(mapping.grid[0].var)
-    split = extents.get(mapping.split.var) if mapping.split is not None else None
+    split = _split_extent(mapping, extents)
     rows = 1
     while extent is not None and extent * rows < FILL_THREADS \
             and config.block[0] * rows * 2 <= BLOCK_LANES \
             and (split is None or split >= ROW_ITERATIONS * rows * 2):
         rows *= 2
     return replace(config, rows=rows)
+
+
+def _split_extent(mapping: NestMapping, extents: Mapping[str, int]) -> int | None:
+    """The iterations of the loop the threads split, where known."""
+    return extents.get(mapping.split.var) if mapping.split is not None else None
 
 
 def _with_lanes(config: Config, lanes: int) -> Config:
@@ -333,7 +340,7 @@ def _shared_by_blocks(mapping: NestMapping, config: Config,
     iterations = 1
     for loop in mapping.grid:
         iterations *= extents.get(loop.var, FEW_ITERATIONS)
-    split = extents.get(mapping.split.var) if mapping.split is not None else None
+    split = _split_extent(mapping, extents)
     chunks = 1
     while split is not None and iterations * chunks * config.lanes < CHUNK_THREADS \
             and split >= config.lanes * ROW_ITERATIONS * chunks * 2:

@@ -527,9 +527,9 @@ def _x_loop(context: Context, top: Loop, grid: tuple[Loop, ...]
 
     best, best_score, best_texts = grid[-1], -1, []
     for loop in reversed(grid):
-        if score(loop) > best_score:
-            best, best_score, best_texts = loop, score(loop), sorted(
-                {a.text for a in units(loop)})
+        found = score(loop)
+        if found > best_score:
+            best, best_score, best_texts = loop, found, sorted({a.text for a in units(loop)})
     # a loop inside whose accesses coalesce along it more than along x (an expanded
     # scalar, ``acc[b, i]``, the same all along the loop, does not count for x)
     inside = [loop for loop in context.analysis.nest.loops
@@ -659,8 +659,7 @@ def one_block(source: Source, context: Context, loops: dict[int, Any], top: Loop
     assigns a scalar rules it out (every thread needs the scalar: a recurrence ``t =
     B[j - 1]`` in a loop that writes ``B``, read by a shared loop after it)."""
     splits, steps = _shared_loops(source, context, loops, top, done)
-    shared = {id(loops[id(loop)]) for loop, _ in splits}
-    if not splits or _lead_assigns([loops[id(top)]], lambda node: id(node) in shared):
+    if not splits:
         return sequential, []
     names = ", ".join(label(loop) for loop, _ in splits)
     reasons = ((f"one block, its threads sharing {names}",
@@ -678,7 +677,8 @@ def _shared_loops(source: Source, context: Context, loops: dict[int, Any], top: 
     """The innermost loops inside ``top`` that the transformer proves parallel after
     ``done`` but for reductions of scalars or of elements kept in registers
     (``facts.promotable``), with those reductions, and the steps that prove them: the
-    loops a block's threads may share."""
+    loops a block's threads may share; none where a part thread 0 alone would run assigns
+    a scalar (``_lead_assigns``)."""
     nest = [loop for loop in context.analysis.nest.loops
             if loop is top or top in loop.enclosing]
     innermost = [loop for loop in nest if loop is not top and loop.step == 1
@@ -698,6 +698,9 @@ def _shared_loops(source: Source, context: Context, loops: dict[int, Any], top: 
             continue
         splits.append((loop, tuple((r.name, r.op) for r in proved.reductions)))
         steps.append(step)
+    shared = {id(loops[id(loop)]) for loop, _ in splits}
+    if _lead_assigns([loops[id(top)]], lambda node: id(node) in shared):
+        return [], []
     return splits, steps
 
 
@@ -721,8 +724,7 @@ def _rows_by_blocks(source: Source, context: Context, loops: dict[int, Any],
             context.extents.get(loop.var, 0) >= FEW_ITERATIONS for loop in inside):
         return mapping, steps
     splits, shared_steps = _shared_loops(source, context, loops, grid, done)
-    shared = {id(loops[id(loop)]) for loop, _ in splits}
-    if not splits or _lead_assigns(loops[id(grid)].body, lambda node: id(node) in shared):
+    if not splits:
         return mapping, steps
     names = ", ".join(label(loop) for loop, _ in splits)
     reasons = (*(r for r in mapping.reasons if not r[0].startswith("threadIdx.x")),
