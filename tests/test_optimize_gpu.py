@@ -169,7 +169,7 @@ def test_reads_of_rows_later_iterations_overwrite_go_to_a_copy_made_before_the_k
     assert cuda.kernels[0].promoted == ("B[i, j] in a register across the k loop",)
     # the copy's rows are staged along k (the block's range of k covering every row's)
     assert any(text.startswith("B_copy along k") for text in cuda.kernels[0].staged)
-    assert "s_B_copy[(k) - k0" in cuda.source and "B[(loclab_wrap(k, " not in cuda.source
+    assert "s_B_copy[k_slot][(k) - k0" in cuda.source and "B[(loclab_wrap(k, " not in cuda.source
     check_grids(TRMM, {"M": 7, "N": 5})
     if shutil.which("nvcc"):
         run = nvcc_compiled(cuda, tmp_path)

@@ -214,7 +214,7 @@ def test_an_arg_min_keeps_its_index_in_the_index_type_and_its_points_in_long_str
     _, (config,), cuda = emitted(NEAREST, M=4096, N=100000)
     (kernel,) = cuda.kernels
     assert "    I best_j;" in kernel.text and "double best;" in kernel.text
-    assert config.strip == LONG_STRIP and f"s_p[{LONG_STRIP}]" in kernel.text
+    assert config.strip == LONG_STRIP and f"s_p[3][{LONG_STRIP}];" in kernel.text  # a ring of 3
     compiles(cuda, tmp_path)
     _, (short,), _ = emitted(NEAREST, M=4096, N=100)
     assert short.strip == 64  # no longer than the loop it strips

@@ -54,7 +54,7 @@ def test_a_triangles_tile_is_staged_over_the_blocks_range_each_row_its_own(tmp_p
     (kernel,) = cuda.kernels
     assert sorted(t.split(" (")[0] for t in kernel.staged) == ["A along k", "B_copy along k"]
     # strips from the block's first row + 1; each row of the tile computes its own k > i
-    assert "for (I k0 = ((first_i + by * 32) + 0 + 1); k0 < M; k0 += 8)" in kernel.text
+    assert "for (I k0 = ((first_i + by * 32) + 0 + 1); k0 < M; k0 += 8, k_turn++)" in kernel.text
     assert "if (k >= ((((long long)(i_3)) + 1LL)) && k < (M)) r_B_3_0 += " in kernel.text
     if shutil.which("nvcc"):
         assert nvcc_compiled(cuda, tmp_path).returncode == 0

@@ -27,7 +27,7 @@ import numpy as np
 
 from loclab.nest.ir import Loop
 from loclab.nest.python import update_extremum, update_increment
-from loclab.optimize.cuda import chunks, sums
+from loclab.optimize.cuda import chunks, pipeline, sums
 from loclab.optimize.cuda.facts import (Offset, arrays_in, assigned, block_role,
                                         index_locals, loop_vars, names_in, offset_of,
                                         promotable, range_args, read_forms, reads,
@@ -103,6 +103,7 @@ class Kernel:
     # each of its reductions' parts
     chunks: int = 1
     parts: tuple[str, ...] = ()
+    pipelined: bool = False  # staged strips copied by cp.async (``cuda.pipeline``)
 
 
 @dataclass
@@ -177,6 +178,10 @@ class KernelWriter:
     copy_count: int = 1  # the thread's grid iterations (the copies of its code)
     chunks: int = 1  # blocks sharing a grid iteration's split loop (``cuda.chunks``)
     strip: int = 0  # the strip tiles are staged in (the config's, or smaller to fit)
+    # tiles in the ring of each staged loop's read tiles (``cuda.pipeline``; 0: their strips
+    # go through registers), and the ring's slot of each tile being computed from
+    ring: int = 0
+    slots: dict[str, str] = field(default_factory=dict)
     hoisting: dict[str, tuple[str, str]] | None = None  # staged reads held in registers
     redirected: dict[int, str] = field(default_factory=dict)  # reads of copies, by node id
     # the subscript (its indices as written) of each array element kept in a register
@@ -260,8 +265,11 @@ class KernelWriter:
         self._choose_products(body, locals_)
         self._stages(body, read_only, locals_)
         self._keep_staged_products()
+        self.ring = self._ring_depth()
         for stage in self.staged.values():
             dims = "".join(f"[{e}]" for e in self._tile_shape(stage))
+            if self._ringed(stage):
+                dims = f"[{self.ring}]{dims}"
             out.append(f"  __shared__ {c_type(self.typing.arrays[stage.array])} "
                        f"{stage.name}{dims};")
         if self.staged:  # the thread's place in its block, for the copies into the tiles
@@ -331,7 +339,8 @@ class KernelWriter:
                       tuple((name, op, sums.sum_type(self.typing, name).name)
                             for name, op in self.mapping.sums),
                       self.chunks,
-                      tuple(k.name for k in self._part_types()) if self.chunks > 1 else ())
+                      tuple(k.name for k in self._part_types()) if self.chunks > 1 else (),
+                      pipelined=self.ring > 0)
 
     def _shareable(self, body: Sequence[ast.stmt]) -> bool:
         """Whether several blocks may share the grid iteration's split loop
@@ -726,27 +735,33 @@ class KernelWriter:
         pad = "  " * depth
         var = node.target.id  # type: ignore[attr-defined]
         strip = self.strip
-        ahead = [s for s in stages if self._prefetched(s) is not None]
         # stores through tiles only where the strip fills them: every iteration of the
         # block exists and runs the loop (else they go to memory as written)
         stored = [s for s in stages if s.writes] if not guarded and self.whole_block \
             and len(copies) == self.copy_count else []
-        for stage in ahead:  # the first strip's share, into registers
-            self._prefetch(stage, depth, f"({low})", declare=True)
-        self.lines.append(f"{pad}for ({self.index_type} {var}0 = {low}; {var}0 < {high}; "
-                          f"{var}0 += {strip}) {{")
-        self.lines.append(f"{pad}  __syncthreads();")
-        for stage in stages:
-            if stage in ahead:
-                self._store_prefetched(stage, depth + 1)
-            elif not stage.writes:
-                self._copy_tile(stage, depth + 1)
-        self.lines.append(f"{pad}  __syncthreads();")
-        if ahead:  # the next strip's loads are in flight while this one is computed
-            self.lines.append(f"{pad}  if ({var}0 + {strip} < ({high})) {{")
-            for stage in ahead:
-                self._prefetch(stage, depth + 2, f"{var}0 + {strip}", declare=False)
-            self.lines.append(f"{pad}  }}")
+        ringed = [s for s in stages if self._ringed(s)]
+        if ringed:  # the loop inside the ring's scope
+            self._ring_head(var, ringed, depth, low, high)
+            depth += 1
+            pad = "  " * depth
+        else:
+            ahead = [s for s in stages if self._prefetched(s) is not None]
+            for stage in ahead:  # the first strip's share, into registers
+                self._prefetch(stage, depth, f"({low})", declare=True)
+            self.lines.append(f"{pad}for ({self.index_type} {var}0 = {low}; {var}0 < {high}; "
+                              f"{var}0 += {strip}) {{")
+            self.lines.append(f"{pad}  __syncthreads();")
+            for stage in stages:
+                if stage in ahead:
+                    self._store_prefetched(stage, depth + 1)
+                elif not stage.writes:
+                    self._copy_tile(stage, depth + 1)
+            self.lines.append(f"{pad}  __syncthreads();")
+            if ahead:  # the next strip's loads are in flight while this one is computed
+                self.lines.append(f"{pad}  if ({var}0 + {strip} < ({high})) {{")
+                for stage in ahead:
+                    self._prefetch(stage, depth + 2, f"{var}0 + {strip}", declare=False)
+                self.lines.append(f"{pad}  }}")
         # a whole strip has a constant trip count: unrolled, its shared-memory offsets
         # become constants; the last, partial strip runs as a plain loop
         self.inside.add(var)
@@ -777,6 +792,68 @@ class KernelWriter:
             for stage in stored:
                 self._copy_tile(stage, depth + 1, high)
         self.lines.append(f"{pad}}}")
+        if ringed:
+            self.lines.append(f"{pad[:-2]}}}")
+            for stage in ringed:
+                self.slots.pop(stage.name)
+
+    def _ring_head(self, var: str, ringed: list[_Stage], depth: int, low: str,
+                   high: str) -> None:
+        """The staged loop's head where its tiles are a ring (``cuda.pipeline``): the first
+        ``ring - 1`` strips sent before the loop; at each strip, wait for its copies, one
+        barrier (everyone's copies landed, and every thread is done with the slot the next
+        copies go to), send the strip ``ring - 1`` ahead, compute from this strip's slot.
+        Opens a scope (the strip counter's) that ``_staged_loop`` closes."""
+        pad = "  " * depth
+        ring, strip, turn = self.ring, self.strip, f"{var}_turn"
+        self.lines.append(f"{pad}{{")
+        self.lines.append(f"{pad}  __syncthreads();  // the ring's last use is over")
+        for ahead in range(ring - 1):
+            start = f"({low}) + {ahead * strip}"
+            self.lines.append(f"{pad}  if ({start} < ({high})) {{")
+            self._send(ringed, depth + 2, start, str(ahead))
+            self.lines.append(f"{pad}  }}")
+            self.lines.append(f"{pad}  loclab_copies_sent();")
+        self.lines.append(f"{pad}  int {turn} = 0;")
+        pad += "  "
+        self.lines.append(f"{pad}for ({self.index_type} {var}0 = {low}; {var}0 < {high}; "
+                          f"{var}0 += {strip}, {turn}++) {{")
+        self.lines.append(f"{pad}  loclab_copies_pending<{ring - 2}>();")
+        self.lines.append(f"{pad}  __syncthreads();")
+        start = f"{var}0 + {(ring - 1) * strip}"
+        self.lines.append(f"{pad}  if ({start} < ({high})) {{")
+        self._send(ringed, depth + 3, start, f"({turn} + {ring - 1}) % {ring}")
+        self.lines.append(f"{pad}  }}")
+        self.lines.append(f"{pad}  loclab_copies_sent();")
+        self.lines.append(f"{pad}  const int {var}_slot = {turn} % {ring};")
+        for stage in ringed:
+            self.slots[stage.name] = f"{var}_slot"
+
+    def _send(self, ringed: list[_Stage], depth: int, start: str, slot: str) -> None:
+        """Each thread's copies of the strip from ``start`` into the ring's ``slot``."""
+        pad = "  " * depth
+        for stage in ringed:
+            size = self.typing.arrays[stage.array].itemsize
+            for target, guard, source in self._prefetch_elements(stage, start):
+                self.lines.append(pad + pipeline.copy_line(
+                    pipeline.ring_slot(slot, target), guard, stage.array, source, size))
+
+    def _ring_depth(self) -> int:
+        """Tiles in each ring (``cuda.pipeline``), 0 for none: only where the config asks
+        and every tile read along a loop has a whole share a thread and an element size
+        cp.async copies, and the ring fits shared memory."""
+        along = [s for s in self.staged.values() if _read_along(s)]
+        if not self.config.pipelined or not along or any(
+                self._prefetched(s) is None
+                or self.typing.arrays[s.array].itemsize not in pipeline.COPY_BYTES
+                for s in along):
+            return 0
+        others = [s for s in self.staged.values() if s not in along]
+        return pipeline.ring_depth([self._shared_bytes([s]) for s in along],
+                                   self._shared_bytes(others), SHARED_LIMIT)
+
+    def _ringed(self, stage: _Stage) -> bool:
+        return self.ring > 0 and _read_along(stage)
 
     def _split(self, node: ast.For, copies: list[_Copy], depth: int, guarded: bool,
                low: str, high: str) -> None:
@@ -1310,7 +1387,8 @@ class KernelWriter:
             if v is not None:
                 value = replace(translator, index=True).expr(index)
                 parts.append(f"[({value}) - {self._base(v, stage.along)} - {low}]")
-        return f"{stage.name}{''.join(parts)}"
+        slot = f"[{self.slots[stage.name]}]" if stage.name in self.slots else ""
+        return f"{stage.name}{slot}{''.join(parts)}"
 
     def _flatten(self, name: str, values: list[str]) -> str:
         text = values[0] if values else "0"
@@ -1398,6 +1476,11 @@ def _accumulator(copy_: _Copy, found: Product) -> str | None:
     if found.scalar:
         return copy_.rename.get(found.name)
     return copy_.registers.get(found.name)
+
+
+def _read_along(stage: _Stage) -> bool:
+    """Whether ``stage`` is a tile read strip by strip along a loop (what a ring holds)."""
+    return bool(stage.along) and not stage.writes
 
 
 def _for_header(var: str, low: str, high: str, step: int) -> str:

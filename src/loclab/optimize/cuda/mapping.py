@@ -145,6 +145,9 @@ class Config:
     # blocks sharing a grid iteration's split loop (a block per iteration, ``lanes`` above a
     # warp): each reduces its part, the last to finish combines the parts in block order
     chunks: int = 1
+    # staged strips copied into a ring of tiles by cp.async, strips in flight while one is
+    # computed (``cuda.pipeline``); else through registers a strip ahead
+    pipelined: bool = True
 
     @property
     def threads(self) -> int:
@@ -156,7 +159,7 @@ class Config:
     def to_json(self) -> dict[str, object]:
         return {"block": list(self.block), "tile": list(self.tile), "stage": self.stage,
                 "strip": self.strip, "lanes": self.lanes, "rows": self.rows,
-                "mma": self.mma, "chunks": self.chunks}
+                "mma": self.mma, "chunks": self.chunks, "pipelined": self.pipelined}
 
     def text(self) -> str:
         if not self.block and self.lanes > 1:
@@ -173,6 +176,7 @@ class Config:
         return (f"block {'x'.join(map(str, self.block)) or '1'}, "
                 f"{'x'.join(map(str, self.tile)) or '1'} per thread, "
                 + (f"staged in strips of {self.strip}" if self.stage else "not staged")
+                + ("" if self.pipelined or not self.stage else " through registers")
                 + ("" if self.mma else ", no tensor cores"))
 
 
@@ -355,9 +359,9 @@ def _per_block(config: Config) -> Config:
 
 def neighbours(mapping: NestMapping, config: Config) -> list[Config]:
     """Configs one step from ``config``: register tiles halved or doubled along the grid
-    loops on x and y, the strip halved or doubled, staging switched, the tensor cores
-    switched, the block reshaped (the same threads, x doubled or halved). What measurement
-    walks (``search``)."""
+    loops on x and y, the strip halved or doubled, staging switched (and its copies:
+    cp.async or registers), the tensor cores switched, the block reshaped (the same
+    threads, x doubled or halved). What measurement walks (``search``)."""
     if mapping.block_splits:  # the block's size
         return [replace(config, lanes=lanes) for lanes in (256, 512, 1024)
                 if lanes != config.lanes]
@@ -407,5 +411,7 @@ def neighbours(mapping: NestMapping, config: Config) -> list[Config]:
         if 4 <= strip <= 4 * LONG_STRIP:
             out.append(replace(config, strip=strip))
     out.append(replace(config, stage=not config.stage))
+    if config.stage:
+        out.append(replace(config, pipelined=not config.pipelined))
     out.append(replace(config, mma=not config.mma))
     return out

@@ -26,6 +26,7 @@ from loclab.optimize.cuda.facts import assigned
 from loclab.optimize.cuda.kernel import ROW_HELPERS, Kernel, KernelWriter
 from loclab.optimize.cuda.mapping import Config, NestMapping
 from loclab.optimize.cuda.mma import MMA_HELPER
+from loclab.optimize.cuda.pipeline import PIPELINE_HELPERS
 from loclab.transform.cuda_syntax import (HELPERS, LauncherNames, Translator, Typing, c_type,
                                          shape_of)
 from loclab.transform.output import header
@@ -170,7 +171,9 @@ def emit_function(function: ast.FunctionDef, filename: str, line_offset: int,
                                          assigned_in_nests))
             host_assigned.update(assigned([node]))
     tensor_cores = MMA_HELPER if any(k.tensor_cores for k in kernels) else ""
-    source = HELPERS + ROW_HELPERS + tensor_cores + "\n\n".join(k.text for k in kernels) + "\n"
+    copies = PIPELINE_HELPERS if any(k.pipelined for k in kernels) else ""
+    source = HELPERS + ROW_HELPERS + tensor_cores + copies \
+        + "\n\n".join(k.text for k in kernels) + "\n"
     module = _module_text(function, filename, kernels, source, calls, dtypes,
                           {**entering, **scalars}, overlaps, as_written, names)
     return CudaFunction(function.name, tuple(kernels), source, module)
