@@ -153,6 +153,7 @@ def plan(source: str, function: str | None = None, *, filename: str = "<source>"
     from loclab.optimize.copies import with_copies
     from loclab.optimize.fusion import fused_plans
     from loclab.optimize.inner import with_inner_orders
+    from loclab.optimize.lanes import with_held
     from loclab.optimize.measure import timing_sizes
     from loclab.optimize.packing import with_packs
     from loclab.optimize.pieces import piece_plans
@@ -180,8 +181,8 @@ def plan(source: str, function: str | None = None, *, filename: str = "<source>"
         tiled, note = time_tiled_plans(context, top)
         notes += [note] if note else []
         planned = with_inner_orders(context, plan_nest(context, top))
-        planned = with_copies(context, with_packs(context, with_strips(code, context,
-                                                                       planned)))
+        planned = with_copies(context, with_held(context, with_packs(
+            context, with_strips(code, context, planned))))
         ordered = tiled + ([fused[id(top)]] if id(top) in fused else []) + _with_pieces(
             planned, piece_plans(code, context, top))
         plans.append(with_cyclic(context, ordered))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import re
 import textwrap
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from loclab.nest.expr import BoolOp, Compare, Condition, FloorDiv, MinMax, Mod, 
 from loclab.nest.python import serves, update_increment
 from loclab.transform.buffers import BufferMarker
 from loclab.transform.code import counting_down, held_sums, render, uses
+from loclab.transform.lanes_code import LANE_FUNCTIONS, held_subscripts, lanes_run
 from loclab.transform.codegen import Call, Code, For, If, Mark, Select, Value, plus
 from loclab.transform.python_program import FunctionSyntax
 from loclab.transform.storage import Expansion, Placement, copy_suffix
@@ -83,6 +85,8 @@ class _Emitter:
             self.unsigned_own = {e.private.name for e in output.expansions.values()} | {
                 b.buffer.name for b in output.buffers}
         self.uintp = False  # some subscript was cast: the module imports uintp
+        self.lane_count = 0  # variables holding elements in vector lanes (``hold``) so far
+        self.lanes_used = False  # the module imports loclab.cpu.lanes
 
     # -- the module -------------------------------------------------------------------------
     def module(self, code: list[Code]) -> str:
@@ -131,6 +135,8 @@ class _Emitter:
                 lines.append("from numba import get_num_threads")
             if self.chunksize:
                 lines.append("from numba import set_parallel_chunksize")
+            if self.lanes_used:
+                lines.append(f"from loclab.cpu.lanes import {', '.join(LANE_FUNCTIONS)}")
         elif (self.out.expansions or self.out.buffers or self.out.overlaps) and not any(
                 l.startswith("import numpy as np") for l in lines):
             lines.append("import numpy as np")
@@ -157,9 +163,12 @@ class _Emitter:
             elif isinstance(item, Mark):
                 self.mark(item, depth)
 
-    def loop(self, item: For, depth: int, loops: list[For]) -> None:
+    def loop(self, item: For, depth: int, loops: list[For], plain: bool = False) -> None:
         item = counting_down(item)
         node = item.node
+        if node.hold and self.out.numba and not item.single and not plain \
+                and self.lanes(item, depth, loops):
+            return
         if item.single:
             self.line(depth, f"{item.var} = {value(item.start)}")
             self.allocations(node, depth)
@@ -213,6 +222,59 @@ class _Emitter:
             self.line(depth, f"set_parallel_chunksize({item.var}_chunksize)")
         for target, name in self.held.pop(id(item), {}).items():
             self.line(depth, f"{target} = {name}")
+
+    def lanes(self, item: For, depth: int, loops: list[For]) -> bool:
+        """A ``hold`` loop (Numba): where its inner strip is whole, its run with the strip's
+        updates in vector lanes (``lanes_code``), else the loops as they are. False, and
+        nothing printed, where the code is not what the step proved (a guard isl put in,
+        a copy or allocation inside, a loop around that combines across threads) or the
+        text cannot be held: the caller prints the loops as they are, which is exact."""
+        inner = item.body[0] if len(item.body) == 1 and isinstance(item.body[0], For) \
+            else None
+        if inner is None or inner.single or inner.step != 1 or item.step != 1 \
+                or not all(isinstance(c, Call) for c in inner.body) \
+                or any(around.node.reductions or id(around) in self.held for around in loops):
+            return False
+        saved, self.lines = self.lines, []
+        for node in (item.node, inner.node):
+            self.allocations(node, 0)
+            self.buffer_allocations(node, 0)
+            self.copy_back(node, 0)
+        inside, self.lines = self.lines, saved
+        start, stop = value(inner.start), value(inner.stop)
+        if inside or re.search(rf"\b{item.var}\b", f"{start} {stop}"):
+            return False
+        names = [f"_lanes{self.lane_count + n}" for n in range(len(inner.body))]
+        run = lanes_run([self.rewritten(c) for c in inner.body],
+                        [self.target_at(c) for c in inner.body], inner.var, start,
+                        item.node.hold, names)
+        if run is None:
+            return False
+        self.lane_count += len(run.loads)
+        self.lanes_used = True
+        low, high = value(item.start), value(item.stop)
+        self.line(depth, f"if {stop} - ({start}) == {item.node.hold} and {low} < {high}:")
+        for text in run.loads:
+            self.line(depth + 1, text)
+        self.line(depth + 1, f"for {item.var} in range({low}, {high}):")
+        for text in run.updates:
+            self.line(depth + 2, text)
+        for text in run.stores:
+            self.line(depth + 1, text)
+        self.line(depth, "else:")
+        self.loop(item, depth + 1, loops, plain=True)
+        return True
+
+    def target_at(self, item: Call) -> tuple[Poly, ...] | None:
+        """The subscripts of the element a statement writes, at a point of the new loops
+        (Polys of their variables); None where a coordinate is not a polynomial."""
+        unit = item.placed.unit
+        where = held_subscripts(self.program, unit.first.writes[0], unit) \
+            if len(unit.statements) == 1 and unit.first.writes else None
+        values = dict(zip((loop.var for loop in unit.loops), item.args))
+        if where is None or not all(isinstance(v, Poly) for v in values.values()):
+            return None
+        return tuple(s.substitute(values) for s in where)  # type: ignore[arg-type]
 
     def held_elements(self, item: For, loops: list[For]) -> list[tuple[str, str]]:
         """The array elements a vectorized loop sums into (``code.held_sums``), each as its

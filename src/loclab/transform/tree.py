@@ -45,6 +45,9 @@ class LoopNode:
     reductions: tuple["Reduction", ...] = ()  # what a parallel loop combines across threads
     copies: int = 0  # a tile loop made by unrolling: its body holds this many copies
     vectorized: bool = False  # its reductions may be reordered into vector lanes
+    # ``hold``: the elements its inner loop (a strip of this many iterations) updates stay in
+    # vector lanes for its run (Numba); 0: in memory
+    hold: int = 0
     # Where the CUDA emitter runs its iterations: "blockIdx.x" (a grid loop) or "threadIdx.y"
     # (a block loop, ``threads`` of them); "" on the host or in one thread.
     gpu: str = ""

@@ -83,12 +83,12 @@ class Context:
 
 
 def registry() -> dict[str, ModuleType]:
-    from loclab.transform.steps import (copy, distribute, fastmath, fuse, gpu, interchange,
-                                        parallel, privatize, skew, stage, stripmine, tile,
-                                        unroll, vectorize)
+    from loclab.transform.steps import (copy, distribute, fastmath, fuse, gpu, hold,
+                                        interchange, parallel, privatize, skew, stage,
+                                        stripmine, tile, unroll, vectorize)
 
     modules = (stripmine, interchange, tile, distribute, fuse, skew, privatize, unroll,
-               parallel, stage, copy, vectorize, fastmath, gpu)
+               parallel, stage, copy, vectorize, hold, fastmath, gpu)
     return {name: module for module in modules for name in module.NAMES}
 
 
