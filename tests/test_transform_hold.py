@@ -49,7 +49,8 @@ def test_a_product_holds_its_block_in_lanes_and_computes_the_same_bits() -> None
     ("c[i, j] += a[i, q] * c[q, j]", r"c\[q, j\] reads an array the loop holds"),
     ("c[q, j] += a[i, q] * b[q, j]", r"must take j in its last subscript alone and not move"),
     ("c[i, j] += a[i, q] * b[j, q]", r"b\[j, q\] must take j in its last subscript alone"),
-    ("c[i, j] += abs(b[q, j])", r"is not \+ - \* / of numbers"),
+    ("c[i, j] += abs(b[q, j])", r"is not \+ - \* of numbers"),
+    ("c[i, j] += b[q, j] / a[i, q]", r"is not \+ - \*"),
     ("c[i, j] += b[q, j] * j", "j is used as a value"),
 ])
 def test_hold_refuses_what_lanes_would_get_wrong(body: str, why: str) -> None:

@@ -178,7 +178,8 @@ def lanes_like(typingctx: Any, value: Any, like: Any) -> Any:
     return like(value, like), codegen
 
 
-_FLOAT_OPS = {"+": "fadd", "-": "fsub", "*": "fmul", "/": "fdiv"}
+# not "/": Numba's scalar division by zero raises, a vector's would give infinity
+_FLOAT_OPS = {"+": "fadd", "-": "fsub", "*": "fmul"}
 _INTEGER_OPS = {"+": "add", "-": "sub", "*": "mul"}
 
 
@@ -194,8 +195,6 @@ def _binary(symbol: str) -> Any:
         if not all(isinstance(t, KINDS) for t in dtypes):
             raise TypingError(f"lanes {symbol}: needs numbers, got {first} and {second}")
         kind = _promoted(*dtypes)
-        if symbol == "/" and not isinstance(kind, types.Float):
-            kind = types.float64  # true division of integers, as in Python
         ops = _FLOAT_OPS if isinstance(kind, types.Float) else _INTEGER_OPS
         if symbol not in ops:
             raise TypingError(f"lanes {symbol}: not for {kind}")
@@ -235,6 +234,5 @@ def _register(symbol: str, operation: Any) -> None:
         return lanes_operation
 
 
-for _symbol, _operation in (("+", operator.add), ("-", operator.sub),
-                            ("*", operator.mul), ("/", operator.truediv)):
+for _symbol, _operation in (("+", operator.add), ("-", operator.sub), ("*", operator.mul)):
     _register(_symbol, _operation)

@@ -90,7 +90,7 @@ def distinct_rows(first: tuple[Poly, ...], second: tuple[Poly, ...]) -> bool:
 class _InLanes:
     """An update's value in lanes: a read along the lanes' row a ``lanes_load``, a held
     element its variable, anything the lanes' variable does not appear in left as a
-    scalar (the lanes' operations broadcast it); + - * / between them. Anything else that
+    scalar (the lanes' operations broadcast it); + - * between them. Anything else that
     mentions the lanes' variable (a negated row, a call) is not held."""
 
     def __init__(self, lane: str, first: ast.expr, width: int, held: dict[str, str]) -> None:
@@ -99,8 +99,7 @@ class _InLanes:
     def convert(self, value: ast.expr) -> ast.expr | None:
         if not _mentions(value, self.lane):
             return copy.deepcopy(value)
-        if isinstance(value, ast.BinOp) and isinstance(
-                value.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
+        if isinstance(value, ast.BinOp) and isinstance(value.op, (ast.Add, ast.Sub, ast.Mult)):
             left, right = self.convert(value.left), self.convert(value.right)
             if left is None or right is None:
                 return None

@@ -34,7 +34,8 @@ from loclab.transform.tree import LoopNode, Program, Unit
 
 NAMES = ("hold",)
 MAX_LANES = 64  # a strip past this is no longer registers' worth
-OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div)
+# not ``/``: Numba's scalar division by zero raises, a vector's gives infinity
+OPERATORS = (ast.Add, ast.Sub, ast.Mult)
 
 
 def apply(program: Program, step: Step, context: Context) -> Applied:
@@ -97,7 +98,7 @@ def _unheld(program: Program, unit: Unit, run: str, lane: str, units: list[Unit]
     syntax = unit.syntax
     if not (isinstance(syntax, ast.AugAssign) and isinstance(syntax.op, OPERATORS)
             or isinstance(syntax, ast.Assign) and len(syntax.targets) == 1):
-        return f"line {unit.line} is not an assignment or an update by + - * /"
+        return f"line {unit.line} is not an assignment or an update by + - *"
     if len(statement.writes) != 1 or held_subscripts(program, statement.writes[0], unit) is None:
         return f"line {unit.line} does not write one array element"
     target = statement.writes[0]
@@ -140,15 +141,15 @@ def _row(subscripts: tuple[Poly | None, ...], run: str, lane: str, moves: bool) 
 
 def _expression(value: ast.expr, lane: str) -> str:
     """Why an update's value cannot be computed in lanes ('' where it can): only numbers,
-    names, subscripts and + - * /."""
+    names, subscripts and + - *."""
     for part in ast.walk(value):
         if isinstance(part, ast.BinOp) and not isinstance(part.op, OPERATORS):
-            return f"{ast.unparse(part)} is not + - * /"
+            return f"{ast.unparse(part)} is not + - *"
         if isinstance(part, (ast.Call, ast.Compare, ast.BoolOp, ast.IfExp, ast.Attribute,
                              ast.Lambda, ast.Starred)):
-            return f"{ast.unparse(part)} is not + - * / of numbers and elements"
+            return f"{ast.unparse(part)} is not + - * of numbers and elements"
         if isinstance(part, ast.UnaryOp) and not isinstance(part.op, ast.USub):
-            return f"{ast.unparse(part)} is not + - * /"
+            return f"{ast.unparse(part)} is not + - *"
         if isinstance(part, ast.Name) and part.id == lane:
             if not any(part in ast.walk(s.slice) for s in ast.walk(value)
                        if isinstance(s, ast.Subscript)):
