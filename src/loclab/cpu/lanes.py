@@ -57,15 +57,15 @@ def _promoted(first: types.Type, second: types.Type) -> types.Type:
     return from_dtype(np.result_type(as_dtype(first), as_dtype(second)))
 
 
-def _convert(builder: Any, value: Any, source: types.Type, target: types.Type) -> Any:
+def _convert(context: Any, builder: Any, value: Any, source: types.Type,
+             target: types.Type) -> Any:
     """A vector (or scalar) of ``source`` elements as ``target`` elements, as Numba's
     scalar casts convert: floats widened or rounded, integers to floats signed or not."""
     if source == target:
         return value
-    kind = value.type
-    shape = (lambda e: ir.VectorType(e, kind.count)) if isinstance(kind, ir.VectorType) \
-        else (lambda e: e)
-    to = shape(_llvm_scalar(target))
+    to = context.get_value_type(target)
+    if isinstance(value.type, ir.VectorType):
+        to = ir.VectorType(to, value.type.count)
     if isinstance(source, types.Float) and isinstance(target, types.Float):
         wider = source.bitwidth < target.bitwidth
         return builder.fpext(value, to) if wider else builder.fptrunc(value, to)
@@ -78,15 +78,9 @@ def _convert(builder: Any, value: Any, source: types.Type, target: types.Type) -
     return builder.trunc(value, to) if source.bitwidth > target.bitwidth else value
 
 
-def _llvm_scalar(kind: types.Type) -> Any:
-    if isinstance(kind, types.Float):
-        return ir.FloatType() if kind.bitwidth == 32 else ir.DoubleType()
-    return ir.IntType(kind.bitwidth)
-
-
 def _first_element(context: Any, builder: Any, array_type: Any, array: Any,
-                   index_type: Any, index: Any) -> tuple[Any, Any, Any]:
-    """The pointer to ``array[index]``, the array's structure and its last stride."""
+                   index_type: Any, index: Any) -> tuple[Any, Any]:
+    """The pointer to ``array[index]`` and the array's last stride."""
     data = context.make_array(array_type)(context, builder, array)
     count = len(index_type)
     indices = [context.cast(builder, builder.extract_value(index, d), index_type[d],
@@ -95,7 +89,7 @@ def _first_element(context: Any, builder: Any, array_type: Any, array: Any,
                                         cgutils.unpack_tuple(builder, data.shape, count),
                                         cgutils.unpack_tuple(builder, data.strides, count),
                                         array_type.layout, indices)
-    return pointer, data, builder.extract_value(data.strides, count - 1)
+    return pointer, builder.extract_value(data.strides, count - 1)
 
 
 def _element_at(builder: Any, pointer: Any, stride: Any, lane: int) -> Any:
@@ -122,8 +116,8 @@ def lanes_load(typingctx: Any, array: Any, index: Any, count: Any) -> Any:
     result = Lanes(array.dtype, count.literal_value)
 
     def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-        pointer, _, stride = _first_element(context, builder, sig.args[0], args[0],
-                                            sig.args[1], args[1])
+        pointer, stride = _first_element(context, builder, sig.args[0], args[0],
+                                         sig.args[1], args[1])
         vector = context.get_value_type(result)
         if sig.args[0].layout == "C":
             return builder.load(builder.bitcast(pointer, vector.as_pointer()),
@@ -146,10 +140,10 @@ def lanes_store(typingctx: Any, array: Any, index: Any, value: Any) -> Any:
         raise TypingError(f"lanes_store: needs lanes to store, got {value}")
 
     def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-        pointer, _, stride = _first_element(context, builder, sig.args[0], args[0],
-                                            sig.args[1], args[1])
+        pointer, stride = _first_element(context, builder, sig.args[0], args[0],
+                                         sig.args[1], args[1])
         kind = sig.args[0].dtype
-        vector = _convert(builder, args[2], value.dtype, kind)
+        vector = _convert(context, builder, args[2], value.dtype, kind)
         if sig.args[0].layout == "C":
             builder.store(vector, builder.bitcast(pointer, vector.type.as_pointer()),
                           align=kind.bitwidth // 8)
@@ -173,7 +167,7 @@ def lanes_like(typingctx: Any, value: Any, like: Any) -> Any:
         raise TypingError(f"lanes_like: needs lanes of one count, got {value} and {like}")
 
     def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-        return _convert(builder, args[0], value.dtype, like.dtype)
+        return _convert(context, builder, args[0], value.dtype, like.dtype)
 
     return like(value, like), codegen
 
@@ -204,7 +198,7 @@ def _binary(symbol: str) -> Any:
             vector = context.get_value_type(result)
             operands = []
             for value, kind_of, dtype in zip(args, sig.args, dtypes):
-                value = _convert(builder, value, dtype, kind)
+                value = _convert(context, builder, value, dtype, kind)
                 if not isinstance(kind_of, Lanes):
                     lone = builder.insert_element(ir.Constant(vector, ir.Undefined), value,
                                                   ir.Constant(ir.IntType(32), 0))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 import copy
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from loclab.nest.expr import Poly
@@ -70,7 +70,7 @@ def lanes_run(statements: Sequence[ast.stmt], targets: Sequence[tuple[Poly, ...]
         name = held[key]
         if isinstance(statement, ast.AugAssign):
             converted = ast.BinOp(ast.Name(name, ast.Load()), statement.op, converted)
-        elif not _has_lanes(converted):
+        elif not _has_lanes(converted, held.values()):
             return None  # an element set to a value of no lane: a scalar, not lanes
         run.updates.append(f"{name} = lanes_like({ast.unparse(converted)}, {name})")
     return run
@@ -114,10 +114,11 @@ class _InLanes:
         return None
 
 
-def _has_lanes(value: ast.expr) -> bool:
+def _has_lanes(value: ast.expr, held: Collection[str]) -> bool:
+    """Whether ``value`` holds lanes: a ``lanes_load`` or a held element's variable."""
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-               and n.func.id == "lanes_load" or isinstance(n, ast.Name)
-               and n.id.startswith("_lanes") for n in ast.walk(value))
+               and n.func.id == "lanes_load" or isinstance(n, ast.Name) and n.id in held
+               for n in ast.walk(value))
 
 
 def _mentions(node: ast.AST, name: str) -> bool:

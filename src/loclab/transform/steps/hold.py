@@ -72,7 +72,7 @@ def _inner_strip(node: LoopNode, step: Step) -> LoopNode:
     inner = body[0]
     strip = inner.within
     if strip is None or not 2 <= strip.tile <= MAX_LANES \
-            or strip not in _around(node, strip):
+            or not any(loop is node for loop in strip.loops()):  # the strip's loop is around
         raise step.error(f"{inner.label} must be a strip of 2 to {MAX_LANES} iterations "
                          f"(stripmine({inner.name}, 32) outside {node.name} first)")
     if inner.parallel or node.parallel or inner.vectorized or not inner.plain:
@@ -85,11 +85,6 @@ def _inner_strip(node: LoopNode, step: Step) -> LoopNode:
     return inner
 
 
-def _around(node: LoopNode, strip: LoopNode) -> list[LoopNode]:
-    """``strip`` if it holds ``node``, else nothing."""
-    return [strip] if any(loop is node for loop in strip.loops()) else []
-
-
 def _unheld(program: Program, unit: Unit, run: str, lane: str, units: list[Unit]) -> str:
     """Why ``unit`` cannot be held ('' where it can)."""
     if unit.opaque or len(unit.statements) != 1 or unit.guards:
@@ -99,11 +94,13 @@ def _unheld(program: Program, unit: Unit, run: str, lane: str, units: list[Unit]
     if not (isinstance(syntax, ast.AugAssign) and isinstance(syntax.op, OPERATORS)
             or isinstance(syntax, ast.Assign) and len(syntax.targets) == 1):
         return f"line {unit.line} is not an assignment or an update by + - *"
-    if len(statement.writes) != 1 or held_subscripts(program, statement.writes[0], unit) is None:
+    if len(statement.writes) != 1:
         return f"line {unit.line} does not write one array element"
     target = statement.writes[0]
     where = held_subscripts(program, target, unit)
-    if where is None or not _row(where, run, lane, moves=False):
+    if where is None:
+        return f"line {unit.line} does not write one array element"
+    if not _row(where, run, lane, moves=False):
         return (f"{target.text} must take {lane} in its last subscript alone and not "
                 f"move with {run}")
     why = _expression(syntax.value, lane)
