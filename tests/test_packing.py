@@ -30,18 +30,24 @@ def test_syrk_packs_the_column_it_reads_in_the_l2_sized_tile_jammed_in_k_alone()
     longer."""
     found = plan((KERNELS / "syrk.py").read_text(), "syrk", params={"M": 1000, "N": 1200},
                  threads=2)
-    packed = next(p for p in found.plans[0] if p.packs)
+    held, packed, *_ = (p for p in found.plans[0] if p.packs)
+    # first the packed plan with its block held in lanes (``optimize.lanes``): the rows of
+    # the triangle jammed, ``hold`` after the ``stage`` it reads through
+    held_steps = [str(s) for s in plan_steps(found.code, [], held, {})]
+    assert held_steps.index("hold(k@8)") > held_steps.index(
+        "stage(A, jj@7, transpose=True, using=j@8)")
+    assert any(s.startswith("unroll(i@8, ") for s in held_steps)
     assert [(pack.array, pack.loop.var) for pack in packed.packs] == [("A", "j")]
     assert packed.band.choice.cache == "L2"
     assert "packing: A[j, k] strided in the innermost loop j" in packed.packs[0].reason
     steps = [str(s) for s in plan_steps(found.code, [], packed, {})]
     assert "stage(A, jj@7, transpose=True, using=j@8)" in steps
     assert [s for s in steps if s.startswith("unroll")] == ["unroll(k@8, 4, jam=True)"]
-    unpacked_steps = [str(s) for s in plan_steps(found.code, [], found.plans[0][
-        found.plans[0].index(packed) + 1], {})]
+    # after it the unpacked plan, held in lanes first
+    unpacked = found.plans[0].index(packed) + 2
+    unpacked_steps = [str(s) for s in plan_steps(found.code, [], found.plans[0][unpacked], {})]
     assert [s for s in unpacked_steps if s.startswith("unroll")] == [
         "unroll(i@8, 4, jam=True)", "unroll(k@8, 4, jam=True)"]
-    unpacked = found.plans[0].index(packed) + 1
     assert found.plans[0][unpacked].packs == () and found.plans[0][unpacked].band is not None
     chosen, result = choose(found.code, [[packed]], {packed.band.key: 8})
     for sizes in ({"M": 19, "N": 23}, {"M": 4, "N": 9}, {"M": 1, "N": 1}):

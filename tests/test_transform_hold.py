@@ -46,7 +46,8 @@ def test_a_product_holds_its_block_in_lanes_and_computes_the_same_bits() -> None
 
 
 @pytest.mark.parametrize("body, why", [
-    ("c[i, j] += a[i, q] * c[q, j]", r"c\[q, j\] reads an array the loop holds"),
+    ("c[i, j] += a[i, q] * b[q, j]\n                b[i, j] += c[i, j]",
+     r"c\[i, j\] reads an array the loop holds elements of, in the same row"),
     ("c[q, j] += a[i, q] * b[q, j]", r"must take j in its last subscript alone and not move"),
     ("c[i, j] += a[i, q] * b[j, q]", r"b\[j, q\] must take j in its last subscript alone"),
     ("c[i, j] += abs(b[q, j])", r"is not \+ - \* of numbers"),
@@ -69,14 +70,19 @@ def test_hold_needs_a_strip_inside_the_loop() -> None:
 # -- generated nests: whatever the step accepts computes the same bits ---------------------
 
 TARGETS = ("A[i, j]", "A[i, j + 1]", "A[i + 1, j]", "A[i + 2, j]", "A[q, j]", "A[i, q]")
-READS = ("B[q, j]", "C[i, q]", "D[q, j + 1]", "B[j, q]", "2.0", "s", "D[i, q]", "A[i, j]")
+READS = ("B[q, j]", "C[i, q]", "D[q, j + 1]", "B[j, q]", "2.0", "s", "D[i, q]", "A[i, j]",
+         "A[q, j]", "A[i + 1, j]", "A[q + 1, j + 1]")
+# a triangle's rows (trmm's ``k`` from ``i + 1``, syrk's ``j`` to ``i``): jammed, guarded
+Q_RANGES = ("range(K)", "range(i + 1, K)", "range(i)", "range(i, i + K)")
+J_RANGES = ("range(M)", "range(i + 1)", "range(i, M)")
 
 
 @st.composite
 def held_nests(draw: st.DrawFn) -> str:
-    """``for i: for q: for j:`` around 1-3 updates drawn from shapes the step must hold
-    (a row of each target along ``j``) and shapes it must not (a target moving with ``q``,
-    a read of a held array elsewhere, a read down a column)."""
+    """``for i: for q: for j:`` (rectangular or triangular) around 1-3 updates drawn from
+    shapes the step must hold (a row of each target along ``j``, a read of another row of
+    a held array, checked where the loops run) and shapes it must not (a target moving
+    with ``q``, a read of a held row at other lanes, a read down a column)."""
     lines = []
     for _ in range(draw(st.integers(1, 3))):
         target = draw(st.sampled_from(TARGETS))
@@ -85,14 +91,35 @@ def held_nests(draw: st.DrawFn) -> str:
             value = f"{value} {draw(st.sampled_from('+-*'))} {draw(st.sampled_from(READS))}"
         op = draw(st.sampled_from(("+=", "-=", "*=", "=")))
         lines.append(f"                {target} {op} {value}")
-    return ("def f(A, B, C, D, s, N, M, K):\n    for i in range(N):\n"
-            "        for q in range(K):\n            for j in range(M):\n"
+    q_range, j_range = draw(st.sampled_from(Q_RANGES)), draw(st.sampled_from(J_RANGES))
+    return (f"def f(A, B, C, D, s, N, M, K):\n    for i in range(N):\n"
+            f"        for q in {q_range}:\n            for j in {j_range}:\n"
             + "\n".join(lines) + "\n")
 
 
-@settings(max_examples=20, deadline=None, derandomize=True, database=None,
+ROW_TARGETS = ("A[i, j]", "A[i, j + 1]", "E[i, j]")
+ROW_READS = ("A[q, j]", "A[q + 1, j]", "A[q + 2, j + 1]", "E[q, j]", "B[q, j]", "C[i, q]",
+             "A[i, j]")
+
+
+@st.composite
+def row_nests(draw: st.DrawFn) -> str:
+    """Triangles and rectangles whose updates read other rows of the arrays they update
+    (trmm's ``B[i, j] += A[k, i] * B[k, j]``, ``k > i``): held where the loops' run
+    checks that a read never meets a held row."""
+    lines = []
+    for _ in range(draw(st.integers(1, 2))):
+        value = " * ".join(draw(st.lists(st.sampled_from(ROW_READS), min_size=1, max_size=3)))
+        lines.append(f"                {draw(st.sampled_from(ROW_TARGETS))} += {value}")
+    q_range, j_range = draw(st.sampled_from(Q_RANGES)), draw(st.sampled_from(J_RANGES))
+    return (f"def f(A, B, C, E, N, M, K):\n    for i in range(N):\n"
+            f"        for q in {q_range}:\n            for j in {j_range}:\n"
+            + "\n".join(lines) + "\n")
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
-@given(held_nests(), st.sampled_from([1, 2]))
+@given(st.one_of(held_nests(), row_nests()), st.sampled_from([1, 2, 3]))
 def test_held_updates_compute_the_same_bits_as_the_loops(source: str, rows: int) -> None:
     jam = f"unroll(i, {rows}, jam=True); " if rows > 1 else ""
     recipe = f"stripmine(j, 4, jv); interchange(q, jv); {jam}hold(q)"
@@ -100,9 +127,11 @@ def test_held_updates_compute_the_same_bits_as_the_loops(source: str, rows: int)
         result = transform(source, recipe, emit="numba")
     except (UsageError, IllegalStep):
         return  # refused: the loops stay as they are
-    verification = result.verify(N=5, M=7, K=3)  # a whole strip of 4 and a partial one
-    assert verification.ok, f"{recipe} accepted but wrong:\n{source}\n{result.source}"
-    assert all(c.tolerance == 0 for c in verification.compared), source
+    # whole strips of 4 and a partial one; rows past the jammed ones; runs of a triangle
+    for sizes in ({"N": 5, "M": 7, "K": 3}, {"N": 11, "M": 9, "K": 12}):
+        verification = result.verify(**sizes)
+        assert verification.ok, f"{recipe} accepted but wrong:\n{source}\n{result.source}"
+        assert all(c.tolerance == 0 for c in verification.compared), source
 
 
 # -- the lanes themselves ------------------------------------------------------------------

@@ -150,8 +150,11 @@ def plan_steps(source: Source, done: Sequence[Step], plan: NestPlan,
         tile_loops = {(node.origin.var, node.origin.line): node.label
                       for node in program.loops() if node.tile}
     steps += wavefront_steps(plan, tile_loops)
-    steps += [d.step for d in (*plan.after, *plan.registers, *plan.lanes) if d.step]
+    steps += [d.step for d in (*plan.after, *plan.registers, *plan.lanes)
+              if d.step and d.step.name != "hold"]
     steps += [pack_step(plan, pack, tile_loops) for pack in plan.packs]
+    # ``hold`` reads a packed read as the packed panel: after the ``stage`` steps
+    steps += [d.step for d in plan.registers if d.step and d.step.name == "hold"]
     dealt = dict(plan.cyclic)
     steps += [make_step("parallel", tile_loops.get((loop.var, loop.line), plan.name(loop)),
                         keywords=[("copies", True)] if loop in plan.copies

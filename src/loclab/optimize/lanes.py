@@ -16,8 +16,11 @@ the 4 x 4 jammed tile 20.0 ms, held 8 x 32 5.4 ms, 4 x 16 21.4 ms, 8 x 16 9.9 ms
 
 Offered before the plan it comes from, which stays (the search measures both); the
 transformer refuses ``hold`` where something other than the held updates touches their
-arrays, and the plan then falls back as any other does. Not for packed plans: ``hold``
-judges a read as written, and a packed read is written down a column.
+arrays, and the plan then falls back as any other does. A packed plan holds its block too:
+``hold`` follows the ``stage`` steps and reads a packed panel as the run reads it, along a
+row of the buffer (syrk's ``A[j, k]``). Rows of a triangle (trmm's ``k`` from ``i + 1``,
+syrk's ``j`` up to ``i``) are jammed as well: each run is held where its start finds isl's
+guards true throughout it, and runs as written on the diagonal.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from dataclasses import replace
 
 from loclab.cpu.vector_width import features_in_use, vector_bits
 from loclab.optimize.locality import array_accesses, stride
-from loclab.optimize.planner import Context, Decision, NestPlan, bounds_name, jammed_loops
+from loclab.optimize.planner import Context, Decision, NestPlan, jammed_loops
 from loclab.transform.recipe import make_step
 
 VECTORS = 2  # vectors a held row spans
@@ -37,9 +40,11 @@ def with_held(context: Context, plans: list[NestPlan]) -> list[NestPlan]:
     """``plans`` with, before each register-tiled one whose band ends in a loop a sum runs
     along and a vector loop, the same plan holding its results in vector lanes."""
     out: list[NestPlan] = []
+    offered: set[tuple[object, ...]] = set()
     for plan in plans:
         held = _held(context, plan)
-        if held is not None:
+        if held is not None and held.key not in offered:  # a plan and its fallback: once
+            offered.add(held.key)
             out.append(held)
         out.append(plan)
     return out
@@ -57,8 +62,8 @@ def _held(context: Context, plan: NestPlan) -> NestPlan | None:
     ``(..., i, k, j)`` with the written elements moving with ``j`` alone along a row and
     not with ``k``, and ``i`` a loop whose copies share a read of ``j``'s row."""
     band = plan.band
-    if band is None or not plan.registers or plan.packs or len(band.loops) < 3:
-        return None  # a packed read is checked by ``hold`` as written, down its column
+    if band is None or not (plan.registers or plan.packs) or len(band.loops) < 3:
+        return None
     order = band.loops
     inner, run = order[-1], order[-2]
     # the band's statements (a distributed nest's others lie in loops apart from it), none
@@ -73,10 +78,9 @@ def _held(context: Context, plan: NestPlan) -> NestPlan | None:
                                     or stride(access.subscripts, inner.var) != "unit"):
             return None
     # a loop whose copies run different ranges of the strip or of the run (a triangle's
-    # rows) would put a guard inside the run: the emitter then holds nothing
-    jammed = [loop for loop, _ in jammed_loops(accesses, order) if loop is not run
-              and not any(bounds_name(other, loop.var) or bounds_name(loop, other.var)
-                          for other in (inner, run))]
+    # rows) puts guards inside the run: held where the run's start finds them all true
+    jammed = [loop for loop, _ in jammed_loops(accesses, order, guarded=True)
+              if loop is not run]
     if not jammed:
         return None
     rows, lanes = lane_shape(context.element_bytes)

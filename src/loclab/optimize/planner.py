@@ -543,7 +543,8 @@ def register_decisions(jammed: list[tuple[Loop, str]], names: Mapping[str, str]
 
 
 def jammed_loops(accesses: list[ArrayAccess], order: tuple[Loop, ...],
-                 kept: Mapping[Loop, str] | None = None) -> list[tuple[Loop, str]]:
+                 kept: Mapping[Loop, str] | None = None,
+                 guarded: bool = False) -> list[tuple[Loop, str]]:
     """Each loop to jam and what its copies share, in the order to jam them. Register
     tiling of a tiled band in ``order``: unroll-and-jam of the (up to) two loops nearest the
     innermost in which some access is invariant, so that the copies of the innermost loop's
@@ -566,7 +567,9 @@ def jammed_loops(accesses: list[ArrayAccess], order: tuple[Loop, ...],
     it (a triangle's ``j`` from ``i + 1``): codegen separates its range into the pieces
     each copy runs whole (``codegen._ranges_move_with_copies``; correlation's triangular
     product at 1200 x 1400 on 2 cores, 2026-11-30: 39.6 ms jammed in k alone, 16.3 ms in i
-    and k)."""
+    and k). ``guarded``: the copies' guards are checked once per run of the innermost
+    loops, not inside them (``optimize.lanes``), so a loop that bounds another, or is
+    bounded by one, is jammed too where every bound below it is affine."""
     kept = kept or {}
     inner = order[-1]
     if not any(stride(a.subscripts, inner.var) == "unit" for a in accesses):
@@ -575,7 +578,11 @@ def jammed_loops(accesses: list[ArrayAccess], order: tuple[Loop, ...],
         return []
     chosen: list[tuple[bool, Loop, str]] = []
     for position, loop in reversed(list(enumerate(order[:-1]))):
-        if any(_coupled(loop, other) for other in order[position + 1:-1]) \
+        if guarded:
+            if any(bound is None for below in order[position:]
+                   for bound in (below.start, below.stop)):
+                continue
+        elif any(_coupled(loop, other) for other in order[position + 1:-1]) \
                 or _coupled(loop, inner, separable=True):
             continue
         reused = [a for a in accesses if loop in a.statement.loops

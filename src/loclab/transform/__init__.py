@@ -30,8 +30,8 @@ from loclab.errors import UsageError
 from loclab.transform.recipe import Step, make_step
 
 EMITTERS = {"python": ("python", "numba", "cuda"), "c": ("c",)}
-AFTER_COPIES = {"parallel", "stage", "copy", "privatize", "vectorize", "fastmath", "grid",
-                "block"}  # steps that move no loop
+AFTER_COPIES = {"parallel", "stage", "copy", "privatize", "vectorize", "fastmath", "hold",
+                "grid", "block"}  # steps that move no loop
 NUMBA_ONLY_STEPS = {"fastmath"}  # steps only the Numba emitter writes (C, CUDA: flags)
 GPU_STEPS = {"grid", "block"}  # steps that map loops onto a CUDA kernel's blocks and threads
 HOST_ONLY_STEPS = {"fuse", "skew"}  # steps whose loops the CUDA emitter does not take

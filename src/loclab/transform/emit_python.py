@@ -23,14 +23,17 @@ import copy
 import re
 import textwrap
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from loclab.errors import UsageError
 from loclab.nest.expr import BoolOp, Compare, Condition, FloorDiv, MinMax, Mod, Poly, Symbol
+from loclab.nest.ir import Access
 from loclab.nest.python import serves, update_increment
 from loclab.transform.buffers import BufferMarker
 from loclab.transform.code import counting_down, held_sums, render, uses
-from loclab.transform.lanes_code import LANE_FUNCTIONS, held_subscripts, lanes_run
+from loclab.transform.lanes_code import (LANE_FUNCTIONS, Box, Touch, guard_range,
+                                         held_subscripts, lanes_run, run_conditions,
+                                         staged)
 from loclab.transform.codegen import Call, Code, For, If, Mark, Select, Value, plus
 from loclab.transform.python_program import FunctionSyntax
 from loclab.transform.storage import Expansion, Placement, copy_suffix
@@ -224,16 +227,26 @@ class _Emitter:
             self.line(depth, f"{target} = {name}")
 
     def lanes(self, item: For, depth: int, loops: list[For]) -> bool:
-        """A ``hold`` loop (Numba): where its inner strip is whole, its run with the strip's
-        updates in vector lanes (``lanes_code``), else the loops as they are. False, and
-        nothing printed, where the code is not what the step proved (a guard isl put in,
-        a copy or allocation inside, a loop around that combines across threads) or the
-        text cannot be held: the caller prints the loops as they are, which is exact."""
-        inner = item.body[0] if len(item.body) == 1 and isinstance(item.body[0], For) \
-            else None
+        """A ``hold`` loop (Numba): where its inner strip is whole and the run's conditions
+        hold (``lanes_code.run_conditions``: isl's guards inside the strip true throughout
+        the run, reads of held arrays rows apart from the held ones), its run with the
+        strip's updates in vector lanes (``lanes_code``), else the loops as they are.
+        False, and nothing printed, where the code is not what the step proved (a copy or
+        allocation inside, a loop around that combines across threads) or the text cannot
+        be held: the caller prints the loops as they are, which is exact."""
+        strips = [c for c in item.body if isinstance(c, For)]
+        inner = strips[0] if len(strips) == 1 else None
+        # beside the strip, only pieces isl split off for some runs (a triangle's diagonal
+        # cut from the jammed copies' common range): the held runs are those without them
+        beside = [c for c in item.body if c is not inner]
         if inner is None or inner.single or inner.step != 1 or item.step != 1 \
-                or not all(isinstance(c, Call) for c in inner.body) \
+                or any(not isinstance(c, If) or item.var in _condition_symbols(c.condition)
+                       for c in beside) \
                 or any(around.node.reductions or id(around) in self.held for around in loops):
+            return False
+        guarded = _guarded_calls(inner.body)
+        bounds = (item.start, item.stop, inner.start)
+        if guarded is None or not all(isinstance(b, Poly) for b in bounds):
             return False
         saved, self.lines = self.lines, []
         for node in (item.node, inner.node):
@@ -244,37 +257,75 @@ class _Emitter:
         start, stop = value(inner.start), value(inner.stop)
         if inside or re.search(rf"\b{item.var}\b", f"{start} {stop}"):
             return False
-        names = [f"_lanes{self.lane_count + n}" for n in range(len(inner.body))]
-        run = lanes_run([self.rewritten(c) for c in inner.body],
-                        [self.target_at(c) for c in inner.body], inner.var, start,
+        calls = [call for call, _ in guarded]
+        touches = [self.touches_at(call) for call in calls]
+        box = Box(item.var, item.start, item.stop - Poly.const(1),  # type: ignore[operator]
+                  inner.var, inner.start, item.node.hold)  # type: ignore[arg-type]
+        cut = guard_range(box, [guards for _, guards in guarded])
+        names = [f"_lanes{self.lane_count + n}" for n in range(len(calls))]
+        run = lanes_run([self.rewritten(c) for c in calls],
+                        [target[1] for target, _ in touches], inner.var, start,
                         item.node.hold, names)
-        if run is None:
+        if run is None or cut is None:
+            return False
+        # the held part of the run: past the guards' lower bounds, before their upper ones
+        low, high = item.start, item.stop
+        ends: list[str] = []
+        if cut.lower:
+            low = Poly.symbol(f"{item.var}_from{self.lane_count}")
+            ends.append(f"{low} = max({', '.join(poly(b) for b in [item.start, *cut.lower])})")
+        if cut.upper:
+            high = Poly.symbol(f"{item.var}_to{self.lane_count}")
+            ends.append(f"{high} = min({', '.join(poly(b) for b in [item.stop, *cut.upper])})")
+        checks = run_conditions(replace(box, low=low, last=high - Poly.const(1)),
+                                [target for target, _ in touches],
+                                [reads for _, reads in touches])
+        if checks is None:
             return False
         self.lane_count += len(run.loads)
         self.lanes_used = True
-        low, high = value(item.start), value(item.stop)
-        self.line(depth, f"if {stop} - ({start}) == {item.node.hold} and {low} < {high}:")
+        for text in ends:
+            self.line(depth, text)
+        skipped = [BoolOp("not", (c.condition,)) for c in beside if isinstance(c, If)]
+        tests = "".join(f" and ({condition(c)})" if isinstance(c, BoolOp) else
+                        f" and {condition(c)}" for c in [*cut.fixed, *checks, *skipped])
+        self.line(depth, f"if {stop} - ({start}) == {item.node.hold} and {poly(low)} < "
+                         f"{poly(high)}{tests}:")
+        if cut.lower:  # the first iterations, as written
+            self.loop(replace(item, stop=low), depth + 1, loops, plain=True)
         for text in run.loads:
             self.line(depth + 1, text)
-        self.line(depth + 1, f"for {item.var} in range({low}, {high}):")
+        self.line(depth + 1, f"for {item.var} in range({poly(low)}, {poly(high)}):")
         for text in run.updates:
             self.line(depth + 2, text)
         for text in run.stores:
             self.line(depth + 1, text)
+        if cut.upper:  # the last ones
+            self.loop(replace(item, start=high), depth + 1, loops, plain=True)
         self.line(depth, "else:")
         self.loop(item, depth + 1, loops, plain=True)
         return True
 
-    def target_at(self, item: Call) -> tuple[Poly, ...] | None:
-        """The subscripts of the element a statement writes, at a point of the new loops
-        (Polys of their variables); None where a coordinate is not a polynomial."""
+    def touches_at(self, item: Call) -> tuple[Touch, list[Touch]]:
+        """The element a statement writes and the array elements it reads (staged reads,
+        which read a buffer, left out), at a point of the new loops: their subscripts as
+        Polys of the new loops' variables, None where one is not a polynomial."""
         unit = item.placed.unit
-        where = held_subscripts(self.program, unit.first.writes[0], unit) \
-            if len(unit.statements) == 1 and unit.first.writes else None
         values = dict(zip((loop.var for loop in unit.loops), item.args))
-        if where is None or not all(isinstance(v, Poly) for v in values.values()):
-            return None
-        return tuple(s.substitute(values) for s in where)  # type: ignore[arg-type]
+
+        def at(access: Access) -> Touch:
+            where = held_subscripts(self.program, access, unit)
+            if where is None or not all(isinstance(v, Poly) for v in values.values()):
+                return access.variable.name, None
+            return access.variable.name, tuple(
+                s.substitute(values) for s in where)  # type: ignore[arg-type]
+
+        statement = unit.first
+        target = at(statement.writes[0]) if len(unit.statements) == 1 and statement.writes \
+            else ("", None)
+        reads = [at(a) for a in statement.reads if a.variable.is_array
+                 and staged(self.program, a, unit) is None]
+        return target, reads
 
     def held_elements(self, item: For, loops: list[For]) -> list[tuple[str, str]]:
         """The array elements a vectorized loop sums into (``code.held_sums``), each as its
@@ -800,3 +851,26 @@ def condition(cond: Condition) -> str:
         return f"not ({condition(cond.args[0])})"
     return f" {cond.op} ".join(f"({condition(a)})" if isinstance(a, BoolOp) else condition(a)
                                for a in cond.args)
+
+
+def _guarded_calls(body: list[Code]) -> list[tuple[Call, list[Condition]]] | None:
+    """A strip's statements with the isl guards around each (a guard without an else, and
+    nothing else, may wrap them); None where the body holds anything else."""
+    found: list[tuple[Call, list[Condition]]] = []
+    for item in body:
+        if isinstance(item, Call):
+            found.append((item, []))
+        elif isinstance(item, If) and not item.orelse:
+            inside = _guarded_calls(item.then)
+            if inside is None:
+                return None
+            found += [(call, [item.condition, *guards]) for call, guards in inside]
+        else:
+            return None
+    return found
+
+
+def _condition_symbols(cond: Condition) -> set[str]:
+    if isinstance(cond, Compare):
+        return cond.left.symbols() | cond.right.symbols()
+    return set().union(*(_condition_symbols(c) for c in cond.args))

@@ -10,11 +10,15 @@ loaded into vector registers before the run, updated there, and stored after it:
 one vector of ``B`` and eight values of ``A`` feed eight vector multiply-adds.
 
 Legal when every statement inside ``q`` updates an element of an array whose every access
-there is that statement's own target, the target's subscripts do not move with ``q`` and
-take ``j`` in the last alone (a row of lanes), and the other reads take ``j`` in the last
-subscript alone or not at all: then no access in the run meets a held element, and
-deferring its stores to the end of the run changes no value read. Each element is updated
-by the same operations in the same order (a lane each), so the result is bit-identical.
+there is that statement's own target or another row of it, the target's subscripts do
+not move with ``q`` and take ``j`` in the last alone (a row of lanes), and the other reads
+take ``j`` in the last subscript alone or not at all: then no access in the run meets a
+held element, and deferring its stores to the end of the run changes no value read. A
+read of another row (trmm's ``B[k, j]`` beside the held ``B[i, j]``, ``k > i``) may meet a
+held row at some points of the loops: the emitted code checks at each run's start that it
+does not in that run, and runs the loops as written where it might. Each element is
+updated by the same operations in the same order (a lane each), so the result is
+bit-identical.
 
 Numba only (``--emit numba``, ``loclab.cpu.lanes``): where the strip is whole and every
 target is a row of its own, as emitted; a partial strip, or code the emitter cannot hold,
@@ -111,13 +115,23 @@ def _unheld(program: Program, unit: Unit, run: str, lane: str, units: list[Unit]
         variable = access.variable
         subscripts = held_subscripts(program, access, unit)
         if variable.key in targets and (variable.key != target.variable.key
-                                        or subscripts != where):
-            return f"{access.text} reads an array the loop holds elements of"
+                                        or subscripts != where) and not _other_row(
+                                            subscripts, where):
+            return (f"{access.text} reads an array the loop holds elements of, in the "
+                    "same row")
         if subscripts is None and variable.is_array:
             return f"{access.text} is not affine"
         if subscripts and not _row(subscripts, run, lane, moves=True):
             return f"{access.text} must take {lane} in its last subscript alone, or not at all"
     return ""
+
+
+def _other_row(read: tuple[Poly | None, ...] | None, held: tuple[Poly | None, ...]) -> bool:
+    """Whether a read of a held array is written as another row than the held one (some
+    subscript but the last differs): the emitted run checks at its start that the two
+    never meet in it (``lanes_code.run_conditions``)."""
+    return read is not None and len(read) == len(held) and any(
+        a != b for a, b in zip(read[:-1], held[:-1]))
 
 
 def _row(subscripts: tuple[Poly | None, ...], run: str, lane: str, moves: bool) -> bool:
