@@ -272,10 +272,10 @@ class _Emitter:
         low, high = item.start, item.stop
         ends: list[str] = []
         if cut.lower:
-            low = Poly.symbol(f"{item.var}_from{self.lane_count}")
+            low = Poly.symbol(f"_{item.var}_from{self.lane_count}")  # named as _lanes0 is
             ends.append(f"{low} = max({', '.join(poly(b) for b in [item.start, *cut.lower])})")
         if cut.upper:
-            high = Poly.symbol(f"{item.var}_to{self.lane_count}")
+            high = Poly.symbol(f"_{item.var}_to{self.lane_count}")
             ends.append(f"{high} = min({', '.join(poly(b) for b in [item.stop, *cut.upper])})")
         checks = run_conditions(replace(box, low=low, last=high - Poly.const(1)),
                                 [target for target, _ in touches],
