@@ -243,6 +243,13 @@ class BoolOp:
 
 Condition = Union[Compare, BoolOp]
 
+def condition_symbols(cond: Condition) -> set[str]:
+    """Every symbol name a condition reads."""
+    if isinstance(cond, Compare):
+        return cond.left.symbols() | cond.right.symbols()
+    return set().union(*(condition_symbols(c) for c in cond.args))
+
+
 _ISL_COMPARE = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "=", "!=": "!="}
 
 

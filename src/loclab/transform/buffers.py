@@ -70,7 +70,7 @@ class BufferMarker:
 
     def covers(self, unit: object) -> bool:
         """Whether the unit's reads of the array go through this buffer."""
-        return any(unit is u for u in self.buffer.loop.units())
+        return self.buffer.covers(unit)
 
 
 def buffer_markers(program: Program, schedule: Schedule) -> list[BufferMarker]:

@@ -26,7 +26,8 @@ from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 
 from loclab.errors import UsageError
-from loclab.nest.expr import BoolOp, Compare, Condition, FloorDiv, MinMax, Mod, Poly, Symbol
+from loclab.nest.expr import (BoolOp, Compare, Condition, FloorDiv, MinMax, Mod, Poly,
+                              Symbol, condition_symbols)
 from loclab.nest.ir import Access
 from loclab.nest.python import serves, update_increment
 from loclab.transform.buffers import BufferMarker
@@ -240,7 +241,7 @@ class _Emitter:
         # cut from the jammed copies' common range): the held runs are those without them
         beside = [c for c in item.body if c is not inner]
         if inner is None or inner.single or inner.step != 1 or item.step != 1 \
-                or any(not isinstance(c, If) or item.var in _condition_symbols(c.condition)
+                or any(not isinstance(c, If) or item.var in condition_symbols(c.condition)
                        for c in beside) \
                 or any(around.node.reductions or id(around) in self.held for around in loops):
             return False
@@ -868,9 +869,3 @@ def _guarded_calls(body: list[Code]) -> list[tuple[Call, list[Condition]]] | Non
         else:
             return None
     return found
-
-
-def _condition_symbols(cond: Condition) -> set[str]:
-    if isinstance(cond, Compare):
-        return cond.left.symbols() | cond.right.symbols()
-    return set().union(*(_condition_symbols(c) for c in cond.args))

@@ -370,5 +370,4 @@ def held_subscripts(program: Program, access: Access, unit: Unit) -> tuple[Poly,
 def staged(program: Program, access: Access, unit: Unit) -> Buffer | None:
     """The ``stage`` or ``copy`` buffer ``unit``'s read ``access`` reads, if any."""
     return next((b for b in program.buffers if b.variable is access.variable
-                 and not access.write and b.serves(access.text)
-                 and any(u is unit for u in b.loop.units())), None)
+                 and not access.write and b.serves(access.text) and b.covers(unit)), None)

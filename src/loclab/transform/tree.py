@@ -201,6 +201,10 @@ class Buffer:
         """Whether the read written ``text`` (as ``Access.text``) reads this buffer."""
         return not self.reads or text in self.reads
 
+    def covers(self, unit: object) -> bool:
+        """Whether the unit's reads of the array go through this buffer."""
+        return any(unit is u for u in self.loop.units())
+
 
 @dataclass(eq=False)
 class Program:
