@@ -536,7 +536,9 @@ def row_store_nests(draw: Draw) -> str:
     sequence (a running value carried from column to column), storing into ``P`` (and
     sometimes ``Q``) at offsets of the row and column: stores a GPU kernel coalesces through
     a tile. Look-alikes it must leave to memory: a store under a condition, an array also
-    read or stored twice, a column bound that moves with the row."""
+    read or stored twice, a column bound that moves with the row. A stored tile may take
+    over the cells of a read one (``A[i, j]`` read, ``P[i, j]`` stored): look-alikes where
+    that would lose a value read after the store (``after``)."""
     low = draw(st.sampled_from(["0", "1"]))
     lines = ["def f(A, B, P, Q, M, N):", f"    for i in range({low}, M - 1):",
              f"        acc = {draw(st.sampled_from(['0.0', 'B[i, 0]']))}"]
@@ -548,10 +550,10 @@ def row_store_nests(draw: Draw) -> str:
     def store(name: str) -> str:
         row = draw(st.sampled_from(["i", "i", "i + 1", "i - 1"]))
         column = draw(st.sampled_from(["j", "j", "j + 1", "j - 1"]))
-        value = draw(st.sampled_from(["acc", "acc + B[i, j]", "2.0 * acc"]))
+        value = draw(st.sampled_from(["acc", "acc + B[i, j]", "2.0 * acc", "acc - A[i, j]"]))
         return f"{name}[{row}, {column}] = {value}"
 
-    kind = draw(st.sampled_from(["plain", "plain", "two", "if", "read", "twice"]))
+    kind = draw(st.sampled_from(["plain", "plain", "two", "if", "read", "twice", "after"]))
     lines.append(f"            {store('P')}")
     if kind == "two":
         lines.append(f"            {store('Q')}")
@@ -562,6 +564,8 @@ def row_store_nests(draw: Draw) -> str:
         lines.append(f"            acc = acc + P[i, {draw(st.sampled_from(['j', 'j - 1']))}]")
     elif kind == "twice":
         lines.append(f"        {store('P').replace('j', '0')}")
+    elif kind == "after":
+        lines.append(f"            acc = acc + {draw(st.sampled_from(['A[i, j]', 'B[i, j]']))}")
     return "\n".join(lines) + "\n"
 
 

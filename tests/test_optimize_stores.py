@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 
 from loclab.optimize.cuda import argument_types
 from loclab.optimize.cuda.facts import write_stages
+from loclab.optimize.cuda.mapping import neighbours
 from tests.nestgen import row_store_nests
 from tests.test_optimize_gpu import gpu_agrees, gpu_planned, make_inputs
 from tests.test_optimize_sums import compiles
@@ -72,7 +73,10 @@ def f(A, out, M, N):
 """,
 }
 CONFIGS = [{}, {"block": (64,), "tile": (2,), "strip": 8, "stage": True},
-           {"block": (32,), "tile": (4,), "strip": 32, "stage": True}]
+           {"block": (32,), "tile": (4,), "strip": 32, "stage": True},
+           # whole rows in place, copied by cp.async; the same through registers
+           {"block": (128,), "tile": (1,), "strip": 64, "stage": True},
+           {"block": (128,), "tile": (1,), "strip": 64, "stage": True, "pipelined": False}]
 # the batch's grid (b, i), i on threadIdx.x
 BATCHED_CONFIGS = [{"block": (1, 64), "tile": (1, 2), "strip": 8, "stage": True},
                    {"block": (2, 32), "tile": (2, 1), "strip": 16, "stage": True}]
@@ -90,7 +94,11 @@ def test_a_rows_stores_go_through_a_tile_copied_out_along_rows(tmp_path):
     _, cuda = emitted(ROWS, {}, M=1000, N=64)
     (kernel,) = cuda.kernels
     assert [t.split(" (")[0] for t in kernel.staged] == ["A along j", "out stored along j"]
-    assert "s_out[(i) - (first_i + bx * " in kernel.text
+    # each cell of A's tile is read by the one iteration that then stores out's element
+    # there: out's tile takes over A's cells (one tile in shared memory, not two)
+    assert kernel.staged[1].endswith("(in place of A's tile)")
+    assert "s_A[(i) - (first_i + bx * 256) - 0][(j) - j0 - 0] = acc;" in kernel.text
+    assert "__shared__ double s_out" not in kernel.text
     # copied out after the strip: only the strip's columns before the loop's bound
     assert "if (j0 + column < (N) && " in kernel.text
     # blocks with missing rows (the grid's edge) store to memory as written
@@ -105,6 +113,83 @@ def test_a_batch_of_rows_stores_through_a_tile_of_the_blocks_rows(config, tmp_pa
     (kernel,) = cuda.kernels
     assert "out stored along j" in " ".join(kernel.staged)
     compiles(cuda, tmp_path)
+
+
+# stored tiles that may not take over a read tile's cells: the read array is read after
+# the store (the cell would hold the stored value), read at two columns (a cell read by a
+# later iteration), or its cells already taken by another stored tile
+NOT_IN_PLACE = {
+    "read after the store": ("""
+def f(A, out, M, N):
+    for i in range(M):
+        acc = 0.0
+        for j in range(N):
+            acc = acc * 0.5 + A[i, j]
+            out[i, j] = acc
+            acc = acc - A[i, j]
+""", ["A along j (64x17 tile in shared memory)",
+      "out stored along j (64x17 tile in shared memory)"]),
+    "two columns read": ("""
+def f(A, out, M, N):
+    for i in range(M):
+        acc = 0.0
+        for j in range(N - 1):
+            acc = acc * 0.5 + A[i, j] * A[i, j + 1]
+            out[i, j] = acc
+""", ["A along j (64x18 tile in shared memory)",
+      "out stored along j (64x17 tile in shared memory)"]),
+    "two stores": ("""
+def f(A, out, P, M, N):
+    for i in range(M):
+        acc = 0.0
+        for j in range(N):
+            acc = acc * 0.5 + A[i, j]
+            out[i, j] = acc
+            P[i, j] = 2.0 * acc
+""", ["A along j (64x17 tile in shared memory)",
+      "out stored along j (in place of A's tile)",
+      "P stored along j (64x17 tile in shared memory)"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NOT_IN_PLACE))
+def test_a_stored_tile_takes_over_a_read_tile_only_where_no_value_is_lost(name, tmp_path):
+    source, staged = NOT_IN_PLACE[name]
+    sizes = {"M": 1000, "N": 64}
+    _, cuda = emitted(source, {"block": (64,), "tile": (1,), "strip": 16, "stage": True},
+                      **sizes)
+    (kernel,) = cuda.kernels
+    assert list(kernel.staged) == staged
+    compiles(cuda, tmp_path)
+
+
+def test_tiles_loaded_where_needed_are_copied_by_cp_async_all_in_flight(tmp_path):
+    """A tile too large to prefetch into registers (64 elements a thread) is copied by
+    cp.async, every copy in flight before one wait, where the config pipelines; through
+    registers where it does not."""
+    config = {"block": (64,), "tile": (1,), "strip": 64, "stage": True}
+    _, cuda = emitted(ROWS, config, M=1000, N=64)
+    (kernel,) = cuda.kernels
+    assert kernel.pipelined and "loclab_copy_or_zero<8>(&s_A[(e) % 64][column]" in kernel.text
+    lines = [line.strip() for line in kernel.text.splitlines()]
+    wait = lines.index("loclab_copies_pending<0>();")  # once, then the barrier, then compute
+    assert lines[wait - 1:wait + 3] == ["loclab_copies_sent();", "loclab_copies_pending<0>();",
+                                        "__syncthreads();", "if (j0 + 64 <= (N)) {"]
+    compiles(cuda, tmp_path)
+    _, cuda = emitted(ROWS, {**config, "pipelined": False}, M=1000, N=64)
+    (kernel,) = cuda.kernels
+    assert not kernel.pipelined and "s_A[(e) % 64][column] = (" in kernel.text
+
+
+def test_the_search_may_give_one_grid_loop_fewer_or_more_threads_a_block():
+    """Fewer rows a block let a tile of whole rows fit (rows ending inside a sector are then
+    stored by one strip, not two): the search walks the block's threads too."""
+    _, mapped = gpu_planned(ROWS, M=1000, N=61)
+    (config,) = mapped.default_configs()
+    blocks = {n.block for n in neighbours(mapped.mappings[0], config)}
+    assert {(config.block[0] // 2,), (config.block[0] * 2,)} <= blocks
+    small = replace(config, block=(32,))
+    assert all(n.block[0] >= 32 for n in neighbours(mapped.mappings[0], small))
 
 
 @pytest.mark.parametrize("name", sorted(LOOK_ALIKES))
@@ -123,6 +208,14 @@ def test_stores_the_strip_may_not_fill_or_that_are_read_stay_in_memory(name):
                                    {"M": 5, "N": 300}, {"M": 700, "N": 1}])
 def test_rows_stored_through_tiles_agree_with_the_original(config, sizes):
     gpu_agrees(ROWS, sizes, config)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(NOT_IN_PLACE))
+@pytest.mark.parametrize("strip", [16, 64])
+def test_tiles_not_taken_over_agree_with_the_original(name, strip):
+    gpu_agrees(NOT_IN_PLACE[name][0], {"M": 300, "N": 37},
+               {"block": (128,), "tile": (1,), "strip": strip, "stage": True})
 
 
 @pytest.mark.gpu

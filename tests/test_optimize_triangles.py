@@ -61,7 +61,8 @@ def test_a_triangles_tile_is_staged_over_the_blocks_range_each_row_its_own(tmp_p
 
 
 def stray_tile_reads(text: str) -> list[str]:
-    """Tiles read inside a strip loop (``for (I v0 = ...``) that the loop did not store."""
+    """Tiles read inside a strip loop (``for (I v0 = ...``) that the loop did not store (or
+    copy into by cp.async)."""
     lines = text.splitlines()
     stray = []
     for n, line in enumerate(lines):
@@ -73,7 +74,9 @@ def stray_tile_reads(text: str) -> list[str]:
             if later.strip() == "}" and len(later) - len(later.lstrip()) == len(opened[1]):
                 break
             block.append(later)
-        stored = set(re.findall(r"(s_\w+)\[[^=]*\] = ", "\n".join(block)))
+        text = "\n".join(block)  # stored by assignment, or copied by cp.async
+        stored = set(re.findall(r"(s_\w+)\[[^=]*\] = ", text)) | set(
+            re.findall(r"loclab_copy_or_zero<\d+>\(&(s_\w+)\[", text))
         read = {name for b in block for name in re.findall(
             r"\b(s_\w+)\[", b.split(" = ", 1)[1] if re.match(r"\s*s_\w+\[.*\] = ", b) else b)}
         stray += [f"line {n + 1}: {name}" for name in sorted(read - stored)]

@@ -120,6 +120,8 @@ class _Stage:
     # sweep beside its forward one) neither loads the tile nor reads it
     at: tuple[int, int] = (0, 0)
     writes: bool = False
+    # a written tile kept in the cells of this read tile (``in_place``): none of its own
+    within: str = ""
 
     def extent(self, spans: dict[str, int], d: int) -> int:
         var, low, high = self.dims[d]
@@ -182,6 +184,11 @@ class KernelWriter:
     # go through registers), and the ring's slot of each tile being computed from
     ring: int = 0
     slots: dict[str, str] = field(default_factory=dict)
+    # a tile loaded where it is needed (not a strip ahead) is copied by cp.async where the
+    # config pipelines: every copy in flight at once (``_copy_tile``); the copies not yet
+    # waited for, and whether any kernel code copies so (the module's helpers)
+    sent: bool = False
+    copied_async: bool = False
     hoisting: dict[str, tuple[str, str]] | None = None  # staged reads held in registers
     redirected: dict[int, str] = field(default_factory=dict)  # reads of copies, by node id
     # the subscript (its indices as written) of each array element kept in a register
@@ -267,6 +274,8 @@ class KernelWriter:
         self._keep_staged_products()
         self.ring = self._ring_depth()
         for stage in self.staged.values():
+            if stage.within:
+                continue
             dims = "".join(f"[{e}]" for e in self._tile_shape(stage))
             if self._ringed(stage):
                 dims = f"[{self.ring}]{dims}"
@@ -299,6 +308,7 @@ class KernelWriter:
             out.append(f"{'  ' * depth}__syncthreads();")
             for stage in whole:
                 self._copy_tile(stage, depth)
+            self._copies_landed(depth)
             out.append(f"{'  ' * depth}__syncthreads();")
             self.inside.add("")
         barriers = bool(self.staged) or self._sharing()[1] == "rows"
@@ -340,7 +350,7 @@ class KernelWriter:
                             for name, op in self.mapping.sums),
                       self.chunks,
                       tuple(k.name for k in self._part_types()) if self.chunks > 1 else (),
-                      pipelined=self.ring > 0)
+                      pipelined=self.ring > 0 or self.copied_async)
 
     def _shareable(self, body: Sequence[ast.stmt]) -> bool:
         """Whether several blocks may share the grid iteration's split loop
@@ -756,6 +766,7 @@ class KernelWriter:
                     self._store_prefetched(stage, depth + 1)
                 elif not stage.writes:
                     self._copy_tile(stage, depth + 1)
+            self._copies_landed(depth + 1)
             self.lines.append(f"{pad}  __syncthreads();")
             if ahead:  # the next strip's loads are in flight while this one is computed
                 self.lines.append(f"{pad}  if ({var}0 + {strip} < ({high})) {{")
@@ -1055,8 +1066,40 @@ class KernelWriter:
                     self._add_stage(replace(stage, at=(loop.lineno, loop.col_offset)), names)
             for name, form in self._storable(loop, body).items():
                 stage = self._stage_of(name, [form], var, grid, start, x_var, writes=True)
-                if stage is not None and (not fit or self._fits(stage)):
-                    self._add_stage(replace(stage, at=(loop.lineno, loop.col_offset)), names)
+                if stage is None:
+                    continue
+                stage = replace(stage, at=(loop.lineno, loop.col_offset))
+                stage = replace(stage, within=self._in_place(stage, loop))
+                if not fit or self._fits(stage):
+                    self._add_stage(stage, names)
+
+    def _in_place(self, stage: _Stage, loop: ast.For) -> str:
+        """The read tile whose cells the written ``stage`` may take over (its name), or "".
+
+        Why: the coalescing lesson's row walk reads ``a[i, j]`` and stores ``out[i, j]``;
+        two tiles of a block's whole rows do not fit shared memory, one does (the
+        hand-written kernel walks its rows in place). Legal where both tiles have one
+        subscript each, the same (every cell then belongs to one iteration, which reads it
+        before it stores into it: nothing after the store in ``loop``'s body reads the
+        array), elements of one size, and no other written tile in those cells."""
+        def single(tile: _Stage) -> bool:
+            return all(low == high for _, low, high in tile.dims)
+
+        size = self.typing.arrays[stage.array].itemsize
+        taken = {tile.within for tile in self.staged.values()}
+        for tile in self.staged.values():
+            if tile.writes or tile.name in taken or tile.along != stage.along \
+                    or tile.at != stage.at \
+                    or tile.dims != stage.dims or not single(tile) \
+                    or self.typing.arrays[tile.array].itemsize != size:
+                continue
+            store = next(n for n in loop.body if isinstance(n, ast.Assign)
+                         and isinstance(n.targets[0], ast.Subscript)
+                         and subscript_parts(n.targets[0])[0] == stage.array)
+            later = loop.body[loop.body.index(store) + 1:]
+            if tile.array not in {subscript_parts(sub)[0] for sub in reads(later)}:
+                return tile.name
+        return ""
 
     def _storable(self, loop: ast.For, body: Sequence[ast.stmt]
                   ) -> dict[str, tuple[Offset | None, ...]]:
@@ -1211,6 +1254,8 @@ class KernelWriter:
     def _shared_bytes(self, stages: list[_Stage]) -> int:
         total = 0
         for stage in stages:
+            if stage.within:
+                continue
             count = 1
             for extent in self._tile_shape(stage):
                 count *= extent
@@ -1220,8 +1265,10 @@ class KernelWriter:
     def _copy_tile(self, stage: _Stage, depth: int, high: str = "") -> None:
         """Every thread of the block copies its share of the tile, last dimension fastest
         (consecutive threads, consecutive addresses): a read tile from memory (outside the
-        array it holds 0), a written one to memory (the elements of the strip's iterations,
-        those before the loop's bound ``high``, that are inside the array)."""
+        array it holds 0; by cp.async where the config pipelines, waited for by
+        ``_copies_landed``: every copy in flight at once, no registers), a written one to
+        memory (the elements of the strip's iterations, those before the loop's bound
+        ``high``, that are inside the array)."""
         pad = "  " * depth
         var = stage.along
         spans = self._spans(var)
@@ -1259,17 +1306,31 @@ class KernelWriter:
                           f"({self._base(v, var)} + {low} + {local[d]})")
         inside = " && ".join(f"{value} >= 0 && {value} < {stage.array}_n{d}"
                              for d, value in enumerate(values))
-        tile = stage.name + "".join(f"[{local[d]}]" for d in live)
+        tile = self._cells(stage) + "".join(f"[{local[d]}]" for d in live)
         element = f"{stage.array}[{self._flatten(stage.array, values)}]"
         if stage.writes:
             ran = " && ".join(f"{var}0 + {local[d]} < ({high})"
                               for d, dim in enumerate(stage.dims) if dim[0] == var)
             self.lines.append(f"{pad}  if ({ran} && {inside}) {element} = {tile};")
+        elif self.config.pipelined and \
+                self.typing.arrays[stage.array].itemsize in pipeline.COPY_BYTES:
+            self.lines.append(f"{pad}  " + pipeline.copy_line(
+                tile, inside, stage.array, element, self.typing.arrays[stage.array].itemsize))
+            self.sent = self.copied_async = True
         else:
             self.lines.append(f"{pad}  {tile} = ({inside}) ? {element} : 0;")
         self.lines.append(f"{pad}}}")
         if threads % width == 0:
             self.lines.append(f"{pad[:-2]}}}")
+
+    def _copies_landed(self, depth: int) -> None:
+        """Wait for the tiles' copies sent since the last wait (before the barrier that
+        lets every thread read them)."""
+        if self.sent:
+            pad = "  " * depth
+            self.lines.append(f"{pad}loclab_copies_sent();")
+            self.lines.append(f"{pad}loclab_copies_pending<0>();")
+            self.sent = False
 
     def _prefetched(self, stage: _Stage) -> tuple[int, int, list[int], list[int]] | None:
         """(width, rows a pass, live dimensions, extents) where each thread's share of a strip
@@ -1345,6 +1406,9 @@ class KernelWriter:
         what = stage.array
         if sum(s.array == stage.array for s in self.staged.values()) > 1:
             what += "[" + ", ".join(v or str(low) for v, low, _ in stage.dims) + "]"
+        if stage.within:
+            host = next(s for s in self.staged.values() if s.name == stage.within)
+            return f"{what} {where} (in place of {host.array}'s tile)"
         return f"{what} {where} ({shape} tile in shared memory)"
 
     # -- subscripts ------------------------------------------------------------------------
@@ -1387,8 +1451,13 @@ class KernelWriter:
             if v is not None:
                 value = replace(translator, index=True).expr(index)
                 parts.append(f"[({value}) - {self._base(v, stage.along)} - {low}]")
-        slot = f"[{self.slots[stage.name]}]" if stage.name in self.slots else ""
-        return f"{stage.name}{slot}{''.join(parts)}"
+        return f"{self._cells(stage)}{''.join(parts)}"
+
+    def _cells(self, stage: _Stage) -> str:
+        """The shared array holding ``stage``'s tile: its own, or the read tile it took
+        over (``_in_place``); a ring's slot being computed where the tile is ringed."""
+        name = stage.within or stage.name
+        return f"{name}[{self.slots[name]}]" if name in self.slots else name
 
     def _flatten(self, name: str, values: list[str]) -> str:
         text = values[0] if values else "0"
