@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -601,3 +602,77 @@ def test_a_scalar_named_like_numbas_argument_prefix_has_its_own_type():
     original(np.arange(5.0), np.arange(3.0), np.zeros(5, dtype=np.int64), 5, 3)
     assert dict(scalar_types(original, found.as_written.program)) == {
         "arg": "int64", "best": "float64", "dist": "float64"}
+
+
+# --- the original under Numba, and a final timing that does not hold ----------------------
+
+BLACK_SCHOLES = '''
+import math
+import numpy as np
+
+
+def price(S, K, T, call, n):
+    r = np.float32(0.02)
+    v = np.float32(0.3)
+    for i in range(n):
+        sq = math.sqrt(T[i])
+        d1 = (math.log(S[i] / K[i]) + (r + 0.5 * v * v) * T[i]) / (v * sq)
+        d2 = d1 - v * sq
+        n1 = 0.5 * (1.0 + math.erf(d1 / math.sqrt(2.0)))
+        n2 = 0.5 * (1.0 + math.erf(d2 / math.sqrt(2.0)))
+        call[i] = S[i] * n1 - K[i] * math.exp(-r * T[i]) * n2
+'''
+
+
+def float32_prices(n):
+    rng = np.random.default_rng(1)
+    return {"S": rng.uniform(10, 50, n).astype(np.float32),
+            "K": rng.uniform(10, 50, n).astype(np.float32),
+            "T": rng.uniform(0.1, 2, n).astype(np.float32),
+            "call": np.zeros(n, np.float32), "n": n}
+
+
+def test_an_original_numba_computes_otherwise_than_python_is_compared_under_numba(tmp_path):
+    # float32 scalars times Python floats: float32 in NumPy, float64 in Numba. The optimized
+    # code runs under Numba, so the original under Numba is its reference, and the output
+    # says why; a function that computes something else still fails against it.
+    path = tmp_path / "price.py"
+    path.write_text(BLACK_SCHOLES)
+    result = optimize_file(path, "price", params={"n": 4096}, tune=False, timing=QUICK,
+                           inputs=float32_prices)
+    assert result.verification.ok
+    assert "run as Python the original itself computes otherwise (call" \
+        in result.verification.original
+    transformed = transform_file(path, "price", "stripmine(i, 8)", emit="numba")
+
+    def wrong(S, K, T, call, n):
+        call[:] = S - K
+
+    verification = verify(transformed, {"n": 37}, inputs=float32_prices, compiled=wrong,
+                          checked=wrong)
+    assert not verification.ok and "compiled with Numba" in verification.original
+
+
+def test_a_recipe_the_final_timing_finds_slower_is_not_kept(tmp_path, monkeypatch):
+    from loclab.measure.stats import summarize
+    from loclab.optimize import measure
+
+    real = measure.compare_times
+    calls = []
+
+    def slower_first(*args, **kwargs):
+        timed = real(*args, **kwargs)
+        calls.append(timed)
+        if len(calls) > 1:
+            return timed
+        return replace(timed, optimized=summarize([10.0, 11.0, 12.0]),
+                       original=summarize([1.0, 1.1, 1.2]))
+
+    monkeypatch.setattr(measure, "compare_times", slower_first)
+    path = tmp_path / "axpy_rows.py"
+    path.write_text(AXPY_ROWS)
+    result = optimize_file(path, "axpy_rows", params={"N": 256, "M": 512}, timing=QUICK,
+                           tuning_cache=tmp_path / "tuning.json")
+    assert len(calls) == 2 and result.recipe == "" and result.verification.ok
+    assert any("measured 0.10x the original in the final timing: the function is returned "
+               "as written" in note for note in result.notes)

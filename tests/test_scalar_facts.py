@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 
 import loclab
+from loclab.errors import UsageError
+from loclab.measure.timing import Budget
 
 ROWS_PY = """\
 def f(aa, b, LEN):
@@ -105,3 +107,65 @@ def test_c_division_of_constants_is_folded_as_c_does() -> None:
                               language="c", assume_distinct=True)
     (d,) = [d for d in analysis.dependences if not d.on_scalar]
     assert d.distance == (3,)  # k = -3 in C (truncation), not -4
+
+
+# --- sizes the function computes from its arguments ------------------------------------------
+
+STRIDED = ("def halves(x, y, N, S):\n    M = N // S\n    for i in range(M):\n"
+           "        t = x[i * S] * 2.0\n        y[i] = t\n")
+WINDOWS = ("def windows(img, out, H, W, K):\n    OH = H - K + 1\n    OW = W - K + 1\n"
+           "    for i in range(OH):\n        for j in range(OW):\n            s = 0.0\n"
+           "            for a in range(K):\n                for b in range(K):\n"
+           "                    s += img[i + a, j + b]\n            out[i, j] = s\n")
+BOXES = ("def boxes(img, out, H, W, R):\n    for i in range(H):\n        for j in range(W):\n"
+         "            s = 0.0\n            for a in range(max(0, i - R), min(H, i + R + 1)):\n"
+         "                for b in range(max(0, j - R), min(W, j + R + 1)):\n"
+         "                    s += img[a, b]\n            out[i, j] = s\n")
+
+
+def test_an_unknown_size_in_a_loop_bound_leaves_the_loop_body_exact() -> None:
+    # M = N // S is no index expression; each value it may have runs range(M) exactly, so
+    # t is written before it is read in every iteration: private, as with a size argument
+    analysis = loclab.analyze(STRIDED, assume_distinct=True)
+    (loop,) = analysis.loops
+    assert "M is treated as an unknown size" in " ".join(analysis.nest.notes)
+    assert not loop.parallel and any("privatize t" in r for r in loop.parallel_after)
+    assert analysis.nest.derived == {"M": "N // S"}
+
+
+def test_sizes_the_function_computes_are_computed_not_chosen(tmp_path) -> None:
+    from loclab.optimize import optimize_file
+    from loclab.transform import transform
+    from loclab.transform.inputs import choose_sizes
+
+    program = transform(STRIDED, [], "halves").program
+    sizes = choose_sizes(program, {"N": 100, "S": 3})
+    assert sizes["M"] == 33
+    with pytest.raises(UsageError, match=r"--param M: halves computes M = N // S"):
+        choose_sizes(program, {"M": 5, "N": 100, "S": 3})
+    with pytest.raises(UsageError, match=r"computes M = N // S = 0: its loops would not run"):
+        choose_sizes(program, {"N": 2, "S": 3})
+    path = tmp_path / "halves.py"
+    path.write_text(STRIDED)
+    result = optimize_file(path, "halves", params={"N": 60000, "S": 2}, tune=False,
+                           timing=Budget(seconds=0.01, min_runs=2, max_runs=3))
+    assert result.timing.sizes["M"] == 30000 and result.verification.ok
+    assert "privatize(t)" in result.recipe
+
+
+def test_sizes_chosen_to_verify_run_every_statement() -> None:
+    from loclab.transform import transform
+    from loclab.transform.inputs import choose_sizes, every_statement_runs
+
+    program = transform(WINDOWS, [], "windows").program
+    sizes = choose_sizes(program, {})
+    assert every_statement_runs(program, sizes) and sizes["K"] <= sizes["H"]
+
+
+def test_a_window_loop_counts_its_window_not_the_whole_range() -> None:
+    from loclab.transform import transform
+    from loclab.transform.inputs import instances
+
+    program = transform(BOXES, [], "boxes").program
+    # per point: s = 0, the 5 x 5 window, the store; the box around the domain is 512^4
+    assert instances(program, {"H": 512, "W": 512, "R": 2}) <= 512 * 512 * (25 + 2) * 1.1

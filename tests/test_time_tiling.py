@@ -214,3 +214,18 @@ def test_optimize_time_tiles_a_stencil_past_the_l2_and_sweeps_one_within_it(
     assert small.notes == ("time tiling of t@3 not tried: its steps sweep 12.2 KiB, within "
                            "the 2 MiB L2",)
     assert found.notes == ()
+
+
+def test_a_colour_loop_between_the_steps_and_the_rows_is_too_short_to_tile(
+        l2_of_2_mib: None) -> None:
+    """Red-black sweeps: the loop inside the steps is the colour's, 2 iterations; the note
+    says that, not the footprint of a tile those 2 iterations cannot fill."""
+    source = ("def redblack(u, f, N, T):\n    for t in range(T):\n"
+              "        for color in range(2):\n            for i in range(1, N - 1):\n"
+              "                for j in range(1 + (i + color) % 2, N - 1, 2):\n"
+              "                    u[i, j] = 0.25 * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1]"
+              " + u[i, j + 1] - f[i, j])\n")
+    found = plan(source, "redblack", params={"N": 1024, "T": 20}, threads=2)
+    assert all(p.level != "time-tiled" for p in found.plans[0])
+    assert ("time tiling of t@2 not tried: the loop it would tile with, color@3, runs 2 "
+            "iterations a step, fewer than the smallest tile's 8") in found.notes

@@ -415,7 +415,13 @@ def test_a_block_loclab_cannot_express_is_kept_as_written_and_said() -> None:
               "            A[i] = A[i] + 1\n")
     result = transform(source, "stripmine(i, 4); parallel(ii)", assume_distinct=True)
     assert "if X[i] > 0:\n                A[i] = A[i] + 1" in result.source
-    assert result.notes == ["line 3: kept as written (the condition at line 3 reads memory)"]
+    assert result.notes == ["line 3: kept as written (the condition at line 3 reads memory "
+                            "(X))"]
+    scalar = ("def f(A, N):\n    for i in range(N):\n        s = A[i] * 2\n"
+              "        if s > 0:\n            A[i] = s\n")
+    result = transform(scalar, "stripmine(i, 4)")
+    assert result.notes == ["line 4: kept as written (the condition at line 4 reads s, "
+                            "computed at run time)"]
 
 
 def test_the_emitted_code_can_be_analyzed_again() -> None:

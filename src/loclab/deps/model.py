@@ -254,8 +254,10 @@ class Model:
 
     def _is_exact(self, statement: Statement, access: Access, holding: frozenset[int]) -> bool:
         guards = [g for g in statement.guards if id(g) not in holding]
+        # a loop bound may read an unknown size (``M = N // S; for i in range(M)``): for
+        # each value it may have, the loop runs exactly its range, as with a size argument;
+        # a subscript or a condition that reads one is not exact
         polys = [s for s in self.subscripts[id(access)] if s is not None] \
-            + [b for loop in statement.loops for b in (loop.start, loop.stop) if b is not None] \
             + [p for guard in guards if guard.condition is not None
                for p in condition_polys(guard.condition)]
         if any(p.symbols() & set(self.nest.opaque) for p in polys):

@@ -174,6 +174,10 @@ class Nest:
     # sizes that stand for a local's value loclab could not express (``k = n >> 1``): their
     # ties to the other sizes are lost, so nothing that uses one is exact
     opaque: list[str] = field(default_factory=list)
+    # of those, the ones computed from the function's scalar arguments alone (``M = N // S``,
+    # ``OH = (H - P) // S + 1``): the value's Python text, evaluated where the arguments are
+    # known (``transform.inputs.settled_sizes``) instead of chosen as a size of its own
+    derived: dict[str, str] = field(default_factory=dict)
 
 
 def common_loops(first: Statement, second: Statement) -> tuple[Loop, ...]:

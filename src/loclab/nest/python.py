@@ -295,6 +295,9 @@ class _PythonNest:
             # -mul1 / 2.0``: a float too; one a bound or subscript uses is a size there)
             del self.builder.nest.parameters[known:]
             self.builder.opaque(targets[0].id, self.line(node))
+            if _size_arithmetic(value, self.builder.arguments
+                                | set(self.builder.nest.derived)):
+                self.builder.nest.derived[targets[0].id] = ast.unparse(value)
         else:
             self.known[targets[0].id] = poly
 
@@ -621,6 +624,35 @@ def _settled_names(function: ast.FunctionDef) -> set[str]:
            or (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
                and node.value is not None)}
     return {name for name in top if counts[name] == 1}
+
+
+SIZE_FUNCTIONS = {"min": min, "max": max, "abs": abs, "int": int}
+
+
+def _size_arithmetic(value: ast.expr, names: set[str]) -> bool:
+    """Whether ``value`` is integer arithmetic of ``names`` (the function's arguments and
+    the sizes derived before) and integer constants: ``+ - * // %``, ``min``, ``max``,
+    ``abs``, ``int`` (what ``transform.inputs.settled_sizes`` evaluates)."""
+    for node in ast.walk(value):
+        if isinstance(node, ast.Call):
+            if not (isinstance(node.func, ast.Name) and node.func.id in SIZE_FUNCTIONS
+                    and not node.keywords):
+                return False
+        elif isinstance(node, ast.Name):
+            if node.id not in names and node.id not in SIZE_FUNCTIONS:
+                return False
+        elif isinstance(node, ast.Constant):
+            if isinstance(node.value, bool) or not isinstance(node.value, int):
+                return False
+        elif isinstance(node, ast.BinOp):
+            if not isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)):
+                return False
+        elif isinstance(node, ast.UnaryOp):
+            if not isinstance(node.op, (ast.USub, ast.UAdd)):
+                return False
+        elif not isinstance(node, (ast.Load, ast.operator, ast.unaryop)):
+            return False
+    return True
 
 
 def _non_integer(node: ast.expr) -> bool:

@@ -286,9 +286,20 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
             code, planned.plans, chosen, tiles, reference, arguments, sizes, notes, inputs,
             ahead)
         say("timing the original and the optimized function")
-        times = measure.compare_times(
-            measure.compile_original(planned.as_written) if original else None, optimized,
-            result.program, arguments, sizes, used_threads, timing, original_error, inputs)
+        compiled_original = measure.compile_original(planned.as_written) if original else None
+        times = measure.compare_times(compiled_original, optimized, result.program, arguments,
+                                      sizes, used_threads, timing, original_error, inputs)
+        if tune and result.steps and _clearly_slower(times):
+            notes.append(f"{'; '.join(step.step for step in result.steps)} measured "
+                         f"{times.speedup:.2f}x the original in the final timing: the "
+                         "function is returned as written")
+            written = [[nest[-1]] for nest in planned.plans]  # each nest's sequential plan
+            chosen, result, verification, verdict, optimized = _proved(
+                code, written, choose(code, written)[0], {}, reference, arguments, sizes,
+                notes, inputs, ahead)
+            times = measure.compare_times(compiled_original, optimized, result.program,
+                                          arguments, sizes, used_threads, timing,
+                                          original_error, inputs)
     wide = times.vector_bits == 512
     # a function returned as written has no recipe to end in fastmath(): it rounds as written
     fused = result.program.fast_math
@@ -304,6 +315,14 @@ def optimize(source: str, function: str | None = None, *, filename: str = "<sour
                      notes + list(result.notes)
                      + ([f"{vector_width.NOTE}: `{vector_width.COMMAND}`"] if wide else []),
                      result, fused)
+
+
+def _clearly_slower(times: Any) -> bool:
+    """Whether the final timing found the optimized function slower than the original
+    beyond their spread (its first quartile past the original's third): what the search
+    measured at its own sizes and trials did not hold, and a user is never handed code
+    slower than their own (``--no-tune`` asks for the first legal recipe, kept as it is)."""
+    return times.original is not None and times.optimized.q1 > times.original.q3
 
 
 def _with_width_comment(source: str) -> str:

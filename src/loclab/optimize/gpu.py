@@ -274,9 +274,15 @@ def rounding_length(program: Any, sizes: Mapping[str, int]) -> int:
     rounding: nvcc contracts ``a * b + c`` into one fused multiply-add (one rounding, not
     two), atomic adds land in any order and the GPU's ``exp``, ``sin`` ... differ from the
     CPU's in the last place: each result within 8 x that many ulps of the largest value
-    (the bound of a reordered sum). Integers are still compared exactly."""
+    (the bound of a reordered sum). Integers are still compared exactly. The chain is
+    followed through the variables (``verify.dataflow_chain``) where values flow around no
+    cycle; else, or where that is longer, the largest size to the power of the depth."""
+    from loclab.transform.verify import dataflow_chain
+
     depth = max((len(loop.enclosing) + 1 for loop in program.nest.loops), default=1)
-    return max(sizes.values(), default=1) ** depth
+    nested = max(sizes.values(), default=1) ** depth
+    chain = dataflow_chain(program.nest, sizes)
+    return nested if chain is None else min(nested, chain)
 
 
 def _times(function: Callable[..., Any], as_written: Any, program: Any,

@@ -21,7 +21,8 @@ from loclab.measure.timing import Budget, PerfCounterClock, measure
 from loclab.measure.validate import Check
 from loclab.nest.ir import Loop
 from loclab.transform.inputs import (Supplier, argument_names, check_known, check_sizes,
-                                     check_work, instances, with_given)
+                                     check_work, free_sizes, instances, settled_sizes,
+                                     with_given)
 
 # The default size of a run that is timed: each size parameter as large as keeps the
 # original's statement instances near this (a second or less of compiled code).
@@ -43,11 +44,11 @@ def timing_sizes(program: Any, given: Mapping[str, int]) -> dict[str, int]:
     check_known(program, given)
     check_sizes(given)
     parameters = list(program.nest.parameters)
-    free = [p for p in parameters if p not in given]
+    free = free_sizes(program, given)
     size = SMALLEST_SIZE
-    sizes = {**{p: size for p in free}, **given}
+    sizes = settled_sizes(program, {**{p: size for p in free}, **given})
     while free and size < TARGET_INSTANCES:
-        larger = {**sizes, **{p: size * 2 for p in free}}
+        larger = settled_sizes(program, {**sizes, **{p: size * 2 for p in free}})
         if instances(program, larger) > TARGET_INSTANCES:
             break
         size *= 2
@@ -75,9 +76,14 @@ def past_the_tiles(program: Any, tiles: Mapping[Loop, int],
             for name in bounding_sizes(loop, parameters):
                 reach[name] = max(reach[name], tile)
         shortest = min(tiles.values())
-        sizes = {name: (reach[name] or shortest) + VERIFY_MARGIN for name in parameters}
-    sizes.update({name: value for name, value in timed.items() if name not in parameters})
-    return sizes
+        # a size no tiled loop needs past its tile keeps a smaller timed value: a window's
+        # or a stride's (im2col's K = 3 stays 3, not past the rows' 37)
+        sizes = {name: reach[name] + VERIFY_MARGIN if reach[name]
+                 else min(shortest + VERIFY_MARGIN, timed.get(name, shortest + VERIFY_MARGIN))
+                 for name in parameters if name not in program.nest.derived}
+    sizes.update({name: value for name, value in timed.items()
+                  if name not in parameters and name not in program.nest.derived})
+    return settled_sizes(program, sizes) if sizes else sizes
 
 
 def bounding_sizes(loop: Loop, parameters: Sequence[str]) -> set[str]:

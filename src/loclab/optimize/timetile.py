@@ -176,6 +176,11 @@ def time_tiled_plans(context: Context, top: Loop) -> tuple[list[NestPlan], str |
         return [], (f"time tiling of {label(top)} not tried: its steps sweep "
                     f"{format_bytes(working)}, within the {format_bytes(context.l2_bytes)} L2")
     first = tiling.nests[0]
+    rows = context.extents.get(label(first))
+    if rows is not None and rows < TILE_SIZES[0] * RATIOS[0]:  # (a colour loop of 2)
+        return [], (f"time tiling of {label(top)} not tried: the loop it would tile with, "
+                    f"{label(first)}, runs {rows} iterations a step, fewer than the "
+                    f"smallest tile's {TILE_SIZES[0] * RATIOS[0]}")
     choice, ratio = _tile(context, tiling, working)
     if not ratio:
         return [], (f"time tiling of {label(top)} not tried: a tile of {choice.tile} steps "

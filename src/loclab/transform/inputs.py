@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import itertools
 import math
 import runpy
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -72,6 +73,11 @@ def check_known(program: Any, sizes: Mapping[str, Any]) -> None:
     scalar arguments (a bilinear resize's ``H``, used only to compute the row it reads)."""
     parameters = list(program.nest.parameters)
     others = [name for name in scalar_arguments(program) if name not in parameters]
+    for name in sizes:
+        if name in program.nest.derived:
+            raise UsageError(f"--param {name}: {program.nest.name} computes {name} = "
+                             f"{program.nest.derived[name]}: give the sizes it is computed "
+                             "from instead")
     unknown = sorted(set(sizes) - set(parameters) - set(others))
     if unknown:
         raise UsageError(f"--param {unknown[0]}: {program.nest.name} has no size "
@@ -93,33 +99,111 @@ def scalar_arguments(program: Any) -> list[str]:
 def with_given(parameters: list[str], sizes: Mapping[str, int],
                given: Mapping[str, int]) -> dict[str, int]:
     """Every size the loops use, from ``sizes``, then the scalar arguments ``given`` that
-    they do not use."""
+    they do not use, and those chosen to compute a size from (``free_sizes``)."""
     return {**{p: sizes[p] for p in parameters},
-            **{name: value for name, value in given.items() if name not in parameters}}
+            **{name: value for name, value in given.items() if name not in parameters},
+            **{name: value for name, value in sizes.items() if name not in parameters}}
 
 
 def choose_sizes(program: Any, given: dict[str, int],
                  fits: Callable[[dict[str, int]], bool] = lambda sizes: True) -> dict[str, int]:
     """Sizes for every parameter: the given ones, else defaults small enough to run fast
     (and, with ``fits``, that the function's declarations allow)."""
+    given = _without_settled(program, given)
     check_known(program, given)
     check_sizes(given)
     parameters = list(program.nest.parameters)
-    free = [p for p in parameters if p not in given]
-    for start in range(len(DEFAULT_SIZES)):
+    free = free_sizes(program, given)
+    first = None
+    # distinct sizes first (a mix-up of two shows); all alike where distinct ones leave a
+    # statement that never runs (``range(H - K + 1)`` at K > H: nothing verified)
+    for alike, start in itertools.product((False, True), range(len(DEFAULT_SIZES))):
         candidate = dict(given)
         for k, name in enumerate(free):
-            candidate[name] = DEFAULT_SIZES[min(start + k, len(DEFAULT_SIZES) - 1)]
-        if not free or (instances(program, candidate) <= MAX_INSTANCES and fits(candidate)):
+            candidate[name] = DEFAULT_SIZES[min(start + (0 if alike else k),
+                                                len(DEFAULT_SIZES) - 1)]
+        try:
+            candidate = settled_sizes(program, candidate)
+        except UsageError:
+            continue
+        if not free:
             return with_given(parameters, candidate, given)
-    return with_given(parameters, candidate, given)
+        if instances(program, candidate) <= MAX_INSTANCES and fits(candidate):
+            first = first or candidate
+            if every_statement_runs(program, candidate):
+                return with_given(parameters, candidate, given)
+    return with_given(parameters, first or settled_sizes(program, candidate), given)
+
+
+def every_statement_runs(program: Any, sizes: Mapping[str, int]) -> bool:
+    """Whether each statement of ``program`` runs at least once at ``sizes`` (as far as
+    isl sees: a condition on data may still skip it)."""
+    import islpy as isl
+
+    from loclab.deps.model import Model
+
+    model = Model(program.nest, sizes)
+    return all(not isl.Set(model.domain_set(statement)).is_empty()
+               for statement in program.nest.statements)
+
+
+def _without_settled(program: Any, given: dict[str, int]) -> dict[str, int]:
+    """``given`` without the sizes the function computes where they hold what it computes
+    (sizes settled already, passed on); one that does not is the caller's to refuse."""
+    derived = program.nest.derived
+    rest = {k: v for k, v in given.items() if k not in derived}
+    settled = settled_sizes(program, rest) if derived else rest
+    return {k: v for k, v in given.items() if k not in derived or settled.get(k) != v}
+
+
+def free_sizes(program: Any, given: Mapping[str, int]) -> list[str]:
+    """The sizes to choose where ``given`` leaves them: the loops' sizes but those the
+    function computes (``Nest.derived``), and the scalar arguments those are computed
+    from."""
+    nest = program.nest
+    inputs = [name for text in nest.derived.values()
+              for name in _names_in(text) if name not in nest.derived]
+    return [name for name in dict.fromkeys([*nest.parameters, *inputs])
+            if name not in given and name not in nest.derived]
+
+
+def settled_sizes(program: Any, sizes: Mapping[str, int]) -> dict[str, int]:
+    """``sizes`` with each size the function computes from its scalar arguments
+    (``Nest.derived``: ``M = N // S``) set to what it computes from them, where they are
+    all in ``sizes``; a UsageError where that leaves a loop's size below 1."""
+    from loclab.nest.python import SIZE_FUNCTIONS
+
+    out = dict(sizes)
+    for name, text in program.nest.derived.items():
+        try:
+            value = eval(compile(text, "<size>", "eval"),  # noqa: S307 - checked arithmetic
+                         {"__builtins__": {}, **SIZE_FUNCTIONS}, dict(out))
+        except Exception:  # (an input not known yet, a division by zero: left as it is)
+            continue
+        if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            if value < 1:
+                shown = sizes_text({k: v for k, v in out.items() if k in _names_in(text)})
+                raise UsageError(f"at {shown} the function computes {name} = {text} = "
+                                 f"{value}: its loops would not run; choose sizes with "
+                                 "--param")
+            out[name] = int(value)
+    return out
+
+
+def _names_in(text: str) -> list[str]:
+    from loclab.nest.python import SIZE_FUNCTIONS
+
+    return [node.id for node in ast.walk(ast.parse(text, mode="eval"))
+            if isinstance(node, ast.Name) and node.id not in SIZE_FUNCTIONS]
 
 
 def instances(program: Any, sizes: Mapping[str, int],
               statements: Sequence[Any] | None = None) -> int:
     """How many statement instances a run has at most (of ``statements`` alone, where
-    given): per statement, the volume of the box around its iteration domain (counting the
-    points one by one is slower than the run)."""
+    given): per statement, the product over its loops of the most iterations a loop runs
+    for any iterations of the loops around it (``_widest``; a window ``range(max(0, i - R),
+    min(H, i + R + 1))`` counts 2 R + 1, not H; a triangle counts its square). Counting the
+    points one by one is slower than the run."""
     import islpy as isl
 
     from loclab.deps.model import Model
@@ -134,9 +218,7 @@ def instances(program: Any, sizes: Mapping[str, int],
             return MAX_INSTANCES + 1
         volume = 1
         for dim in range(domain.dim(isl.dim_type.set)):
-            low = _extreme(domain, dim, minimum=True)
-            high = _extreme(domain, dim, minimum=False)
-            volume *= (high - low + 1) if low is not None and high is not None else 1
+            volume *= _widest(domain, dim)
         total += volume
     return total
 
@@ -321,6 +403,27 @@ def _reaches(program: Any, model: Any) -> Iterator[tuple[Any, Any, int, tuple[in
                                                                    access, dim)
                 else:
                     yield statement, access, dim, (low, high)
+
+
+def _widest(domain: Any, dim: int) -> int:
+    """The most values set dimension ``dim`` of ``domain`` (bounded, parameters fixed) takes
+    for one point of the dimensions before it: the largest of its upper bound less its lower
+    bound, both as functions of those dimensions; where isl cannot say, its whole range."""
+    import islpy as isl
+
+    inner = domain.project_out(isl.dim_type.set, dim + 1,
+                               domain.dim(isl.dim_type.set) - dim - 1)
+    outer = inner.move_dims(isl.dim_type.param, inner.dim(isl.dim_type.param),
+                            isl.dim_type.set, 0, dim)
+    try:
+        widest = outer.dim_max(0).sub(outer.dim_min(0)).max_val()
+        if widest.is_int():
+            return int(widest.to_python()) + 1
+    except isl.Error:  # (an unbounded or empty piece: the whole range below)
+        pass
+    low = _extreme(domain, dim, minimum=True)
+    high = _extreme(domain, dim, minimum=False)
+    return high - low + 1 if low is not None and high is not None else 1
 
 
 def _extreme(relation: Any, dim: int, minimum: bool) -> int | None:
@@ -520,7 +623,8 @@ def supplied_inputs(program: Any, supplier: Supplier, sizes: Mapping[str, int],
     names = argument_names(program)
     try:
         with printing_to_stderr():
-            returned = supplier(**{k: v for k, v in sizes.items() if k.isidentifier()})
+            returned = supplier(**{k: v for k, v in sizes.items()
+                                   if k.isidentifier() and k not in program.nest.derived})
     except Exception as err:  # the user's function: their error, in one line
         raise UsageError(f"{label} failed at {sizes_text(sizes)}: {type(err).__name__}: "
                          f"{_first_line(err)}") from None

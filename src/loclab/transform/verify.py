@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from loclab.errors import LoclabError, UsageError
+from loclab.nest.expr import Poly
 from loclab.transform.inputs import (Supplier, argument_names, check_work, choose_sizes,
                                      instances, make_inputs, sizes_text, supplied_inputs,
                                      supplier_name, unsized_subscripts)
@@ -184,16 +185,53 @@ def verify(result: "Transformed", sizes: Mapping[str, int], *,
     runs = [checked, *([compiled] if runs_in_parallel(compiled) else [])]
     reference = reference_run(compiled_original or compile_original(result), program,
                               arguments, chosen, inputs)
+    verification = _compare_each(reference, runs, program, arguments, chosen, inputs)
+    if compiled_original is not None:
+        return replace(verification, original=(
+            f"compiled with Numba, with bounds checks (as Python it would run {work:,} "
+            "statement instances)"))
+    if verification.ok or result.emit != "numba":
+        return verification
+    return _against_numba(result, verification, reference, runs, arguments, chosen, inputs)
+
+
+def _compare_each(reference: Reference, runs: list[Callable[..., Any]], program: Any,
+                  arguments: dict[str, Any], sizes: dict[str, int],
+                  supplier: Supplier | None) -> Verification:
+    """``compare_runs`` of each function in ``runs``, up to the first that fails."""
     for transformed in runs:
-        verification = compare_runs(reference, transformed, program, arguments, chosen,
-                                    supplier=inputs)
+        verification = compare_runs(reference, transformed, program, arguments, sizes,
+                                    supplier=supplier)
         if not verification.ok:
             break
-    if compiled_original is None:
-        return verification
+    return verification
+
+
+def _against_numba(result: "Transformed", failed: Verification, as_python: Reference,
+                   runs: list[Callable[..., Any]], arguments: dict[str, Any],
+                   sizes: dict[str, int], supplier: Supplier | None) -> Verification:
+    """Numba output that differs from the original run as Python, compared again with the
+    original compiled by Numba where that differs from Python too: Numba computes float32
+    scalars and ``x ** n`` its own way (a ``float32 * 0.5`` in float64, a power by
+    multiplications), and the transformed code runs under Numba, so the original's own
+    difference is no bug of the transformation. ``failed`` stands where the original under
+    Numba computes what Python does, or does not compile."""
+    import numba
+
+    try:
+        original = bounds_checked(numba.njit(compile_original(result)))
+        own = compare_runs(as_python, original, result.program, arguments, sizes, length=0,
+                           supplier=supplier)
+    except Exception:  # Numba refusing the original: Python's is the only reference
+        return failed
+    if own.ok:
+        return failed
+    as_numba = reference_run(original, result.program, arguments, sizes, supplier)
+    verification = _compare_each(as_numba, runs, result.program, arguments, sizes, supplier)
+    differences = "; ".join(str(c) for c in own.compared if not c.ok)
     return replace(verification, original=(
-        f"compiled with Numba, with bounds checks (as Python it would run {work:,} "
-        "statement instances)"))
+        f"compiled with Numba, with bounds checks: run as Python the original itself "
+        f"computes otherwise ({differences}; float32 scalars, integer powers)"))
 
 
 # the functions verified lately, by text and original (kept alive while here): a result
@@ -480,6 +518,111 @@ def update_chain(nest: Any, sizes: dict[str, int]) -> int:
             key = write.variable.key
             chains[key] = chains.get(key, 0) + len(statement.accesses) * top ** free
     return max(chains.values(), default=1)
+
+
+def dataflow_chain(nest: Any, sizes: Mapping[str, int]) -> int | None:
+    """The longest of ``variable_chains`` (None where it is None)."""
+    chains = variable_chains(nest, sizes)
+    return None if chains is None else max(chains.values(), default=1)
+
+
+def variable_chains(nest: Any, sizes: Mapping[str, int]) -> dict[str, int] | None:
+    """The most float operations that may end in one element of each variable (by key),
+    following the values through the variables they are computed from: a variable's own
+    chain (summed over the statements that write it: a statement that does not read it,
+    its accesses; one that updates the element it writes, its accesses times the trip
+    counts of the loops around it that the subscripts do not name; one that reads other
+    elements of it, times every loop's) plus the longest chain among the other variables
+    those statements read. A scalar assigned from scratch at the top of a loop's body
+    (``acc = 0.0``, reading no ``acc``, under no condition) starts again in every
+    iteration of the loops around that assignment: those loops are not in the chain of the
+    updates after it (the coalescing lesson's ``acc`` chains one row's columns, not the
+    whole matrix). None where values flow around a cycle of variables (a time loop's
+    arrays), which this does not bound.
+
+    Why: the GPU's rounding tolerance was the largest size to the power of the nest's depth,
+    at full sizes 10^12 operations for a row walk of a million rows: for float32 a tolerance
+    past the values themselves, which no wrong kernel could fail."""
+    own: dict[str, int] = {}
+    reads: dict[str, set[str]] = {}
+    top = max(sizes.values(), default=1)
+    for statement in nest.statements:
+        restarted = _restarted_loops(nest, statement)
+        for write in statement.writes:
+            key = write.variable.key
+            own[key] = own.get(key, 0) + len(statement.accesses) * _own_chain(
+                statement, write, restarted.get(key, ()), sizes, top)
+            reads.setdefault(key, set()).update(
+                r.variable.key for r in statement.reads if r.variable.key != key)
+    chains: dict[str, int] = {}
+
+    def chain(key: str, path: frozenset[str]) -> int | None:
+        if key in path:
+            return None
+        if key not in chains:
+            longest = 0
+            for other in reads.get(key, ()):
+                if other in own:
+                    found = chain(other, path | {key})
+                    if found is None:
+                        return None
+                    longest = max(longest, found)
+            chains[key] = own[key] + longest
+        return chains[key]
+
+    found = {key: chain(key, frozenset()) for key in own}
+    return None if None in found.values() else found  # type: ignore[return-value]
+
+
+def _own_chain(statement: Any, write: Any, restarted: tuple[Any, ...],
+               sizes: Mapping[str, int], top: int) -> int:
+    """How many instances of ``statement`` may chain into one element ``write`` stores: 1
+    where it does not read that variable; the instances the loops not named by the
+    subscripts (nor ``restarted``, for a scalar) run, where it reads back that element; all
+    of them where it reads another element."""
+    own = [r for r in statement.reads if r.variable.key == write.variable.key]
+    if not own:
+        return 1
+    unknown = any(subscript is None for subscript in write.subscripts)
+    other = unknown or any(r.subscripts != write.subscripts for r in own)
+    named: set[str] = set()
+    for subscript in write.subscripts:
+        named |= subscript.symbols() if subscript is not None else set()
+    count = 1
+    for loop in statement.loops:
+        if other or (loop.var not in named and loop not in restarted):
+            count *= _trip_bound(loop, sizes, top)
+    return count
+
+
+def _restarted_loops(nest: Any, statement: Any) -> dict[str, tuple[Any, ...]]:
+    """For each scalar ``statement`` writes: the loops around an earlier assignment that
+    sets it from scratch in the same loop body or one around it, unconditionally."""
+    out: dict[str, tuple[Any, ...]] = {}
+    for earlier in nest.statements:
+        if earlier.ordinal >= statement.ordinal or earlier.guards \
+                or statement.loops[:len(earlier.loops)] != earlier.loops:
+            continue
+        read = {r.variable.key for r in earlier.reads}
+        for write in earlier.writes:
+            key = write.variable.key
+            if not write.variable.is_array and key not in read \
+                    and len(earlier.loops) > len(out.get(key, ())):
+                out[key] = earlier.loops
+    return out
+
+
+def _trip_bound(loop: Any, sizes: Mapping[str, int], top: int) -> int:
+    """The loop's trip count where its bounds are sizes and constants; else ``top``."""
+    if loop.start is None or loop.stop is None or loop.stride is not None \
+            or not (loop.start.symbols() | loop.stop.symbols()) <= set(sizes):
+        return top
+    values = {name: Poly.const(value) for name, value in sizes.items()}
+    start = loop.start.substitute(values).constant_value()
+    stop = loop.stop.substitute(values).constant_value()
+    if start is None or stop is None:
+        return top
+    return max(1, -(-abs(stop - start) // abs(loop.step)))
 
 
 def _depth(node: Any) -> int:

@@ -53,7 +53,7 @@ class Walker(ABC):
             if not members:
                 return []
             return [self.opaque(node, members, loops, guards,
-                                f"the condition at line {line} reads memory")]
+                                f"the condition at line {line} {_what_it_reads(test)}")]
         if not _affine(inside[0].guards[len(guards)]):
             return [self.opaque(node, inside, loops, guards,
                                 f"the condition at line {line} is not affine")]
@@ -71,6 +71,18 @@ class Walker(ABC):
             self.notes.append(note)
         return Unit(tuple(sorted(members, key=lambda s: s.ordinal)), loops, guards, node,
                     opaque=why)
+
+
+def _what_it_reads(test: Statement | None) -> str:
+    """What makes a condition depend on data: the arrays it reads, else the scalars (values
+    computed in the function, not sizes isl can reason about)."""
+    if test is None:
+        return "reads memory"
+    arrays = sorted({r.variable.name for r in test.reads if r.variable.is_array})
+    if arrays:
+        return f"reads memory ({', '.join(arrays)})"
+    scalars = sorted({r.variable.name for r in test.reads})
+    return f"reads {', '.join(scalars)}, computed at run time" if scalars else "reads memory"
 
 
 def _affine(guard: Guard) -> bool:
