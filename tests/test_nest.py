@@ -256,6 +256,21 @@ def test_flattened_subscripts_are_delinearized_when_provable() -> None:
     assert not risky.loops[0].parallel and not risky.loops[1].parallel
 
 
+def test_a_size_that_multiplies_twice_delinearizes_into_two_dimensions() -> None:
+    # im2col's row: (c * K + ki) * K + kj, the strides K and K * K; every (c, ki, kj)
+    # writes its own row
+    source = ("def f(cols, x, C, K, N):\n    for c in range(C):\n        for ki in range(K):\n"
+              "            for kj in range(K):\n                for o in range(N):\n"
+              "                    cols[(c * K + ki) * K + kj, o] = x[c, ki + o, kj]\n")
+    analysis = loclab.analyze(source, assume_distinct=True)
+    assert all(r.parallel for r in analysis.loops)
+    assert any("as cols[c][ki][kj]" in n for n in analysis.notes), analysis.notes
+    clash = loclab.analyze(source.replace("+ kj, o]", "+ kj + 1, o]").replace(
+        "range(K):\n                for", "range(K + 1):\n                for"),
+        assume_distinct=True)
+    assert not all(r.parallel for r in clash.loops)
+
+
 def test_fixed_sizes_make_flattened_subscripts_affine() -> None:
     source = "def f(A, W):\n    for i in range(W):\n        A[i * W] = A[i * W + W]\n"
     symbolic = loclab.analyze(source)

@@ -568,6 +568,28 @@ def test_verification_runs_few_time_steps_and_kernels_past_a_block():
     assert verification_sizes(mapped, 37, 5) == {"T": 5, "N": 37}
 
 
+def test_a_size_only_each_thread_loops_over_keeps_its_smaller_timed_value():
+    """A polynomial's degree bounds loops inside each thread: D = 8 stays 8 (at 37 the
+    original as Python runs 37^4 Horner steps); the grid's sizes go past a block; a size the
+    function computes is computed."""
+    from loclab.optimize.gpu import verification_sizes
+
+    source = ("def f(c, xs, ys, out, NX, NY, D):\n    for i in range(NX):\n"
+              "        for j in range(NY):\n            acc = 0.0\n"
+              "            for a in range(D - 1, -1, -1):\n                inner = 0.0\n"
+              "                for b in range(D - 1, -1, -1):\n"
+              "                    inner = inner * ys[j] + c[a, b]\n"
+              "                acc = acc * xs[i] + inner\n            out[i, j] = acc\n")
+    _, mapped = gpu_planned(source, NX=512, NY=512, D=8)
+    assert verification_sizes(mapped, 37, 5) == {"NX": 37, "NY": 37, "D": 8}
+    _, mapped = gpu_planned(source, NX=512, NY=512, D=64)
+    assert verification_sizes(mapped, 37, 5)["D"] == 37
+    halves = ("def f(x, y, N, S):\n    M = N // S\n    for i in range(M):\n"
+              "        y[i] = x[i * S] * 2.0\n")
+    _, mapped = gpu_planned(halves, N=4000, S=2)
+    assert verification_sizes(mapped, 37, 5) == {"N": 37, "S": 2, "M": 18}
+
+
 def test_nothing_parallel_at_sizes_one_thread_cannot_run_is_refused_in_one_line(capsys):
     from loclab.cli import main
 
@@ -593,6 +615,20 @@ def test_without_a_gpu_the_code_is_written_and_said_to_be_unrun(monkeypatch):
 def test_an_untranslatable_construct_is_one_line_with_its_line():
     source = "def f(A, N):\n    for i in range(N):\n        A[i] = np.sign(A[i] - 1.0)\n"
     with pytest.raises(UsageError, match=r"<nest>:3: the CUDA emitter does not translate"):
+        found, mapped = gpu_planned(source, N=8)
+        inputs = make_inputs(found.as_written.program, found.sizes)
+        mapped.emit(*argument_types(inputs, ["N"]))
+
+
+def test_a_scalar_a_one_thread_kernel_computes_is_not_returned_from_the_host():
+    """Kahan's sum carries every dependence: one thread runs it, and its ``s`` stays on the
+    device; returned as the host's ``s`` it was the value before the loop (a wrong result
+    that verification caught as a bug in loclab). Now refused in one line."""
+    source = ("def f(x, N):\n    s = 0.0\n    c = 0.0\n    for i in range(N):\n"
+              "        term = x[i] - c\n        t = s + term\n        c = (t - s) - term\n"
+              "        s = t\n    return s\n")
+    with pytest.raises(UsageError, match=r"<nest>:9: s is assigned inside a loop and read "
+                                         "after it"):
         found, mapped = gpu_planned(source, N=8)
         inputs = make_inputs(found.as_written.program, found.sizes)
         mapped.emit(*argument_types(inputs, ["N"]))
@@ -813,6 +849,32 @@ def test_a_distributed_imperfect_band_agrees_with_the_original():
     assert result.verification.ok and result.check.valid, result.notes
     assert [nest.level for nest in result.nests] == ["threads over i@3, j@4",
                                                      "threads over i@3, j@7"]
+
+
+# red-black sweeps: each row's points of a colour start at 1 or 2 by the row's parity
+RED_BLACK = """
+def f(u, g, N, T):
+    for t in range(T):
+        for color in range(2):
+            for i in range(1, N - 1):
+                for j in range(1 + (i + color + 1) % 2, N - 1, 2):
+                    u[i, j] = 0.25 * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1]
+                                      - g[i, j])
+"""
+
+
+def test_a_start_by_a_rows_parity_is_bounded_over_the_threads():
+    """``1 + (i + color + 1) % 2`` lies in [1, 2] whatever the row: the hull of the threads'
+    iterations (it was refused: "cannot bound")."""
+    _, mapped = gpu_planned(RED_BLACK, N=64, T=3)
+    assert [[g.var for g in m.grid] for m in mapped.mappings] == [["i", "j"]]
+    mapped.emit(*_types(mapped))
+    check_grids(RED_BLACK, {"N": 12, "T": 2})
+
+
+@pytest.mark.gpu
+def test_red_black_sweeps_agree_with_the_original():
+    gpu_agrees(RED_BLACK, {"N": 130, "T": 4})
 
 
 SPLIT_SIZES = [{"N": 300, "M": 400}, {"N": 2000, "M": 50}, {"N": 37, "M": 5000}]

@@ -654,8 +654,10 @@ def test_an_original_numba_computes_otherwise_than_python_is_compared_under_numb
 
 
 def test_a_recipe_the_final_timing_finds_slower_is_not_kept(tmp_path, monkeypatch):
+    import loclab.optimize as optimize_module
     from loclab.measure.stats import summarize
     from loclab.optimize import measure
+    from loclab.optimize.build import choose
 
     real = measure.compare_times
     calls = []
@@ -668,11 +670,16 @@ def test_a_recipe_the_final_timing_finds_slower_is_not_kept(tmp_path, monkeypatc
         return replace(timed, optimized=summarize([10.0, 11.0, 12.0]),
                        original=summarize([1.0, 1.1, 1.2]))
 
+    def first_recipe(code, planned, *args):  # the search, as if it measured the first best
+        return choose(code, planned.plans)[0], [], None, None, None
+
     monkeypatch.setattr(measure, "compare_times", slower_first)
+    monkeypatch.setattr(optimize_module, "_searched", first_recipe)
     path = tmp_path / "axpy_rows.py"
     path.write_text(AXPY_ROWS)
     result = optimize_file(path, "axpy_rows", params={"N": 256, "M": 512}, timing=QUICK,
                            tuning_cache=tmp_path / "tuning.json")
     assert len(calls) == 2 and result.recipe == "" and result.verification.ok
+    assert calls[0].sizes == calls[1].sizes
     assert any("measured 0.10x the original in the final timing: the function is returned "
                "as written" in note for note in result.notes)

@@ -13,6 +13,7 @@ adds dependences (safe) and is listed in :attr:`Model.notes`.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, TypeVar
@@ -309,7 +310,7 @@ class Model:
             return [[None] for _ in column]
         split = [[p.get(key, Poly.const(0)) for key in reversed(chain)]  # type: ignore[union-attr]
                  for p in pieces]
-        extents = [Poly.symbol(next(iter(set(chain[k + 1]) - set(chain[k]))))
+        extents = [Poly.symbol(_added_size(chain[k], chain[k + 1]))
                    for k in range(len(chain) - 1)]
         for (statement, access), dims in zip(uses, split):
             inner = list(reversed(dims))[:-1]  # dimensions that must stay within an extent
@@ -357,9 +358,16 @@ def _split_by_strides(poly: Poly, loop_vars: set[str]) -> dict[tuple[str, ...], 
 
 
 def _stride_chain(pieces: list[dict[tuple[str, ...], Poly]]) -> list[tuple[str, ...]] | None:
-    """Keys ordered innermost first, each adding one size: () < (W,) < (M, W) ..."""
+    """Keys ordered innermost first, each adding one size: () < (W,) < (M, W) ..., or the
+    same size again: () < (K,) < (K, K) (im2col's row ``(c * K + ki) * K + kj``)."""
     keys = sorted({k for p in pieces for k in p} | {()}, key=len)
     for shorter, longer in zip(keys, keys[1:]):
-        if len(longer) != len(shorter) + 1 or not set(shorter) <= set(longer):
+        if len(longer) != len(shorter) + 1 or Counter(shorter) - Counter(longer):
             return None
     return keys if len(keys) > 1 else None
+
+
+def _added_size(shorter: tuple[str, ...], longer: tuple[str, ...]) -> str:
+    """The one size ``longer`` multiplies by beyond ``shorter`` (``_stride_chain``)."""
+    (added,) = (Counter(longer) - Counter(shorter)).elements()
+    return added

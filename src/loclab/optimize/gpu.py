@@ -18,6 +18,7 @@ from typing import Any
 
 from loclab.optimize.cuda import GpuPlan, argument_types
 from loclab.optimize.cuda.mapping import Config, neighbours
+from loclab.transform.inputs import settled_sizes
 
 SEARCH_TRIALS = 12  # configs measured beyond the model's, at most
 ONE_THREAD_MOST = 2**24  # statement instances one GPU thread may run (about 0.1-1 s)
@@ -253,20 +254,31 @@ def _proved(plan: GpuPlan, arrays: Any, scalars: Any, configs: tuple[Config, ...
 
 def verification_sizes(plan: GpuPlan, past_a_block: int, few: int) -> dict[str, int]:
     """Sizes the original runs at as Python to verify the kernels: ``past_a_block`` (a
-    block's tile and a partial one more) for every size that bounds a loop of a kernel;
-    ``few`` for a size that only bounds host loops (a stencil's time steps): their count
-    changes no kernel's edges, and a Python original runs them all; ``past_a_block`` for the
-    user's sizes that bound no loop."""
+    block's tile and a partial one more) for every size that bounds a loop threads share (a
+    grid loop, a split loop, one around either); ``few`` for a size that only bounds host
+    loops (a stencil's time steps): their count changes no kernel's edges, and a Python
+    original runs them all; for the others (the user's sizes that bound no loop too),
+    ``past_a_block`` or their timed value where smaller: a polynomial's degree of 8 stays 8
+    (133^4 Horner steps as Python would take hours), a stride 2. Sizes the function
+    computes (``Nest.derived``) are computed."""
     host = {id(loop) for mapping in plan.mappings for loop in mapping.host}
+    threads = {id(loop) for mapping in plan.mappings
+               for shared in (*mapping.grid, *([mapping.split] if mapping.split else []))
+               for loop in (shared, *shared.enclosing)}
     loops = plan.planned.context.analysis.nest.loops
     in_kernels = set().union(*(loop.bound_symbols() for loop in loops if id(loop) not in host))
     host_only = set().union(*(loop.bound_symbols() for loop in loops
                               if id(loop) in host)) - in_kernels
+    across = set().union(*(loop.bound_symbols() for loop in loops if id(loop) in threads))
+    timed = plan.users_planned.sizes
     # every size the user gave, those no loop reads too (an image's ``H`` and ``W`` where
     # the loops run over the output's: the user's inputs function takes them)
-    names = dict.fromkeys([*plan.users_planned.as_written.program.nest.parameters,
-                           *plan.users_planned.sizes])
-    return {p: few if p in host_only else past_a_block for p in names}
+    program = plan.users_planned.as_written.program
+    names = [p for p in dict.fromkeys([*program.nest.parameters, *timed])
+             if p not in program.nest.derived]
+    return settled_sizes(program, {
+        p: few if p in host_only else past_a_block if p in across
+        else min(past_a_block, timed.get(p, past_a_block)) for p in names})
 
 
 def rounding_length(program: Any, sizes: Mapping[str, int]) -> int:

@@ -1643,5 +1643,13 @@ def _interval(node: ast.expr | None, box: dict[str, tuple[str, str]],
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         low, high = _interval(node.operand, box, where)
         return f"-({high})", f"-({low})"
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mod, ast.FloorDiv)) \
+            and isinstance(node.right, ast.Constant) and isinstance(node.right.value, int) \
+            and not isinstance(node.right.value, bool) and node.right.value > 0:
+        c = node.right.value  # (Python's: a remainder in [0, c), a floor monotone)
+        if isinstance(node.op, ast.Mod):
+            return "0", f"{c - 1}"
+        low, high = _interval(node.left, box, where)
+        return f"(({low}) // {c})", f"(({high}) // {c})"
     raise UsageError(f"{where(node)}: the CUDA emitter cannot bound {ast.unparse(node)} over "
                      "the threads (not affine in the loops outside it)")

@@ -222,6 +222,10 @@ def _c_name(size: str) -> str:
 def _host_statement(node: ast.stmt, arrays: dict[str, np.dtype], ndims: dict[str, int],
                     where: object, nests: set[str]) -> str:
     """A statement outside the loops, as the host runs it (NumPy allocations on the GPU)."""
+    used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    if used & nests:  # (a one-thread kernel's scalar too: its value stays on the device)
+        raise UsageError(f"{where(node)}: {sorted(used & nests)[0]} is assigned inside a loop "
+                         "and read after it: on the GPU each thread keeps its own")
     if isinstance(node, ast.Return):
         return ast.unparse(node)
     if _element_store(node, arrays, ndims):  # CuPy sets the element on the GPU, in stream order
@@ -233,10 +237,6 @@ def _host_statement(node: ast.stmt, arrays: dict[str, np.dtype], ndims: dict[str
         raise UsageError(f"{where(node)}: the CUDA emitter runs code outside the loops on the "
                          "host: it may read array elements, one at a time, and set them "
                          "from values, but not a part of an array")
-    used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-    if used & nests:
-        raise UsageError(f"{where(node)}: {sorted(used & nests)[0]} is assigned inside a loop "
-                         "and read after it: on the GPU each thread keeps its own")
     if isinstance(node, ast.Assign) and len(node.targets) == 1 \
             and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Call):
         call = node.value

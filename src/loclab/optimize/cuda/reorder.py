@@ -20,6 +20,7 @@ code's lines are the ones the nests' explanations name.
 from __future__ import annotations
 
 import itertools
+import time
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -29,6 +30,10 @@ from loclab.optimize.planner import _band_at, label
 from loclab.transform.recipe import Step, make_step
 
 REWRITTEN = "{name} (as loclab transform rewrote it)"  # the rewritten code's file name
+# the most a rewrite may spend proving orders (each a transform of the whole function: a
+# second for a 4-deep window of 8 pieces, which tried 56 of them in 70 s); past it the nests
+# are mapped as the user wrote them
+REWRITE_SECONDS = 20.0
 
 
 @dataclass(frozen=True)
@@ -51,8 +56,9 @@ def rewrite(planned: Any, weak: list[Loop]) -> Rewrite | None:
     else None."""
     source = planned.code
     done: list[Step] = []
+    deadline = time.perf_counter() + REWRITE_SECONDS
     for top in weak:
-        done += _pieces(source, planned.context.analysis, top, done) or []
+        done += _pieces(source, planned.context.analysis, top, done, deadline) or []
     if not done:
         return None
     printed = replace(source, assume_distinct=True).transform(done, emit="python")
@@ -77,11 +83,13 @@ def weak_nests(analysis: Any, mappings: Any) -> list[Loop]:
     return out
 
 
-def _pieces(source: Any, analysis: Any, top: Loop, done: list[Step]) -> list[Step] | None:
+def _pieces(source: Any, analysis: Any, top: Loop, done: list[Step],
+            deadline: float) -> list[Step] | None:
     """The steps that expand ``top``'s scalars over the loops around all their statements,
     distribute each of its loops that holds a loop or several statements (innermost first),
     and permute each piece whose two outermost loops are not parallel apart; None where
-    the transformer refuses the distribution or nothing is gained (one piece)."""
+    the transformer refuses the distribution or nothing is gained (one piece), or where
+    proving the orders would run past ``deadline`` (``time.perf_counter``'s)."""
     statements = top.statements()
     steps = []
     for name in sorted({a.variable.name for s in statements for a in s.accesses
@@ -102,19 +110,21 @@ def _pieces(source: Any, analysis: Any, top: Loop, done: list[Step]) -> list[Ste
     if len(pieces) < 2:
         return None
     for piece in pieces:
-        permute = _outer_parallel(source, [*done, *steps], piece)
+        permute = _outer_parallel(source, [*done, *steps], piece, deadline)
         if permute is None:
             return None
         steps += permute
     return steps
 
 
-def _outer_parallel(source: Any, done: list[Step], piece: Any) -> list[Step] | None:
+def _outer_parallel(source: Any, done: list[Step], piece: Any,
+                    deadline: float) -> list[Step] | None:
     """The permutation of ``piece``'s band (none: as it is) that the transformer proves and
     that puts the most loops outermost (three at most, two at least), each parallel with no
     reduction, the first such order on a tie; [] for a band of one loop; None where no
-    order does. (Three: a batched product's ``b, i, k, o`` goes to ``b, i, o, k``, whose
-    grid reaches ``o``, along which its rows are unit-stride.)"""
+    order does, or none before ``deadline``. The loops after the outermost ones keep their
+    order. (Three: a batched product's ``b, i, k, o`` goes to ``b, i, o, k``, whose grid
+    reaches ``o``, along which its rows are unit-stride.)"""
     chain = [piece]
     while len(chain[-1].body) == 1 and hasattr(chain[-1].body[0], "origin"):
         chain.append(chain[-1].body[0])
@@ -123,10 +133,10 @@ def _outer_parallel(source: Any, done: list[Step], piece: Any) -> list[Step] | N
     line = min(unit.line for unit in piece.units())
     names = [f"{node.origin.var}@{line}" for node in chain]
     for depth in range(min(3, len(names)), 1, -1):
-        for order in itertools.permutations(names):
-            if depth == 3 and len(names) > 3 and order[3:] != tuple(
-                    n for n in names if n not in order[:3]):
-                continue  # (the loops inside in their order)
+        for outer in itertools.permutations(names, depth):
+            if time.perf_counter() > deadline:
+                return None
+            order = (*outer, *(n for n in names if n not in outer))
             permute = [make_step("permute", *order)] if list(order) != names else []
             if _parallel_apart(source, [*done, *permute], order[:depth], line):
                 return permute
