@@ -76,6 +76,10 @@ class GridAxis:
     block: int
     tile: int
     axis: int
+    # the step threads take between values: the loop's, or 1 where its start moves with the
+    # grid loops outside it (``range(1 + (i + c) % 2, N, 2)``: both parities; each thread's
+    # guard keeps the values its own start reaches)
+    step: int
 
 
 @dataclass(frozen=True)
@@ -500,6 +504,8 @@ class KernelWriter:
             start, stop, step = range_args(self.loops[id(loop)])
             low_start, high_start = _interval(start, box, self.where)
             low_stop, high_stop = _interval(stop, box, self.where)
+            if abs(step) > 1 and names_in([start] if start is not None else []) & set(box):
+                step = 1 if step > 0 else -1
             if step > 0:
                 first = low_start
                 count = f"max(0, -(-({high_stop} - ({first})) // {step}))"
@@ -510,7 +516,7 @@ class KernelWriter:
                 last_low, last_high = f"({low_stop}) + 1", high_start
             box[loop.var] = (last_low, last_high)
             out.append(GridAxis(loop.var, first, count, self.config.block[index],
-                                self.config.tile[index], self.mapping.axis(loop)))
+                                self.config.tile[index], self.mapping.axis(loop), step))
         return out
 
     def _copies(self, grid_vars: list[str], locals_: set[str]) -> list[_Copy]:
@@ -537,7 +543,7 @@ class KernelWriter:
         for index, (axis, loop) in enumerate(zip(axes, self.mapping.grid)):
             a = AXES[axis.axis]
             span = axis.block * axis.tile
-            _, _, step = range_args(self.loops[id(loop)])
+            step = axis.step
             for r in range(axis.tile):
                 name = f"{axis.var}_{r}" if many else axis.var
                 self.lines.append(f"{pad}const {ix} t_{name} = b{a} * {span} + "
