@@ -169,3 +169,15 @@ def test_a_window_loop_counts_its_window_not_the_whole_range() -> None:
     program = transform(BOXES, [], "boxes").program
     # per point: s = 0, the 5 x 5 window, the store; the box around the domain is 512^4
     assert instances(program, {"H": 512, "W": 512, "R": 2}) <= 512 * 512 * (25 + 2) * 1.1
+
+
+def test_sizes_grown_to_time_at_grow_apart_where_the_function_computes_one() -> None:
+    # all alike, N and S doubled together, M = N // S stayed 1: a loop of one iteration timed
+    from loclab.optimize.measure import TARGET_INSTANCES, timing_sizes
+    from loclab.transform import transform
+    from loclab.transform.inputs import instances
+
+    program = transform(STRIDED, [], "halves").program
+    sizes = timing_sizes(program, {})
+    assert sizes["S"] == 16 and sizes["M"] == sizes["N"] // 16
+    assert TARGET_INSTANCES // 4 < instances(program, sizes) <= TARGET_INSTANCES

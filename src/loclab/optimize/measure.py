@@ -47,6 +47,8 @@ def timing_sizes(program: Any, given: Mapping[str, int]) -> dict[str, int]:
     free = free_sizes(program, given)
     size = SMALLEST_SIZE
     sizes = settled_sizes(program, {**{p: size for p in free}, **given})
+    if program.nest.derived:
+        return with_given(parameters, _grown_apart(program, sizes, free), given)
     while free and size < TARGET_INSTANCES:
         larger = settled_sizes(program, {**sizes, **{p: size * 2 for p in free}})
         if instances(program, larger) > TARGET_INSTANCES:
@@ -54,6 +56,25 @@ def timing_sizes(program: Any, given: Mapping[str, int]) -> dict[str, int]:
         size *= 2
         sizes = larger
     return with_given(parameters, sizes, given)
+
+
+def _grown_apart(program: Any, sizes: dict[str, int], free: list[str]) -> dict[str, int]:
+    """``sizes`` with each of ``free`` doubled in turn where that adds statement instances
+    within ``TARGET_INSTANCES``: where the function computes a size (``M = N // S``), all
+    alike would keep ``M`` at 1 (the divisor grows with ``N``); apart, ``S`` stays 16."""
+    work = instances(program, sizes)
+    grown = True
+    while grown:
+        grown = False
+        for name in free:
+            try:
+                larger = settled_sizes(program, {**sizes, name: sizes[name] * 2})
+            except UsageError:  # (a computed size below 1)
+                continue
+            more = instances(program, larger)
+            if work < more <= TARGET_INSTANCES:
+                sizes, work, grown = larger, more, True
+    return sizes
 
 
 def past_the_tiles(program: Any, tiles: Mapping[Loop, int],
