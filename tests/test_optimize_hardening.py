@@ -683,3 +683,19 @@ def test_a_recipe_the_final_timing_finds_slower_is_not_kept(tmp_path, monkeypatc
     assert calls[0].sizes == calls[1].sizes
     assert any("measured 0.10x the original in the final timing: the function is returned "
                "as written" in note for note in result.notes)
+
+
+def test_a_result_that_runs_nothing_in_parallel_is_timed_on_one_thread_and_says_so():
+    # a forward substitution: only its dot products go into vector lanes; the speed-up line
+    # said "(2 threads, ...)" beside "nothing runs in parallel"
+    from loclab.optimize import optimize
+    from loclab.optimize.explain import explain
+
+    source = ("def solve(L, b, x, N):\n    for i in range(N):\n        s = 0.0\n"
+              "        for j in range(i):\n            s += L[i, j] * x[j]\n"
+              "        x[i] = (b[i] - s) / (L[i, i] + 4.0)\n")
+    result = optimize(source, "solve", params={"N": 300}, tune=False, timing=QUICK)
+    assert result.recipe and not result.parallel
+    text = " ".join(explain(result).split())
+    assert "nothing runs in parallel" in text and "x (one thread" in text
+    assert f"{result.timing.threads} threads" not in text

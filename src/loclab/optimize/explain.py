@@ -106,8 +106,7 @@ def proof_lines(result: Any) -> list[str]:
         lines.append(f"original (Numba, as written) {milliseconds(timing.original.median)}; "
                      f"returned as written")
     else:
-        threads = (f"{timing.threads} threads" if "parallel(" in result.recipe
-                   else "one thread")
+        threads = f"{timing.threads} threads" if result.parallel else "one thread"
         lines += wrap(f"original (Numba, as written) {milliseconds(timing.original.median)}; "
                       f"optimized {milliseconds(timing.optimized.median)}: "
                       f"{timing.speedup:.3g}x ({threads}{lanes})")

@@ -510,11 +510,8 @@ def update_chain(nest: Any, sizes: dict[str, int]) -> int:
     chains: dict[str, int] = {}
     for statement in nest.statements:
         for write in statement.writes:
-            named: set[str] = set()
-            for subscript in write.subscripts:
-                named |= subscript.symbols() if subscript is not None else set()
-            unread = any(subscript is None for subscript in write.subscripts)
-            free = sum(1 for loop in statement.loops if unread or loop.var not in named)
+            named = _named_symbols(write)
+            free = sum(1 for loop in statement.loops if named is None or loop.var not in named)
             key = write.variable.key
             chains[key] = chains.get(key, 0) + len(statement.accesses) * top ** free
     return max(chains.values(), default=1)
@@ -583,16 +580,21 @@ def _own_chain(statement: Any, write: Any, restarted: tuple[Any, ...],
     own = [r for r in statement.reads if r.variable.key == write.variable.key]
     if not own:
         return 1
-    unknown = any(subscript is None for subscript in write.subscripts)
-    other = unknown or any(r.subscripts != write.subscripts for r in own)
-    named: set[str] = set()
-    for subscript in write.subscripts:
-        named |= subscript.symbols() if subscript is not None else set()
+    named = _named_symbols(write)
+    other = named is None or any(r.subscripts != write.subscripts for r in own)
     count = 1
     for loop in statement.loops:
-        if other or (loop.var not in named and loop not in restarted):
+        if other or (loop.var not in (named or set()) and loop not in restarted):
             count *= _trip_bound(loop, sizes, top)
     return count
+
+
+def _named_symbols(write: Any) -> set[str] | None:
+    """The symbols ``write``'s subscripts read (the loops that move the element it
+    stores); None where loclab cannot read a subscript."""
+    if any(subscript is None for subscript in write.subscripts):
+        return None
+    return set().union(*(subscript.symbols() for subscript in write.subscripts))
 
 
 def _restarted_loops(nest: Any, statement: Any) -> dict[str, tuple[Any, ...]]:
