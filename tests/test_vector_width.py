@@ -99,7 +99,7 @@ def test_the_explanation_names_the_width(bits):
 
     summary = SimpleNamespace(median=0.002)
     timing = Timing({"N": 10}, 4, summary, SimpleNamespace(median=0.004), None, False, bits)
-    result = SimpleNamespace(timing=timing, target="cpu", recipe="parallel(i)",
+    result = SimpleNamespace(timing=timing, target="cpu", recipe="parallel(i)", parallel=True,
                              check=SimpleNamespace(max_rel_err=0),
                              verification=SimpleNamespace(original="as Python"))
     text = " ".join(line.strip() for line in proof_lines(result))
