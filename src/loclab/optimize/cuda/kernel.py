@@ -3,7 +3,9 @@ each thread's code, written from the user's own statements.
 
 A thread of block ``b`` runs iterations ``b * B * R + r * B + t`` (``r < R``) of each grid
 loop: ``B`` threads along it, ``R`` iterations each, neighbouring threads on neighbouring
-iterations (so the loop on ``threadIdx.x`` walks unit-stride accesses in step). With ``R > 1``
+iterations (so the loop on ``threadIdx.x`` walks unit-stride accesses in step); a product's
+kernel may lay them out otherwise (``cuda.mma``'s fragments for doubles, ``cuda.warp_layout``'s
+groups of 4 for 4-byte floats: a bijection all the same). With ``R > 1``
 the thread's iterations are jammed: every loop inside whose bounds do not depend on them runs
 once, its body repeated per iteration (unroll-and-jam: legal because no dependence crosses
 two grid iterations), so what one iteration loads from a shared tile or keeps in a register
@@ -36,6 +38,9 @@ from loclab.optimize.cuda.facts import (Offset, arrays_in, assigned, block_role,
 from loclab.optimize.cuda.mapping import AXES, WARP, Config, NestMapping
 from loclab.optimize.cuda.mma import (LANE_NAMES, MMA_K, MmaLayout, Product, layout_for,
                                       product, shared_pad)
+from loclab.optimize.cuda.warp_layout import COMPONENTS, VECTOR, WarpLayout, vector_pad
+from loclab.optimize.cuda.warp_layout import LANE_NAMES as WARP_LANES
+from loclab.optimize.cuda.warp_layout import warp_layout_for
 from loclab.transform.cuda_syntax import (COMBINE, Translator, Typing, c_type, join,
                                           subscript_parts)
 
@@ -45,8 +50,13 @@ LANE_IDENTITY = {"+": "0", "-": "0", "*": "1", "^": "0"}
 LANE_COMBINE = {"+": "add", "-": "add", "*": "mul", "min": "min", "max": "max", "&": "and",
                 "|": "or", "^": "xor"}
 SHARED_LIMIT = 48 * 1024  # bytes of static shared memory a block may declare
+# bytes a warp tiles' ring may take as dynamic shared memory, past the static limit (the
+# opt-in most GPUs from sm_70 allow; an H200 allows 227 KiB): strips of 16 of a 128 x 256
+# block tile in a ring of 3 take 75 KiB
+DYNAMIC_LIMIT = 96 * 1024
 PREFETCH_LIMIT = 16  # elements of a tile a thread holds in registers for the next strip
 PAD = 1  # elements added to a staged tile's rows: columns then span all 32 banks
+VECTOR_TYPES = {"float": "float4", "int": "int4"}  # 16-byte groups of 4-byte elements
 # A row split's parts combined across the block's rows (threadIdx.y): each thread leaves its
 # part in shared memory, every thread combines its column's parts in row order. The first
 # barrier keeps the parts of a previous call safe until every thread has read them. Called
@@ -108,6 +118,7 @@ class Kernel:
     chunks: int = 1
     parts: tuple[str, ...] = ()
     pipelined: bool = False  # staged strips copied by cp.async (``cuda.pipeline``)
+    dynamic_shared: int = 0  # bytes of the ring in dynamic shared memory (``DYNAMIC_LIMIT``)
 
 
 @dataclass
@@ -204,6 +215,10 @@ class KernelWriter:
     mma: MmaLayout | None = None
     products: dict[tuple[int, int], tuple[ast.For, Product]] = field(default_factory=dict)
     used_mma: bool = False
+    # the warp tiles' layout where products of 4-byte floats have one (``cuda.warp_layout``),
+    # and each grid iteration's name in the thread's copies: (the loop, its place r)
+    warps: WarpLayout | None = None
+    grid_names: dict[str, tuple[str, int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.strip = self.config.strip
@@ -275,19 +290,35 @@ class KernelWriter:
         out.append("    " + ",\n    ".join(params) + ") {")
         self._choose_products(body, locals_)
         self._stages(body, read_only, locals_)
-        self._keep_staged_products()
+        if self._keep_staged_products():  # the tiles' pads and orders were the layout's
+            self._stages(body, read_only, locals_)
         self.ring = self._ring_depth()
+        dynamic = self._dynamic_bytes()
+        placed = 0
+        if dynamic:
+            out.append("  extern __shared__ __align__(16) unsigned char loclab_dynamic[];")
         for stage in self.staged.values():
             if stage.within:
                 continue
             dims = "".join(f"[{e}]" for e in self._tile_shape(stage))
+            kind = c_type(self.typing.arrays[stage.array])
+            if dynamic and self._ringed(stage):  # the ring as an array in the dynamic part
+                out.append(f"  {kind} (*{stage.name}){dims} = reinterpret_cast<{kind} (*)"
+                           f"{dims}>(loclab_dynamic + {placed});")
+                placed += self.ring * self._shared_bytes([stage])
+                continue
             if self._ringed(stage):
                 dims = f"[{self.ring}]{dims}"
-            out.append(f"  __shared__ {c_type(self.typing.arrays[stage.array])} "
-                       f"{stage.name}{dims};")
+            align = "__align__(16) " if self.warps is not None else ""
+            out.append(f"  __shared__ {align}{kind} {stage.name}{dims};")
         if self.staged:  # the thread's place in its block, for the copies into the tiles
             out.append("  const int tid = threadIdx.x + blockDim.x * (threadIdx.y + "
                        "blockDim.y * threadIdx.z);")
+        for array in sorted({s.array for s in self.staged.values()
+                             if self._ringed(s) and self._grouped(s)}):
+            last = self.typing.ndims[array] - 1  # every row then starts 16-byte aligned
+            out.append(f"  const bool {array}_aligned = loclab_aligned16({array}) && "
+                       f"{array}_n{last} % {VECTOR} == 0;")
         depth = 1
         out += sums.shares(self.mapping.sums, self.typing)
         for axis in sorted(axes, key=lambda a: -a.axis):
@@ -354,7 +385,8 @@ class KernelWriter:
                             for name, op in self.mapping.sums),
                       self.chunks,
                       tuple(k.name for k in self._part_types()) if self.chunks > 1 else (),
-                      pipelined=self.ring > 0 or self.copied_async)
+                      pipelined=self.ring > 0 or self.copied_async,
+                      dynamic_shared=dynamic)
 
     def _shareable(self, body: Sequence[ast.stmt]) -> bool:
         """Whether several blocks may share the grid iteration's split loop
@@ -528,6 +560,7 @@ class KernelWriter:
             rename = {}
             if many:
                 rename = {v: f"{v}_{r}" for v, r in zip(grid_vars, index)}
+                self.grid_names |= {f"{v}_{r}": (v, r) for v, r in zip(grid_vars, index)}
                 rename |= {n: f"{n}_{suffix}" for n in locals_}
             out.append(_Copy(index, rename, f"ok_{suffix}" if suffix else "ok"))
         return out
@@ -540,14 +573,24 @@ class KernelWriter:
             warp, group, place = LANE_NAMES
             self.lines.append(f"{pad}const int {warp} = tid >> 5, {group} = (tid & 31) >> 2, "
                               f"{place} = tid & 3;")
+        if self.warps is not None:
+            warp, lane = WARP_LANES
+            self.lines.append(f"{pad}const int {warp} = tid >> 5, {lane} = tid & 31;")
         for index, (axis, loop) in enumerate(zip(axes, self.mapping.grid)):
             a = AXES[axis.axis]
             span = axis.block * axis.tile
             step = axis.step
             for r in range(axis.tile):
                 name = f"{axis.var}_{r}" if many else axis.var
-                self.lines.append(f"{pad}const {ix} t_{name} = b{a} * {span} + "
-                                  f"{self._thread_offset(axis, r)};")
+                offset = self._thread_offset(axis, r)
+                if r and self.warps is not None and axis.axis in (0, 1):
+                    # a constant from the first: one register for all (the final stores
+                    # would otherwise hold one per iteration across the whole loop)
+                    step_ = self.warps.column_step if axis.axis == 0 else self.warps.row_step
+                    self.lines.append(f"{pad}const {ix} t_{name} = t_{axis.var}_0 + "
+                                      f"{step_(r)};")
+                else:
+                    self.lines.append(f"{pad}const {ix} t_{name} = b{a} * {span} + {offset};")
                 self.lines.append(f"{pad}const {ix} {name} = first_{axis.var} + {step} * "
                                   f"t_{name};")
             if self.mma is not None and axis.axis == 0:  # the columns of B's fragments
@@ -584,6 +627,8 @@ class KernelWriter:
             return self.mma.column(r)
         if self.mma is not None and axis.axis == 1:
             return self.mma.row(r)
+        if self.warps is not None and axis.axis in (0, 1):
+            return self.warps.column(r) if axis.axis == 0 else self.warps.row(r)
         return f"{r * axis.block} + threadIdx.{AXES[axis.axis]}"
 
     # -- statements ------------------------------------------------------------------------
@@ -847,13 +892,58 @@ class KernelWriter:
             self.slots[stage.name] = f"{var}_slot"
 
     def _send(self, ringed: list[_Stage], depth: int, start: str, slot: str) -> None:
-        """Each thread's copies of the strip from ``start`` into the ring's ``slot``."""
+        """Each thread's copies of the strip from ``start`` into the ring's ``slot``: 16
+        bytes a copy where the tile's rows are the array's (``_grouped``), else one element
+        a copy."""
         pad = "  " * depth
         for stage in ringed:
             size = self.typing.arrays[stage.array].itemsize
+            if self._grouped(stage):
+                for target, whole, source, elements in self._group_elements(stage, start):
+                    self.lines.append(pad + pipeline.group_copy_line(
+                        pipeline.ring_slot(slot, target), whole, source,
+                        [pipeline.copy_line(pipeline.ring_slot(slot, t), g, stage.array, e,
+                                            size) for t, g, e in elements]))
+                continue
             for target, guard, source in self._prefetch_elements(stage, start):
                 self.lines.append(pad + pipeline.copy_line(
                     pipeline.ring_slot(slot, target), guard, stage.array, source, size))
+
+    def _grouped(self, stage: _Stage) -> bool:
+        """Whether ``stage``'s strips are copied 16 bytes at a time: under the warp tiles
+        (rows padded to whole 16-byte groups), a tile of 4-byte elements whose last
+        dimension in shared memory is the array's last, moving, a whole number of groups
+        wide, and the thread's share a whole number of groups."""
+        live = self._storage(stage)
+        if self.warps is None or not live or live[-1] != len(stage.dims) - 1 \
+                or self.typing.arrays[stage.array].itemsize != 4:
+            return False
+        return self._prefetched(stage, VECTOR) is not None
+
+    def _group_elements(self, stage: _Stage, start: str
+                        ) -> list[tuple[str, str, str, list[tuple[str, str, str]]]]:
+        """(shared-memory target, whether the whole group is inside its array and 16-byte
+        aligned, global source, and each element's (target, guard, source) for a group that
+        is not) of each group of 4 of a thread's share of the strip from ``start``."""
+        out = []
+        last = len(stage.dims) - 1
+        aligned = f"{stage.array}_aligned"
+        for places, values in self._share(stage, start, VECTOR):
+            target = stage.name + "".join(f"[{place}]" for place in places)
+            rows = self._inside(stage.array, values[:-1])
+            column, extent = values[-1], f"{stage.array}_n{last}"
+            whole = (f"{aligned} && {rows + ' && ' if rows else ''}({column}) % {VECTOR} == 0 "
+                     f"&& {column} >= 0 && ({column}) + {VECTOR - 1} < {extent}")
+            elements = []
+            for e in range(VECTOR):
+                moved = [*values[:-1], f"({column} + {e})"]
+                cells = "".join(f"[{place}]" for place in places[:-1])
+                elements.append((f"{stage.name}{cells}[{places[-1]} + {e}]",
+                                 self._inside(stage.array, moved),
+                                 f"{stage.array}[{self._flatten(stage.array, moved)}]"))
+            out.append((target, whole, f"{stage.array}[{self._flatten(stage.array, values)}]",
+                        elements))
+        return out
 
     def _ring_depth(self) -> int:
         """Tiles in each ring (``cuda.pipeline``), 0 for none: only where the config asks
@@ -867,7 +957,18 @@ class KernelWriter:
             return 0
         others = [s for s in self.staged.values() if s not in along]
         return pipeline.ring_depth([self._shared_bytes([s]) for s in along],
-                                   self._shared_bytes(others), SHARED_LIMIT)
+                                   self._shared_bytes(others),
+                                   SHARED_LIMIT if self.warps is None else DYNAMIC_LIMIT)
+
+    def _dynamic_bytes(self) -> int:
+        """Bytes of the ring held in dynamic shared memory: all of it where, under the warp
+        tiles, the ring and the other tiles pass the static limit; else 0 (static)."""
+        ringed = [s for s in self.staged.values() if self._ringed(s)]
+        ring = self.ring * self._shared_bytes(ringed)
+        if not ringed or ring + self._shared_bytes(
+                [s for s in self.staged.values() if s not in ringed]) <= SHARED_LIMIT:
+            return 0
+        return ring
 
     def _ringed(self, stage: _Stage) -> bool:
         return self.ring > 0 and _read_along(stage)
@@ -938,38 +1039,49 @@ class KernelWriter:
                        for text, (name, kind) in hoisted.items()]
         self.lines += statements
 
-    # -- tensor cores ----------------------------------------------------------------------
+    # -- products: tensor cores, warp tiles ------------------------------------------------
     def _choose_products(self, body: list[ast.stmt], locals_: set[str]) -> None:
-        """The fragments' layout and the loops that may run on the tensor cores (before the
-        staging, whose tiles the layout pads): each uniform loop whose body is a product of
-        doubles (``mma.product``) into an element kept in a register or into a scalar of
-        the thread's, its factors reading no scalar the thread assigns."""
-        self.mma, self.products = layout_for(self.mapping, self.config), {}
-        if self.mma is None:
-            return
+        """The layout of the thread's iterations and the loops that are products (before the
+        staging, whose tiles the layout pads and orders): each uniform loop whose body is a
+        product (``mma.product``) into an element kept in a register or into a scalar of
+        the thread's, its factors reading no scalar the thread assigns. Products of doubles
+        take the fragments' layout (they run on the tensor cores); else products of
+        4-byte floats the warp tiles' (``cuda.warp_layout``)."""
+        layouts = ((layout_for(self.mapping, self.config), np.float64),
+                   (warp_layout_for(self.mapping, self.config), np.float32))
+        self.mma, self.warps, self.products = None, None, {}
         axes = {self.mapping.axis(g): g.var for g in self.mapping.grid}
-        for loop in uniform_loops(body, set(axes.values()) | locals_):
-            found = product(loop, axes[1], axes[0])
-            if found is None or not self._accumulates_doubles(found, loop, locals_) \
-                    or names_in(found.factors()) & locals_ \
-                    or any(id(sub) in self.redirected for sub in subscripts([loop])):
+        for layout, kind in layouts:
+            if layout is None:
                 continue
-            self.products[(loop.lineno, loop.col_offset)] = (loop, found)
-        if not self.products:
-            self.mma = None
+            for loop in uniform_loops(body, set(axes.values()) | locals_):
+                found = product(loop, axes[1], axes[0])
+                if found is None or not self._accumulates(found, loop, locals_, kind) \
+                        or names_in(found.factors()) & locals_ \
+                        or any(id(sub) in self.redirected for sub in subscripts([loop])):
+                    continue
+                self.products[(loop.lineno, loop.col_offset)] = (loop, found)
+            if self.products:
+                if isinstance(layout, MmaLayout):
+                    self.mma = layout
+                else:
+                    self.warps = layout
+                return
 
-    def _accumulates_doubles(self, found: Product, loop: ast.For, locals_: set[str]) -> bool:
-        """Whether ``found``'s target is a double of each iteration's own: a scalar the
+    def _accumulates(self, found: Product, loop: ast.For, locals_: set[str],
+                     kind: type) -> bool:
+        """Whether ``found``'s target is a ``kind`` of each iteration's own: a scalar the
         thread assigns, or an element kept in a register across ``loop``."""
         if found.scalar:
-            return found.name in locals_ and self.typing.scalars.get(found.name) == np.float64
-        return self.typing.arrays.get(found.name) == np.float64 \
+            return found.name in locals_ and self.typing.scalars.get(found.name) == kind
+        return self.typing.arrays.get(found.name) == kind \
             and found.name not in self.mapping.atomics \
             and found.name in promotable(loop, self.redirected)
 
-    def _keep_staged_products(self) -> None:
+    def _keep_staged_products(self) -> bool:
         """The products whose every factor reads tiles in shared memory (the fragments read
-        other iterations' elements: from a tile, always inside it); no layout without one."""
+        other iterations' elements: from a tile, always inside it); no layout without one.
+        Whether a layout was dropped."""
         def staged(loop: ast.For, sub: ast.Subscript) -> bool:
             stage = self._stage_serving(*subscript_parts(sub))
             return stage is not None and (not stage.along or stage.at == (
@@ -977,8 +1089,10 @@ class KernelWriter:
 
         self.products = {at: (loop, found) for at, (loop, found) in self.products.items()
                          if all(staged(loop, sub) for sub in subscripts(found.factors()))}
-        if not self.products:
-            self.mma = None
+        if self.products or (self.mma is None and self.warps is None):
+            return False
+        self.mma = self.warps = None
+        return True
 
     def _product_of(self, node: ast.For, copies: list[_Copy]) -> Product | None:
         """The product ``node`` runs on the tensor cores, where it does: a strip a whole
@@ -1248,11 +1362,40 @@ class KernelWriter:
 
     def _tile_shape(self, stage: _Stage) -> list[int]:
         spans = self._spans(stage.along)
-        shape = [stage.extent(spans, d) for d in range(len(stage.dims))
-                 if stage.dims[d][0] is not None]
+        shape = [stage.extent(spans, d) for d in self._storage(stage)]
         if len(shape) >= 2:
-            shape[-1] += shared_pad(shape[-1]) if self.mma is not None else PAD
+            shape[-1] += shared_pad(shape[-1]) if self.mma is not None else \
+                vector_pad(shape[-1]) if self.warps is not None else PAD
         return shape
+
+    def _storage(self, stage: _Stage) -> list[int]:
+        """The tile's dimensions (those that move) in the order shared memory holds them:
+        as the array's, but under the warp tiles a read tile of a grid loop on x or y and the
+        loop it is staged along (``A[i, k]``, syrk's ``A[j, k]``) is held transposed, so that
+        a thread's group of 4 iterations reads one 16-byte vector (``cuda.warp_layout``)."""
+        live = [d for d, dim in enumerate(stage.dims) if dim[0] is not None]
+        if self.warps is None or stage.writes or stage.within or len(live) != 2 \
+                or any(tile.within == stage.name for tile in self.staged.values()):
+            return live
+        first, last = (stage.dims[d][0] for d in live)
+        planar = {g.var for g in self.mapping.grid if self.mapping.axis(g) <= 1}
+        return live[::-1] if first in planar and last == stage.along else live
+
+    def _vector_dim(self, stage: _Stage) -> str | None:
+        """The grid loop whose groups of 4 iterations read 16-byte vectors of ``stage``'s
+        tile, where one does: under the warp tiles, the tile's last dimension in shared
+        memory moves with the grid loop on x or y, of step 1, at one offset, and its
+        elements are 4-byte numbers."""
+        live = self._storage(stage)
+        if self.warps is None or not live or stage.writes \
+                or c_type(self.typing.arrays[stage.array]) not in VECTOR_TYPES:
+            return None
+        var, low, high = stage.dims[live[-1]]
+        loop = next((g for g in self.mapping.grid if g.var == var), None)
+        if loop is None or self.mapping.axis(loop) > 1 or low != high \
+                or range_args(self.loops[id(loop)])[2] != 1:
+            return None
+        return var
 
     def _fits(self, stage: _Stage) -> bool:
         return self._shared_bytes([*self.staged.values(), stage]) <= SHARED_LIMIT
@@ -1312,7 +1455,7 @@ class KernelWriter:
                           f"({self._base(v, var)} + {low} + {local[d]})")
         inside = " && ".join(f"{value} >= 0 && {value} < {stage.array}_n{d}"
                              for d, value in enumerate(values))
-        tile = self._cells(stage) + "".join(f"[{local[d]}]" for d in live)
+        tile = self._cells(stage) + "".join(f"[{local[d]}]" for d in self._storage(stage))
         element = f"{stage.array}[{self._flatten(stage.array, values)}]"
         if stage.writes:
             ran = " && ".join(f"{var}0 + {local[d]} < ({high})"
@@ -1338,10 +1481,12 @@ class KernelWriter:
             self.lines.append(f"{pad}loclab_copies_pending<0>();")
             self.sent = False
 
-    def _prefetched(self, stage: _Stage) -> tuple[int, int, list[int], list[int]] | None:
-        """(width, rows a pass, live dimensions, extents) where each thread's share of a strip
-        is a whole number of elements of one column, at most ``PREFETCH_LIMIT``: then that
-        share is loaded into registers a strip ahead; else None (loaded when needed)."""
+    def _prefetched(self, stage: _Stage, group: int = 1
+                    ) -> tuple[int, int, list[int], list[int]] | None:
+        """(groups a row, rows a pass, live dimensions, extents) where each thread's share of
+        a strip is a whole number of groups of ``group`` elements of one column of groups,
+        at most ``PREFETCH_LIMIT`` elements: then that share is loaded into registers a
+        strip ahead, or copied into a ring; else None (loaded when needed)."""
         if stage.writes:
             return None
         spans = self._spans(stage.along)
@@ -1351,35 +1496,52 @@ class KernelWriter:
         total = 1
         for extent in extents:
             total *= extent
-        if threads % width or (total // width) % (threads // width) \
+        if width % group:
+            return None
+        units = width // group
+        if threads % units or (total // width) % (threads // units) \
                 or total // threads > PREFETCH_LIMIT:
             return None
-        return width, threads // width, live, extents
+        return units, threads // units, live, extents
 
     def _prefetch_elements(self, stage: _Stage, start: str) -> list[tuple[str, str, str]]:
         """(shared-memory target, guard, global source) of each element of a thread's share
         of the strip that starts at ``start``."""
-        width, step, live, extents = self._prefetched(stage)  # type: ignore[misc]
+        return [(stage.name + "".join(f"[{place}]" for place in places),
+                 self._inside(stage.array, values),
+                 f"{stage.array}[{self._flatten(stage.array, values)}]")
+                for places, values in self._share(stage, start, 1)]
+
+    def _share(self, stage: _Stage, start: str, group: int
+               ) -> list[tuple[list[str], list[str]]]:
+        """(its place in the tile, dimension by dimension in shared memory's order; the
+        array's index per dimension) of the first element of
+        each group of ``group`` in a thread's share of the strip from ``start``: the last
+        dimension fastest across threads (consecutive threads, consecutive addresses)."""
+        units, step, live, extents = self._prefetched(stage, group)  # type: ignore[misc]
         flat = "tid"
         rows = 1
         for extent in extents[:-1]:
             rows *= extent
         out = []
         for r in range(rows // step):
-            rest = f"({flat} / {width} + {r * step})"
-            local = {live[-1]: f"{flat} % {width}"}
+            rest = f"({flat} / {units} + {r * step})"
+            local = {live[-1]: f"{flat} % {units}" if group == 1
+                     else f"({flat} % {units}) * {group}"}
             for d, extent in reversed(list(zip(live[:-1], extents[:-1]))):
                 local[d] = f"{rest} % {extent}"
                 rest = f"{rest} / {extent}"
             values = [str(low) if v is None else
                       f"({self._base(v, stage.along, start)} + {low} + {local[d]})"
                       for d, (v, low, _) in enumerate(stage.dims)]
-            guard = " && ".join(f"{value} >= 0 && {value} < {stage.array}_n{d}"
-                                for d, value in enumerate(values))
-            target = "".join(f"[{local[d]}]" for d in live)
-            out.append((f"{stage.name}{target}", guard,
-                        f"{stage.array}[{self._flatten(stage.array, values)}]"))
+            out.append(([local[d] for d in self._storage(stage)], values))
         return out
+
+    @staticmethod
+    def _inside(array: str, values: list[str]) -> str:
+        """C text: every index of ``values`` within ``array``'s extents."""
+        return " && ".join(f"{value} >= 0 && {value} < {array}_n{d}"
+                           for d, value in enumerate(values))
 
     def _prefetch(self, stage: _Stage, depth: int, start: str, declare: bool) -> None:
         pad = "  " * depth
@@ -1429,6 +1591,12 @@ class KernelWriter:
                 text = self._tile_element(stage, indices, translator)
                 if self.hoisting is None:
                     return text
+                vector = self._vector_read(stage, indices, translator)
+                if vector is not None:
+                    text, kind, place = vector
+                    if text not in self.hoisting:
+                        self.hoisting[text] = (f"h{len(self.hoisting)}", kind)
+                    return f"{self.hoisting[text][0]}.{COMPONENTS[place]}"
                 if text not in self.hoisting:
                     self.hoisting[text] = (f"h{len(self.hoisting)}",
                                            c_type(self.typing.arrays[name]))
@@ -1452,12 +1620,29 @@ class KernelWriter:
     def _tile_element(self, stage: _Stage, indices: list[ast.expr],
                       translator: Translator) -> str:
         """The element of ``stage``'s tile that ``indices`` name."""
-        parts = []
-        for index, (v, low, _) in zip(indices, stage.dims):
+        parts = {}
+        for d, (index, (v, low, _)) in enumerate(zip(indices, stage.dims)):
             if v is not None:
                 value = replace(translator, index=True).expr(index)
-                parts.append(f"[({value}) - {self._base(v, stage.along)} - {low}]")
-        return f"{self._cells(stage)}{''.join(parts)}"
+                parts[d] = f"[({value}) - {self._base(v, stage.along)} - {low}]"
+        return f"{self._cells(stage)}{''.join(parts[d] for d in self._storage(stage))}"
+
+    def _vector_read(self, stage: _Stage, indices: list[ast.expr],
+                     translator: Translator) -> tuple[str, str, int] | None:
+        """(the 16-byte vector of ``stage``'s tile, its C type, this element's place in it)
+        where the
+        element is one of a thread's group of 4 (``_vector_dim``): the same element of the
+        group's first iteration, read as a vector."""
+        var = self._vector_dim(stage)
+        name = translator.rename.get(var, "") if var is not None else ""
+        if name not in self.grid_names:
+            return None
+        r = self.grid_names[name][1]
+        first = f"{var}_{r - r % VECTOR}"
+        element = self._tile_element(
+            stage, indices, replace(translator, rename={**translator.rename, var: first}))
+        kind = VECTOR_TYPES[c_type(self.typing.arrays[stage.array])]
+        return f"*reinterpret_cast<const {kind}*>(&{element})", kind, r % VECTOR
 
     def _cells(self, stage: _Stage) -> str:
         """The shared array holding ``stage``'s tile: its own, or the read tile it took

@@ -14,6 +14,7 @@ strip of the loop they are staged along.
 from __future__ import annotations
 
 import ast
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
@@ -148,6 +149,9 @@ class Config:
     # staged strips copied into a ring of tiles by cp.async, strips in flight while one is
     # computed (``cuda.pipeline``); else through registers a strip ahead
     pipelined: bool = True
+    # a product of 4-byte floats: each thread's iterations in groups of 4, its factors read
+    # from shared memory as 16-byte vectors (``cuda.warp_layout``)
+    warp_tiles: bool = True
 
     @property
     def threads(self) -> int:
@@ -159,7 +163,8 @@ class Config:
     def to_json(self) -> dict[str, object]:
         return {"block": list(self.block), "tile": list(self.tile), "stage": self.stage,
                 "strip": self.strip, "lanes": self.lanes, "rows": self.rows,
-                "mma": self.mma, "chunks": self.chunks, "pipelined": self.pipelined}
+                "mma": self.mma, "chunks": self.chunks, "pipelined": self.pipelined,
+                "warp_tiles": self.warp_tiles}
 
     def text(self) -> str:
         if not self.block and self.lanes > 1:
@@ -177,7 +182,24 @@ class Config:
                 f"{'x'.join(map(str, self.tile)) or '1'} per thread, "
                 + (f"staged in strips of {self.strip}" if self.stage else "not staged")
                 + ("" if self.pipelined or not self.stage else " through registers")
-                + ("" if self.mma else ", no tensor cores"))
+                + ("" if self.mma else ", no tensor cores")
+                + ("" if self.warp_tiles else ", no warp tiles"))
+
+
+def planar(mapping: NestMapping, config: Config) -> tuple[int, int] | None:
+    """The grid's indices of its loops on x and on y, where a layout of a block's
+    iterations other than ``r`` blocks of threads along may take them (``cuda.mma``,
+    ``cuda.warp_layout``): tiles staged, no loop split across threads, grid loops on x and
+    y, and any third grid loop one iteration a block; else None."""
+    if not (config.stage and config.lanes == 1 and config.rows == 1) \
+            or mapping.split is not None or mapping.block_splits or len(mapping.grid) < 2:
+        return None
+    by_axis = {mapping.axis(loop): index for index, loop in enumerate(mapping.grid)}
+    x, y = by_axis.get(0), by_axis.get(1)
+    if x is None or y is None or any(config.block[i] * config.tile[i] != 1
+                                     for axis, i in by_axis.items() if axis > 1):
+        return None
+    return x, y
 
 
 def default_config(mapping: NestMapping, reuse: bool, accumulators: int = 1,
@@ -396,7 +418,9 @@ def neighbours(mapping: NestMapping, config: Config) -> list[Config]:
         for factor in (2, 0.5):
             tile = list(config.tile)
             tile[index] = int(tile[index] * factor)
-            if 1 <= tile[index] <= 8:
+            if 1 <= tile[index] <= 8 or (tile[index] == 16 and math.prod(tile) <= 128):
+                # (16 x 8 a thread: the hand-written product's register tile, which warp
+                # tiles read in 6 vector loads per 128 multiply-adds)
                 out.append(replace(config, tile=tuple(tile)))
     both = [int(t * 2) for t in config.tile]
     if all(t <= 8 for t in both):
@@ -421,4 +445,5 @@ def neighbours(mapping: NestMapping, config: Config) -> list[Config]:
     if config.stage:
         out.append(replace(config, pipelined=not config.pipelined))
     out.append(replace(config, mma=not config.mma))
+    out.append(replace(config, warp_tiles=not config.warp_tiles))
     return out

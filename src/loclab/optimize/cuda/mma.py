@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from loclab.optimize.cuda.mapping import Config, NestMapping
+from loclab.optimize.cuda.mapping import Config, NestMapping, planar
 from loclab.nest.python import update_increment
 
 MMA_K = 4  # the k extent of one instruction (m16n8k4)
@@ -122,14 +122,10 @@ def layout_for(mapping: NestMapping, config: Config) -> MmaLayout | None:
     staged, no loop split across threads, grid loops on x and y with even register tiles,
     threads along x a multiple of 4 and along y of 8 (whole warps tile the block), and any
     third grid loop one iteration a block."""
-    if not (config.mma and config.stage and config.lanes == 1 and config.rows == 1) \
-            or mapping.split is not None or mapping.block_splits or len(mapping.grid) < 2:
+    axes = planar(mapping, config) if config.mma else None
+    if axes is None:
         return None
-    by_axis = {mapping.axis(loop): index for index, loop in enumerate(mapping.grid)}
-    x, y = by_axis.get(0), by_axis.get(1)
-    if x is None or y is None or any(config.block[i] * config.tile[i] != 1
-                                     for axis, i in by_axis.items() if axis > 1):
-        return None
+    x, y = axes
     if config.tile[x] % 2 or config.tile[y] % 2 or config.block[x] % 4 \
             or config.block[y] % 8:
         return None

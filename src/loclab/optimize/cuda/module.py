@@ -336,10 +336,12 @@ def _launch(kernel: Kernel, names: LauncherNames) -> str:
     if kernel.chunks > 1:
         lines += chunks.allocations(kernel.parts, [f"count_{a.var}" for a in kernel.axes],
                                     kernel.chunks, "    ")
-    lines.append(f"    _kernel({kernel.name!r}, {names.index})(")
+    shared = f", {kernel.dynamic_shared}" if kernel.dynamic_shared else ""
+    lines.append(f"    _kernel({kernel.name!r}, {names.index}{shared})(")
     lines.append(f"        ({', '.join(grid)}),")
     lines.append(f"        ({', '.join(block)}),")
-    lines.append("        (" + ",\n         ".join(args) + ",))")
+    lines.append("        (" + ",\n         ".join(args) + ",)"
+                 + (f", shared_mem={kernel.dynamic_shared})" if shared else ")"))
     lines += [f"    {name} = {name}_sum[0].item()" for name, _, _ in kernel.sums]
     return "\n".join(lines)
 
@@ -381,11 +383,14 @@ _MODULES = {{}}
 {scalar_types}
 
 
-def _kernel(name, index):
+def _kernel(name, index, dynamic_shared=0):
     if index not in _MODULES:
         _MODULES[index] = cp.RawModule(code=SOURCE, options=("-std=c++17",),
                                        name_expressions=[f"{{k}}<{{index}}>" for k in _KERNELS])
-    return _MODULES[index].get_function(f"{{name}}<{{index}}>")
+    kernel = _MODULES[index].get_function(f"{{name}}<{{index}}>")
+    if dynamic_shared:  # past the 48 KiB a launch gets without asking
+        kernel.max_dynamic_shared_size_bytes = dynamic_shared
+    return kernel
 
 
 def _check(name, array, dtype):

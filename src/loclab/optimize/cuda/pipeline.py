@@ -38,6 +38,18 @@ template <int BYTES> __device__ __forceinline__ void loclab_copy_or_zero(void* t
   if (inside) *(Bytes*)to = *(const Bytes*)from; else *(Bytes*)to = Bytes{};
 #endif
 }
+// Four 4-byte elements copied in the background as one 16-byte group: both addresses
+// 16-byte aligned, the whole group inside its array (``group_copy_line``).
+__device__ __forceinline__ void loclab_copy_group(void* to, const void* from) {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\\n" ::
+               "r"((unsigned)__cvta_generic_to_shared(to)), "l"(from));
+#else
+  *(int4*)to = *(const int4*)from;
+#endif
+}
+__device__ __forceinline__ bool loclab_aligned16(const void* p) {
+  return (reinterpret_cast<unsigned long long>(p) & 15) == 0; }
 template <int PENDING> __device__ __forceinline__ void loclab_copies_pending() {
 #if __CUDA_ARCH__ >= 800
   asm volatile("cp.async.wait_group %0;\\n" :: "n"(PENDING));
@@ -60,6 +72,14 @@ def copy_line(target: str, guard: str, array: str, source: str, itemsize: int) -
     where it holds."""
     return (f"{{ const bool inside = {guard}; loclab_copy_or_zero<{itemsize}>(&{target}, "
             f"inside ? &{source} : {array}, inside); }}")
+
+
+def group_copy_line(target: str, whole: str, source: str, elements: list[str]) -> str:
+    """A group of 4 elements' copy into the ring (C text): 16 bytes at once where ``whole``
+    holds (every element inside the array, both addresses aligned), else ``elements``, the
+    group's copies one element each."""
+    return f"if ({whole}) loclab_copy_group(&{target}, &{source}); else {{ " \
+        + " ".join(elements) + " }"
 
 
 def ring_slot(buffer: str, target: str) -> str:
