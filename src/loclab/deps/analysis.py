@@ -13,6 +13,7 @@ from typing import Any
 
 from loclab.deps.dependences import Dependence, compute_dependences
 from loclab.deps.distribution import Piece, distribute
+from loclab.deps.idioms import Idiom, find_idioms
 from loclab.deps.interchange import CutBand, Interchange, cut_bands, interchanges
 from loclab.deps.model import Model
 from loclab.deps.overlap import Overlap, overlaps
@@ -127,6 +128,8 @@ class Analysis:
     # loops that step by a size of unknown sign (Python's range(lo, hi, inc)): this analysis
     # assumes the sizes positive, counting_down is the one with them negative
     counting_down: "Analysis | None" = None
+    # conditional reductions, arg-reductions and compactions (``deps.idioms``)
+    idioms: list[Idiom] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -170,6 +173,7 @@ class Analysis:
             "interchanges": self.interchanges,
             "distribution": self.distribution,
             "reductions": self.reductions,
+            "idioms": [idiom.to_json() for idiom in self.idioms],
             "aliasing": self.aliasing(),
             "strides": self.strides(),
             "notes": list(self.notes) + [cut.text() for cut in self.cut_bands],
@@ -246,4 +250,6 @@ def _analyze_nest(nest: Nest, params: Mapping[str, int] | None,
                     loops=reports, statements=[StatementReport(s) for s in nest.statements],
                     interchange_options=orders, pieces=pieces, notes=model.notes,
                     cut_bands=cut_bands(nest, dependences), overlaps=shared,
-                    assume_distinct=assume_distinct)
+                    assume_distinct=assume_distinct,
+                    idioms=find_idioms(nest, lambda loop, key: remedies.privatization(
+                        loop, key) is not None))

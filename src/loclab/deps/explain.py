@@ -50,6 +50,12 @@ def explain(analysis: "Analysis") -> str:
     lines += _aliasing(analysis)
     lines += _section("Loops", [line for r in analysis.loops for line in _verdict(r)]
                       or ["no loops"])
+    if analysis.idioms:
+        lines += _section("Idioms (parallel forms a dependence test misses; not applied "
+                          "yet)",
+                          [line for idiom in analysis.idioms
+                           for line in _wrap(f"{idiom.loop.id} {idiom.loop.var}: "
+                                             f"{idiom.text()}", 2, 4)])
     if analysis.counting_down is not None:
         down = [loop for loop in analysis.nest.loops if not loop.signed]
         sizes = _names([str(loop.stride) for loop in down])

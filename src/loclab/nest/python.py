@@ -165,7 +165,10 @@ class _PythonNest:
             return
         elif isinstance(node, ast.Return) and last_top:
             if node.value is not None:
-                reads = self.returned_arrays(node.value) or self.reads(node.value)
+                values = node.value.elts if isinstance(node.value, ast.Tuple) \
+                    else [node.value]  # ``return best, arg``: what each value reads
+                reads = self.returned_arrays(node.value) or [
+                    access for value in values for access in self.reads(value)]
                 if reads:
                     self.builder.add_statement(self.line(node), node.col_offset + 1,
                                                self.text(node), reads)
