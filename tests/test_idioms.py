@@ -73,22 +73,22 @@ def reductions(draw) -> tuple[list[str], bool]:
 
 
 def sources(body: list[str], inputs: str, state: list[str], var: str,
-            returned: str) -> tuple[str, str]:
-    """(the function analyzed: ``state`` set to 0 before its loop over ``range(N)``; the
-    function run: the loop over ``range(lo, hi)`` from given values of ``state``)."""
+            returned: str, first: int = 0) -> tuple[str, str]:
+    """(the function analyzed: ``state`` set to 0 before its loop over ``range(first, N)``;
+    the function run: the loop over ``range(lo, hi)`` from given values of ``state``)."""
     lines = textwrap.indent("\n".join(body), " " * 8)
     start = "".join(f"    {name} = 0\n" for name in state)
-    analyzed = (f"def f({inputs}, N):\n{start}    for {var} in range(N):\n{lines}\n"
-                f"    return {returned}\n")
+    analyzed = (f"def f({inputs}, N):\n{start}    for {var} in range({first}, N):\n"
+                f"{lines}\n    return {returned}\n")
     run = (f"def run({inputs}, lo, hi, {', '.join(state)}):\n"
            f"    for {var} in range(lo, hi):\n{lines}\n    return {returned}\n")
     return analyzed, run
 
 
-def chunks(data: st.DataObject) -> list[tuple[int, int]]:
-    """The loop's range cut into up to four chunks, in order."""
-    cuts = sorted(data.draw(st.lists(st.integers(1, N - 1), max_size=3)))
-    return list(zip([0, *cuts], [*cuts, N]))
+def chunks(data: st.DataObject, first: int = 0) -> list[tuple[int, int]]:
+    """The loop's range ``first .. N`` cut into up to four chunks, in order."""
+    cuts = sorted(data.draw(st.lists(st.integers(first + 1, N - 1), max_size=3)))
+    return list(zip([first, *cuts], [*cuts, N]))
 
 
 @settings(max_examples=250, deadline=None, derandomize=True, database=None)
@@ -252,3 +252,121 @@ def compact(flags, values, out, N):
     golden = CASES / "compaction" / "cpu.py"
     (idiom,) = idioms_of(golden.read_text(), "compact_sequential")
     assert (idiom.kind, idiom.variables) == ("compaction", ("kept", "out"))
+
+
+# --- linear recurrences and segmented scans --------------------------------------------------
+
+A_FACTORS = ["a[i]", "2", "(a[i] - 1)"]
+B_TERMS = ["b[i]", "1", "b[i] * a[i]"]
+
+
+@st.composite
+def recurrences(draw) -> tuple[list[str], bool, bool]:
+    """(the loop body's lines, whether it is the idiom by construction, whether the carried
+    value is ``y[i - 1]``: else the scalar ``s``, recorded in ``y[i]``)."""
+    factor, term = draw(st.sampled_from(A_FACTORS)), draw(st.sampled_from(B_TERMS))
+    on_array = draw(st.booleans())
+    back = draw(st.sampled_from(["y[i - 1]", "y[i - 1]", "y[i - 2]"])) if on_array else "s"
+    linear = {f"{factor} * {back} + {term}": True, f"{back} * {factor} + {term}": True,
+              f"{term} - {back} * {factor}": True, f"{factor} * {back} - {term}": True,
+              f"{back} * {back} + {term}": False, f"{factor} * {back} + {back}": False,
+              f"{factor} * ({back} + {term})": False, f"{back} / {factor} + {term}": False}
+    restart = draw(st.sampled_from([term, term, f"{back} - 1"]))
+    step = draw(st.sampled_from([f"{back} + {term}", f"{term} * {back}", f"{back} - {term}",
+                                 f"{back} + {back}"]))
+    test = draw(st.sampled_from(["flag[i] > 0", "flag[i] > 0", f"{back} > 2"]))
+    target = "y[i]" if on_array else "s"
+    kind = draw(st.sampled_from(["linear", "segmented", "one line", "guarded"]))
+    if kind == "linear" or kind == "guarded":
+        value = draw(st.sampled_from(sorted(linear)))
+        body = [f"{target} = {value}"]
+        idiom = linear[value] and kind == "linear"
+        if kind == "guarded":
+            body = ["if flag[i] > 0:", f"    {target} = {value}"]
+    else:
+        swapped = draw(st.booleans())
+        plain = {f"{back} + {term}", f"{term} * {back}"}
+        idiom = restart == term and step in plain and test == "flag[i] > 0"
+        if kind == "segmented":
+            branches = [f"    {target} = {restart}", f"    {target} = {step}"]
+            if swapped:
+                branches.reverse()
+            body = [f"if {test if not swapped else 'not (' + test + ')'}:", branches[0],
+                    "else:", branches[1]]
+        else:
+            sides = [restart, step][::-1] if swapped else [restart, step]
+            condition = test if not swapped else f"not ({test})"
+            body = [f"{target} = {sides[0]} if {condition} else {sides[1]}"]
+    if on_array:
+        idiom = idiom and back == "y[i - 1]"
+    else:
+        recorded = draw(st.sampled_from(["y[i] = s", "y[i] = s * 2", "s += 1"]))
+        idiom = idiom and recorded != "s += 1"
+        body = [*body, recorded] if draw(st.booleans()) else [recorded, *body]
+    return body, idiom, on_array
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(recurrences(), st.data())
+def test_a_recognized_recurrence_is_one_and_every_built_one_is_recognized(built, data):
+    body, idiom, on_array = built
+    first = 2 if on_array else 0
+    analyzed, runnable = sources(body, "a, b, flag, y", ["s"], "i", "s", first)
+    found = [i for i in idioms_of(analyzed, "f")
+             if i.kind in {"linear recurrence", "segmented scan"}]
+    assert bool(found) == idiom, (analyzed, found)
+    if not found:
+        return
+    run = compiled(runnable, "run")
+    rng = np.random.default_rng(data.draw(st.integers(0, 10**6)))
+    for _ in range(3):
+        a, b, flag = (list(rng.integers(-1, 3, N)) for _ in range(3))
+        y = list(rng.integers(0, 5, N))
+        carry = 3 if not on_array else y[first - 1]
+        sequential_y = list(y)
+        sequential = run(a, b, flag, sequential_y, first, N, carry)
+        combined = list(y)
+        for lo, hi in chunks(data, first):
+            # the chunk from carries 0 and 1: its results are affine in the carry
+            ends, outputs = [], []
+            for start in (0, 1):
+                mine = list(combined)
+                if on_array:
+                    mine[lo - 1] = start
+                ends.append(run(a, b, flag, mine, lo, hi, start))
+                outputs.append(mine)
+            for i in range(lo, hi):
+                combined[i] = outputs[0][i] + carry * (outputs[1][i] - outputs[0][i])
+            carry = combined[hi - 1] if on_array else ends[0] + carry * (ends[1] - ends[0])
+        assert combined == sequential_y and (on_array or carry == sequential), \
+            (analyzed, a, b, flag)
+
+
+RECURRENCE_LOOK_ALIKES = [
+    "if s > 2:\n    s = b[i]\nelse:\n    s = s + b[i]",  # the condition reads the sum
+    "if flag[i] > 0:\n    s = s - 1\nelse:\n    s = s + b[i]",  # the restart reads it
+    "if flag[i] > 0:\n    s = a[i] * s + b[i]",  # not every iteration
+    "s = a[i] * s + b[i]\ns = s + 1",  # written twice
+    "s = a[i] * s * s + b[i]",  # not affine
+]
+
+
+def test_recurrence_look_alikes_are_not_recognized_and_the_lectures_forms_are():
+    for body in RECURRENCE_LOOK_ALIKES:
+        analyzed, _ = sources([*body.split("\n"), "y[i] = s"], "a, b, flag, y", ["s"], "i",
+                              "s")
+        assert idioms_of(analyzed, "f") == [], analyzed
+    segmented = """
+def f(x, flags, y, N):
+    for i in range(1, N):
+        if flags[i] != 0:
+            y[i] = x[i]
+        else:
+            y[i] = y[i - 1] + x[i]
+"""
+    (idiom,) = idioms_of(segmented, "f")
+    assert (idiom.kind, idiom.variables, idiom.op) == ("segmented scan", ("y",), "+")
+    linear = ("def f(a, b, y, N):\n    for i in range(1, N):\n"
+              "        y[i] = a[i] * y[i - 1] + b[i]\n")
+    (idiom,) = idioms_of(linear, "f")
+    assert (idiom.kind, idiom.variables) == ("linear recurrence", ("y",))

@@ -1,12 +1,16 @@
 """Idioms that no dependence test parallelizes, recognized in a loop's statements: a
-conditional reduction and an arg-reduction (``if d < best: best = d; arg = j``) and a
-compaction (``if keep[i]: out[n] = x[i]; n += 1``).
+conditional reduction and an arg-reduction (``if d < best: best = d; arg = j``), a
+compaction (``if keep[i]: out[n] = x[i]; n += 1``), a first-order linear recurrence
+(``y[i] = a[i] * y[i - 1] + b[i]``) and a segmented scan (a sum restarted where a flag is
+set).
 
-Why: the dependences these loops carry on ``best`` or ``n`` are real (each iteration reads
-what the one before wrote), so the analysis calls the loop sequential. Yet each has a
+Why: the dependences these loops carry on ``best``, ``n`` or ``y`` are real (each iteration
+reads what the one before wrote), so the analysis calls the loop sequential. Yet each has a
 parallel form the lectures teach: the pairs (value, argument) of chunks of the loop combine
-by the same comparison, in the loop's order (an arg-min is nearest neighbour's reduction),
-and a compaction is a prefix sum of the kept counts, each chunk writing from its offset.
+by the same comparison, in the loop's order (an arg-min is nearest neighbour's reduction);
+a compaction is a prefix sum of the kept counts, each chunk writing from its offset; a
+linear recurrence is a scan of the maps ``x -> a x + b`` (composition is associative), a
+segmented scan one of (restart, value) pairs.
 
 Recognition is syntactic and sound (a look-alike is never reported; ``tests/
 test_idioms.py`` runs generated look-alikes chunked and combined against the loop):
@@ -25,6 +29,14 @@ test_idioms.py`` runs generated look-alikes chunked and combined against the loo
   ``out[n, k] = e``), whose arrays the loop touches nowhere else and whose values read
   neither. Every write lands where the loop's would: at the prefix sum of the steps before
   it, an element written again until the count moves on (chunks combined in order).
+- a **linear recurrence**: ``x = a * x' + b`` (the product either way round, ``+`` or
+  ``-``), run once by every iteration, ``x'`` the value carried from the iteration before:
+  a scalar ``x`` no other statement writes (others may read it), or ``y[i - 1]`` for
+  ``y[i]`` (one iteration back, every subscript affine) and no other access to ``y`` in
+  the loop; ``a`` and ``b`` without ``x'``.
+- a **segmented scan**: ``x = r`` under a condition and ``x = x' op e`` (``+``, ``*``;
+  ``x op= e`` for a scalar) under its opposite, both directly in the loop, or the one
+  statement ``x = r if c else x' op e``; the condition, ``r`` and ``e`` without ``x``.
 
 Their statements read, besides the idiom's own variables, only each iteration's own values
 (arrays the loop does not write, scalars private to an iteration), so that every chunk
@@ -38,8 +50,10 @@ import ast
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from loclab.nest.expr import Poly
 from loclab.nest.ir import Loop, Nest, Statement
 
+SCAN_OPERATORS = {ast.Add: "+", ast.Mult: "*"}  # a segmented scan's operators
 # A comparison ``e OP x``: which extremum it keeps, and which of equal values.
 KEEPS = {"<": ("min", "first"), "<=": ("min", "last"), ">": ("max", "first"),
          ">=": ("max", "last")}
@@ -62,17 +76,25 @@ class Idiom:
     statements: tuple[Statement, ...]
 
     def text(self) -> str:
-        lines = ", ".join(str(s.line) for s in self.statements)
+        places = sorted({s.line for s in self.statements})
+        lines = ("line " if len(places) == 1 else "lines ") + ", ".join(map(str, places))
         name = self.variables[0]
         if self.kind == "compaction":
             outputs = ", ".join(self.variables[1:])
             return (f"compaction: {name} counts the iterations kept, {outputs} written at "
-                    f"the count (lines {lines}): parallel as a prefix sum of the chunks' "
+                    f"the count ({lines}): parallel as a prefix sum of the chunks' "
                     "counts, each chunk writing from its offset")
+        if self.kind == "linear recurrence":
+            return (f"linear recurrence: {name} = a * {name}' + b ({lines}): parallel "
+                    "as a scan of the maps x -> a x + b (composed in another order: floats "
+                    "round differently)")
+        if self.kind == "segmented scan":
+            return (f"segmented scan {self.op} on {name}, restarting where the condition "
+                    f"holds ({lines}): parallel as a scan of (restart, value) pairs")
         keeps = f"{self.op} of {name}, the {self.ties} of equal values kept"
         if self.kind == "arg-reduction":
             keeps += f", with {', '.join(self.variables[1:])}"
-        return (f"{self.kind}: {keeps} (lines {lines}): parallel as a reduction, chunks "
+        return (f"{self.kind}: {keeps} ({lines}): parallel as a reduction, chunks "
                 "combined in the loop's order by the same comparison")
 
     def to_json(self) -> dict[str, object]:
@@ -96,7 +118,7 @@ def find_idioms(nest: Nest, private: Callable[[Loop, str], bool]) -> list[Idiom]
                                for inner in nest.loops if loop in inner.enclosing
                                and inner is not loop and _parses(inner.header.strip() + " pass")))
         for statement in inside:
-            for recognize in (_reduction, _compaction):
+            for recognize in (_reduction, _compaction, _linear, _segmented):
                 idiom = recognize(loop, inside, statement)
                 # a loop inside whose bounds read a carried variable runs by its values
                 if idiom is not None and not bounds & set(idiom.variables) \
@@ -183,6 +205,144 @@ def _compaction(loop: Loop, inside: list[Statement], update: Statement) -> Idiom
         return None
     return Idiom("compaction", loop, (counter, *dict.fromkeys(outputs)), "+", "",
                  tuple(sorted((update, *writes), key=lambda s: s.ordinal)))
+
+
+def _linear(loop: Loop, inside: list[Statement], statement: Statement) -> Idiom | None:
+    """The first-order linear recurrence ``x = a * x' + b`` that ``statement`` is, where it
+    is one: ``x'`` the carried value (a scalar ``x`` itself, or ``y[i - 1]`` for ``y[i]``),
+    ``a`` and ``b`` reading neither, the statement run by every iteration."""
+    node = _statement_ast(statement)
+    carried = _carried(loop, inside, statement, [statement])
+    if carried is None or not _every_iteration(loop, statement) \
+            or not _affine(node.value, carried[1]):  # type: ignore[union-attr]
+        return None
+    return Idiom("linear recurrence", loop, (carried[0],), "affine", "", (statement,))
+
+
+def _segmented(loop: Loop, inside: list[Statement], statement: Statement) -> Idiom | None:
+    """The segmented scan whose restart ``x = r`` is ``statement``, where it is one: under
+    a condition ``x = r``, under its opposite ``x = x' op e`` (``+`` or ``*``; ``x op= e``
+    for a scalar), both directly in the loop, ``r``, ``e`` and the condition not reading
+    ``x``; or the one statement ``x = r if c else x' op e`` (either way round)."""
+    node = _statement_ast(statement)
+    if isinstance(node, ast.Assign) and isinstance(node.value, ast.IfExp):
+        carried = _carried(loop, inside, statement, [statement])
+        if carried is None or not _every_iteration(loop, statement) \
+                or _occurrences(node.value.test, carried[1]):
+            return None
+        sides = [node.value.body, node.value.orelse]
+        ops = [op for side in sides if (op := _scan_step(side, carried[1])) is not None]
+        restarts = [side for side in sides if not _occurrences(side, carried[1])]
+        if len(ops) != 1 or len(restarts) != 1:
+            return None
+        return Idiom("segmented scan", loop, (carried[0],), ops[0], "", (statement,))
+    if not isinstance(node, ast.Assign) or not statement.guards \
+            or statement.guards[:-1] != loop.guards or statement.loops[-1] is not loop:
+        return None
+    branch = statement.guards[-1]
+    others = [s for s in inside if s is not statement and s.loops[-1] is loop
+              and s.guards[:-1] == loop.guards and s.guards
+              and s.guards[-1].test is branch.test and s.guards[-1].negated != branch.negated]
+    if branch.test is None or len(others) != 1:
+        return None
+    update = others[0]
+    carried = _carried(loop, inside, statement, [statement, update])
+    if carried is None or _occurrences(node.value, carried[1]) \
+            or any(a.variable.name == carried[0] for a in branch.test.accesses):
+        return None
+    op = _update_step(_statement_ast(update), node.targets[0], carried[1])
+    if op is None:
+        return None
+    return Idiom("segmented scan", loop, (carried[0],), op, "", (branch.test, statement, update))
+
+
+def _every_iteration(loop: Loop, statement: Statement) -> bool:
+    """Whether ``statement`` runs once in every iteration of ``loop``: in its body itself
+    (no loop between), under no condition inside it."""
+    return statement.loops[-1] is loop and statement.guards == loop.guards
+
+
+def _carried(loop: Loop, inside: list[Statement], statement: Statement,
+             writers: list[Statement]) -> tuple[str, ast.expr] | None:
+    """(the name, the syntax of the previous value) of the variable that ``statement``
+    assigns, where the loop carries it from one iteration to the next through ``writers``
+    alone: a scalar ``x`` no other statement writes (others may read it; its previous value
+    is ``x``), or an array element ``y[w]`` whose only other access in the loop is one
+    read of ``y[w']`` by the writers, ``w'`` being ``w`` one iteration back."""
+    node = _statement_ast(statement)
+    if len(statement.writes) != 1 or not isinstance(node, ast.Assign) \
+            or len(node.targets) != 1:
+        return None
+    write = statement.writes[0]
+    key = write.variable.key
+    accesses = [(s, a) for s in _touching(inside, key) for a in s.accesses
+                if a.variable.key == key]
+    if not write.variable.is_array:
+        if any(a.write and all(s is not w for w in writers) for s, a in accesses) \
+                or not isinstance(node.targets[0], ast.Name):
+            return None
+        return write.variable.name, ast.parse(write.variable.name, mode="eval").body
+    reads = [a for _, a in accesses if not a.write]
+    if any(all(s is not w for w in writers) for s, _ in accesses) or len(reads) != 1 \
+            or any(a.subscripts != write.subscripts for _, a in accesses if a.write) \
+            or not _one_back(loop, write.subscripts, reads[0].subscripts) \
+            or not _parses(reads[0].text):
+        return None
+    return write.variable.name, ast.parse(reads[0].text, mode="eval").body
+
+
+def _one_back(loop: Loop, written: tuple[Poly | None, ...],
+              read: tuple[Poly | None, ...]) -> bool:
+    """Whether the element ``read`` is the one written one iteration of ``loop`` earlier
+    (every subscript affine, and the loop's variable in some)."""
+    if len(written) != len(read) or any(w is None or r is None for w, r in zip(written, read)):
+        return False
+    back = {loop.var: Poly.symbol(loop.var) - Poly.const(loop.step)}
+    return any(loop.var in w.symbols() for w in written if w is not None) and all(
+        (w.substitute(back) - r).constant_value() == 0  # type: ignore[union-attr,operator]
+        for w, r in zip(written, read))
+
+
+def _occurrences(node: ast.expr, previous: ast.expr) -> int:
+    """How many times the carried value ``previous`` occurs in ``node``."""
+    text = ast.dump(previous)
+    return sum(ast.dump(n) == text for n in ast.walk(node))
+
+
+def _scan_step(node: ast.expr, previous: ast.expr) -> str | None:
+    """``op`` of ``x' op e`` or ``e op x'`` (``+``, ``*``), ``e`` without ``x'``."""
+    if not (isinstance(node, ast.BinOp) and type(node.op) in SCAN_OPERATORS) \
+            or _occurrences(node, previous) != 1:
+        return None
+    mine = ast.dump(previous)
+    if ast.dump(node.left) != mine and ast.dump(node.right) != mine:
+        return None
+    return SCAN_OPERATORS[type(node.op)]
+
+
+def _update_step(node: ast.stmt | None, target: ast.expr, previous: ast.expr) -> str | None:
+    """``op`` of the update ``x = x' op e`` (or, for a scalar, ``x op= e``) of ``target``."""
+    if isinstance(node, ast.AugAssign) and type(node.op) in SCAN_OPERATORS \
+            and isinstance(target, ast.Name) and ast.dump(node.target) == ast.dump(target) \
+            and not _occurrences(node.value, previous):
+        return SCAN_OPERATORS[type(node.op)]
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+            and ast.dump(node.targets[0]) == ast.dump(target):
+        return _scan_step(node.value, previous)
+    return None
+
+
+def _affine(node: ast.expr, previous: ast.expr) -> bool:
+    """Whether ``node`` is ``a * x' + b`` (``x' * a``, either side of ``+`` or ``-``), ``a``
+    and ``b`` without ``x'``."""
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub))) \
+            or _occurrences(node, previous) != 1:
+        return False
+    mine = ast.dump(previous)
+    product = next((side for side in (node.left, node.right) if _occurrences(side, previous)),
+                   None)
+    return isinstance(product, ast.BinOp) and isinstance(product.op, ast.Mult) \
+        and mine in (ast.dump(product.left), ast.dump(product.right))
 
 
 # -- the statements' syntax ---------------------------------------------------------------
