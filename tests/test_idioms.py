@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loclab.deps import analyze
+from loclab.deps.explain import explain
 from loclab.deps.idioms import KEEPS
 
 N = 23
@@ -140,10 +141,19 @@ def nearest(points, query, N, D):
             best_j = j
     return best, best_j
 """
-    (idiom,) = idioms_of(source, "nearest")
+    analysis = analyze(source, "nearest")
+    (idiom,) = analysis.idioms
     assert (idiom.kind, idiom.variables, idiom.op, idiom.ties) == (
         "arg-reduction", ("best", "best_j"), "min", "first")
     assert idiom.loop.var == "j"
+    # what the loop's verdict and the JSON say of it
+    text = " ".join(explain(analysis).split())
+    assert "(all of them an idiom's: arg-reduction of best, parallel in its own form; see " \
+        "Idioms)" in text
+    assert "L1 j: arg-reduction: min of best, the first of equal values kept, with best_j" in text
+    assert analysis.to_json()["idioms"] == [{
+        "loop": "L1", "kind": "arg-reduction", "variables": ["best", "best_j"], "op": "min",
+        "ties": "first", "statements": [s.id for s in idiom.statements]}]
 
 
 def test_a_value_read_from_a_carried_scalar_or_a_written_array_is_not_the_idiom():

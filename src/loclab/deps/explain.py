@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from loclab.deps.analysis import Analysis, LoopReport
     from loclab.deps.dependences import Dependence
     from loclab.deps.distribution import Piece
+    from loclab.deps.idioms import Idiom
     from loclab.deps.interchange import Interchange
     from loclab.deps.remedies import Remedy
 
@@ -48,8 +49,8 @@ def explain(analysis: "Analysis") -> str:
         lines += _section(_SCALARS_TITLE, _scalar_lines(analysis, on_scalars))
     lines += _matrix(on_arrays)
     lines += _aliasing(analysis)
-    lines += _section("Loops", [line for r in analysis.loops for line in _verdict(r)]
-                      or ["no loops"])
+    lines += _section("Loops", [line for r in analysis.loops
+                                 for line in _verdict(r, analysis.idioms)] or ["no loops"])
     if analysis.idioms:
         lines += _section("Idioms (parallel forms a dependence test misses; not applied "
                           "yet)",
@@ -299,7 +300,7 @@ def _names(words: list[str]) -> str:
     return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
-def _verdict(report: "LoopReport") -> list[str]:
+def _verdict(report: "LoopReport", idioms: Iterable["Idiom"] = ()) -> list[str]:
     head = f"{report.id} {report.var} (line {report.line}): "
     if report.parallel:
         return [head + "PARALLEL - carries no dependence"]
@@ -316,6 +317,14 @@ def _verdict(report: "LoopReport") -> list[str]:
                                   "those on")
         true = " (a true dependence)" if all(d.kind == "RAW" for d in report.unresolved) else ""
         lines += _wrap(f"    nothing removes {blocking}: stays sequential{true}", 2, 6)
+        blocked = {d.array for d in report.unresolved}
+        mine = [i for i in idioms if i.loop is report.loop and blocked & set(i.variables)]
+        if mine:
+            covered = "all of them" if blocked <= {v for i in mine for v in i.variables} \
+                else "some of them"
+            kinds = _names([f"{i.kind} of {i.variables[0]}" for i in mine])
+            lines += _wrap(f"    ({covered} an idiom's: {kinds}, parallel in its own form; "
+                           "see Idioms)", 2, 6)
         if report.remedies:
             lines += _wrap(f"    (would still help: {_steps(report.remedies, '; ')})", 2, 6)
     else:
