@@ -158,7 +158,7 @@ def _reduction(loop: Loop, inside: list[Statement], assign: Statement) -> Idiom 
         return None
     op, expression = compared
     if ast.dump(expression) != ast.dump(value) or target in _names(value) \
-            or assign.guards[:-1] != test.guards \
+            or assign.guards[:-1] != test.guards or assign.loops != test.loops \
             or {id(s) for s in _touching(inside, key)} != {id(test), id(assign)} \
             or sum(a.variable.key == key for a in test.accesses) != 1:
         return None
@@ -168,7 +168,7 @@ def _reduction(loop: Loop, inside: list[Statement], assign: Statement) -> Idiom 
             continue
         name, expression = _plain_assignment(other)
         other_key = _scalar_key(other, name) if name is not None else None
-        if other_key is None or other.guards != assign.guards \
+        if other_key is None or other.guards != assign.guards or other.loops != assign.loops \
                 or [id(s) for s in _touching(inside, other_key)] != [id(other)]:
             return None
         arguments.append((other, name, expression))
