@@ -164,7 +164,7 @@ def backwards(source: str) -> str:
     return changed
 
 
-@settings(max_examples=120, deadline=None, derandomize=True, database=None,
+@settings(max_examples=90, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(held_nests())
 def test_held_sums_compute_what_the_original_does_in_any_order(source: str) -> None:

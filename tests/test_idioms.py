@@ -92,7 +92,7 @@ def chunks(data: st.DataObject, first: int = 0) -> list[tuple[int, int]]:
     return list(zip([first, *cuts], [*cuts, N]))
 
 
-@settings(max_examples=250, deadline=None, derandomize=True, database=None)
+@settings(max_examples=150, deadline=None, derandomize=True, database=None)
 @given(reductions(), st.data())
 def test_a_recognized_reduction_is_one_and_every_built_one_is_recognized(built, data):
     body, idiom = built
@@ -218,7 +218,7 @@ def compactions(draw) -> tuple[list[str], bool]:
     return body, idiom
 
 
-@settings(max_examples=250, deadline=None, derandomize=True, database=None)
+@settings(max_examples=150, deadline=None, derandomize=True, database=None)
 @given(compactions(), st.data())
 def test_a_recognized_compaction_is_one_and_every_built_one_is_recognized(built, data):
     body, idiom = built
@@ -316,7 +316,7 @@ def recurrences(draw) -> tuple[list[str], bool, bool]:
     return body, idiom, on_array
 
 
-@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
 @given(recurrences(), st.data())
 def test_a_recognized_recurrence_is_one_and_every_built_one_is_recognized(built, data):
     body, idiom, on_array = built
