@@ -128,7 +128,8 @@ class Analysis:
     # loops that step by a size of unknown sign (Python's range(lo, hi, inc)): this analysis
     # assumes the sizes positive, counting_down is the one with them negative
     counting_down: "Analysis | None" = None
-    # conditional reductions, arg-reductions and compactions (``deps.idioms``)
+    # conditional reductions, arg-reductions, compactions, linear recurrences and
+    # segmented scans (``deps.idioms``)
     idioms: list[Idiom] = field(default_factory=list)
 
     @property

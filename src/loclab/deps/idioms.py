@@ -114,9 +114,9 @@ def find_idioms(nest: Nest, private: Callable[[Loop, str], bool]) -> list[Idiom]
     found: list[Idiom] = []
     for loop in nest.loops:
         inside = loop.statements()
-        bounds = set().union(*(_names(ast.parse(inner.header.strip() + " pass"))
-                               for inner in nest.loops if loop in inner.enclosing
-                               and inner is not loop and _parses(inner.header.strip() + " pass")))
+        headers = [inner.header.strip() + " pass" for inner in nest.loops
+                   if loop in inner.enclosing and inner is not loop]
+        bounds = set().union(*(_names(ast.parse(h)) for h in headers if _parses(h)))
         for statement in inside:
             for recognize in (_reduction, _compaction, _linear, _segmented):
                 idiom = recognize(loop, inside, statement)

@@ -582,7 +582,6 @@ class KernelWriter:
             step = axis.step
             for r in range(axis.tile):
                 name = f"{axis.var}_{r}" if many else axis.var
-                offset = self._thread_offset(axis, r)
                 if r and self.warps is not None and axis.axis in (0, 1):
                     # a constant from the first: one register for all (the final stores
                     # would otherwise hold one per iteration across the whole loop)
@@ -590,7 +589,8 @@ class KernelWriter:
                     self.lines.append(f"{pad}const {ix} t_{name} = t_{axis.var}_0 + "
                                       f"{step_(r)};")
                 else:
-                    self.lines.append(f"{pad}const {ix} t_{name} = b{a} * {span} + {offset};")
+                    self.lines.append(f"{pad}const {ix} t_{name} = b{a} * {span} + "
+                                      f"{self._thread_offset(axis, r)};")
                 self.lines.append(f"{pad}const {ix} {name} = first_{axis.var} + {step} * "
                                   f"t_{name};")
             if self.mma is not None and axis.axis == 0:  # the columns of B's fragments
@@ -929,7 +929,6 @@ class KernelWriter:
         last = len(stage.dims) - 1
         aligned = f"{stage.array}_aligned"
         for places, values in self._share(stage, start, VECTOR):
-            target = stage.name + "".join(f"[{place}]" for place in places)
             rows = self._inside(stage.array, values[:-1])
             column, extent = values[-1], f"{stage.array}_n{last}"
             whole = (f"{aligned} && {rows + ' && ' if rows else ''}({column}) % {VECTOR} == 0 "
@@ -937,12 +936,11 @@ class KernelWriter:
             elements = []
             for e in range(VECTOR):
                 moved = [*values[:-1], f"({column} + {e})"]
-                cells = "".join(f"[{place}]" for place in places[:-1])
-                elements.append((f"{stage.name}{cells}[{places[-1]} + {e}]",
+                elements.append((_tile_at(stage.name, [*places[:-1], f"{places[-1]} + {e}"]),
                                  self._inside(stage.array, moved),
                                  f"{stage.array}[{self._flatten(stage.array, moved)}]"))
-            out.append((target, whole, f"{stage.array}[{self._flatten(stage.array, values)}]",
-                        elements))
+            out.append((_tile_at(stage.name, places), whole,
+                        f"{stage.array}[{self._flatten(stage.array, values)}]", elements))
         return out
 
     def _ring_depth(self) -> int:
@@ -1453,8 +1451,7 @@ class KernelWriter:
         for d, (v, low, _) in enumerate(stage.dims):
             values.append(str(low) if v is None else
                           f"({self._base(v, var)} + {low} + {local[d]})")
-        inside = " && ".join(f"{value} >= 0 && {value} < {stage.array}_n{d}"
-                             for d, value in enumerate(values))
+        inside = self._inside(stage.array, values)
         tile = self._cells(stage) + "".join(f"[{local[d]}]" for d in self._storage(stage))
         element = f"{stage.array}[{self._flatten(stage.array, values)}]"
         if stage.writes:
@@ -1507,8 +1504,7 @@ class KernelWriter:
     def _prefetch_elements(self, stage: _Stage, start: str) -> list[tuple[str, str, str]]:
         """(shared-memory target, guard, global source) of each element of a thread's share
         of the strip that starts at ``start``."""
-        return [(stage.name + "".join(f"[{place}]" for place in places),
-                 self._inside(stage.array, values),
+        return [(_tile_at(stage.name, places), self._inside(stage.array, values),
                  f"{stage.array}[{self._flatten(stage.array, values)}]")
                 for places, values in self._share(stage, start, 1)]
 
@@ -1630,9 +1626,8 @@ class KernelWriter:
     def _vector_read(self, stage: _Stage, indices: list[ast.expr],
                      translator: Translator) -> tuple[str, str, int] | None:
         """(the 16-byte vector of ``stage``'s tile, its C type, this element's place in it)
-        where the
-        element is one of a thread's group of 4 (``_vector_dim``): the same element of the
-        group's first iteration, read as a vector."""
+        where the element is one of a thread's group of 4 (``_vector_dim``): the same
+        element of the group's first iteration, read as a vector."""
         var = self._vector_dim(stage)
         name = translator.rename.get(var, "") if var is not None else ""
         if name not in self.grid_names:
@@ -1736,6 +1731,11 @@ def _accumulator(copy_: _Copy, found: Product) -> str | None:
     if found.scalar:
         return copy_.rename.get(found.name)
     return copy_.registers.get(found.name)
+
+
+def _tile_at(name: str, places: Sequence[str]) -> str:
+    """C text: the element of shared array ``name`` at ``places``, one per dimension."""
+    return name + "".join(f"[{place}]" for place in places)
 
 
 def _read_along(stage: _Stage) -> bool:
